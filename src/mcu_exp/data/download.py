@@ -1,0 +1,212 @@
+"""Pinned, checksummed download of the Scalabrino et al. data into a user cache.
+
+The files come from one commit of a public GitHub repository (see the data's SOURCE.md), so
+what a run reads can be checked byte for byte against the SHA-256 sums published there. A
+file that fails the check is reported and never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+from mcu_exp.data.types import DatasetError
+
+log = logging.getLogger(__name__)
+
+REPOSITORY = "sea-lab-wm/warning-comprehensibility"
+COMMIT = "588ce0fe63d3daeca97e684bd45b59995cc0cbe3"
+DEFAULT_BASE_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/{COMMIT}/"
+BASE_URL_ENV = "MCU_EXP_SCALABRINO_URL"
+"""Environment variable that replaces :data:`DEFAULT_BASE_URL` (a mirror, a test server)."""
+
+EVALUATIONS_PATH = (
+    "feature_extraction/src/main/resources/study_data/understandability_with_targets.csv"
+)
+SNIPPETS_PATH = "feature_extraction/src/main/resources/corrected_raw_snippets/ds_6"
+EVALUATIONS_FILE = "evaluations.csv"
+SNIPPETS_DIR = "snippets"
+
+EVALUATIONS_SHA256 = "6ed647f65de97450464047fb8035771aaeea42f0abac3ccff17efd3c3d32c1f4"
+SNIPPETS_SHA256 = "3b0b31928f5295efd8007e727b99c30cbb11c471f83e43a7335f24f7ac272fc1"
+"""SHA-256 of the 50 snippet files concatenated in C-locale name order."""
+
+SNIPPET_FILES: tuple[str, ...] = (
+    "ds_6_snip_1$Antlr4Master_analyze.java",
+    "ds_6_snip_1$CarReport_save.java",
+    "ds_6_snip_1$CheckEstimator_printAttributeSummary.java",
+    "ds_6_snip_1$ClassifierPerformanceEvaluatorCustomizer_addButtons.java",
+    "ds_6_snip_1$EstimatorUtils_getMinMax.java",
+    "ds_6_snip_1$GeneratorPropertyIteratorPanel_actionPerformed.java",
+    "ds_6_snip_1$HibernateORM_getOverriddenColumn.java",
+    "ds_6_snip_1$K9_testFetchResponse.java",
+    "ds_6_snip_1$ModelPerformanceChart_performRequest.java",
+    "ds_6_snip_1$MyExpenses_contribFeatureCalled.java",
+    "ds_6_snip_1$OpenCMSCore_createContextMenu.java",
+    "ds_6_snip_1$Phoenix_doDropSchema.java",
+    "ds_6_snip_1$Pom_HealthReport.java",
+    "ds_6_snip_1$SpringBatch_testFailureAndRecovery.java",
+    "ds_6_snip_2$Antlr4Master_process.java",
+    "ds_6_snip_2$CarReport_onCreate.java",
+    "ds_6_snip_2$HibernateORM_TimesTenDialect.java",
+    "ds_6_snip_2$K9_getInstance.java",
+    "ds_6_snip_2$MyExpenses_getContentProviderOperationsForCreate.java",
+    "ds_6_snip_2$OpenCMSCore_seekFile.java",
+    "ds_6_snip_2$Phoenix_evaluate.java",
+    "ds_6_snip_2$Pom__getRuns.java",
+    "ds_6_snip_2$SpringBatch_testArtifactUniqueness.java",
+    "ds_6_snip_3$Antlr4Master_hasSLLConflictTerminatingPrediction.java",
+    "ds_6_snip_3$CarReport_handleFABClick.java",
+    "ds_6_snip_3$HibernateORM_execute.java",
+    "ds_6_snip_3$K9_open_withXoauth2Extension_shouldThrowOnMultipleFailure.java",
+    "ds_6_snip_3$MyExpenses_mergeUpdate.java",
+    "ds_6_snip_3$OpenCMSCore_execute.java",
+    "ds_6_snip_3$Phoenix_configure.java",
+    "ds_6_snip_3$Pom_get.java",
+    "ds_6_snip_3$SpringBatch_testOperationWithDirectCloseCall.java",
+    "ds_6_snip_4$Antlr4Master_removeFast.java",
+    "ds_6_snip_4$CarReport_showFullScreenChart.java",
+    "ds_6_snip_4$HibernateORM_extractSequenceValue.java",
+    "ds_6_snip_4$K9_StorageManager.java",
+    "ds_6_snip_4$MyExpenses_processChar.java",
+    "ds_6_snip_4$OpenCMSCore_generateContent.java",
+    "ds_6_snip_4$Phoenix_process.java",
+    "ds_6_snip_4$Pom_limit.java",
+    "ds_6_snip_4$SpringBatch_testCustomRecordSeparatorMultilineBlankLineAfterEnd.java",
+    "ds_6_snip_5$Antlr4Master_testToStringStartStop2.java",
+    "ds_6_snip_5$CarReport_downloadFile.java",
+    "ds_6_snip_5$HibernateORM_collectionInfoString.java",
+    "ds_6_snip_5$K9_testTextQuoteToHtmlBlockquote.java",
+    "ds_6_snip_5$MyExpenses_updateOrClearHeader.java",
+    "ds_6_snip_5$OpenCMSCore_buttonHtml.java",
+    "ds_6_snip_5$Phoenix_parseOptions.java",
+    "ds_6_snip_5$Pom_loadClass.java",
+    "ds_6_snip_5$SpringBatch_initWriterForSimpleCallbackTests.java",
+)
+
+
+def base_url(override: str | None = None) -> str:
+    """The repository root URL: ``override``, else ``$MCU_EXP_SCALABRINO_URL``, else GitHub."""
+    url = override or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
+    return url if url.endswith("/") else url + "/"
+
+
+def cache_root() -> Path:
+    """The user cache folder for the data: ``$XDG_CACHE_HOME`` or ``~/.cache``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mcu_exp" / "data" / "scalabrino"
+
+
+def file_urls(url: str | None = None) -> dict[str, str]:
+    """Map each local relative path to the raw URL it comes from (``$`` encoded as ``%24``)."""
+    root = base_url(url)
+    urls = {EVALUATIONS_FILE: root + EVALUATIONS_PATH}
+    for name in SNIPPET_FILES:
+        urls[f"{SNIPPETS_DIR}/{name}"] = f"{root}{SNIPPETS_PATH}/{urllib.parse.quote(name)}"
+    return urls
+
+
+def _sha256_of(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 16), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def checksum_problems(root: Path) -> list[tuple[str, str]]:
+    """``(relative path, what is wrong)`` for each pinned file in ``root`` that fails its check.
+
+    Empty when everything verifies. The snippets are checked together (one published sum over
+    the 50 files concatenated in C-locale name order), so their entry names the folder.
+    """
+    problems: list[tuple[str, str]] = []
+    evaluations = root / EVALUATIONS_FILE
+    if not evaluations.is_file():
+        problems.append((EVALUATIONS_FILE, "missing"))
+    else:
+        got = _sha256_of([evaluations])
+        if got != EVALUATIONS_SHA256:
+            problems.append((EVALUATIONS_FILE, f"sha256 {got}, expected {EVALUATIONS_SHA256}"))
+    names = sorted(SNIPPET_FILES, key=str.encode)
+    absent = [n for n in names if not (root / SNIPPETS_DIR / n).is_file()]
+    if absent:
+        problems.append((f"{SNIPPETS_DIR}/{absent[0]}", f"missing ({len(absent)} snippets absent)"))
+    else:
+        got = _sha256_of([root / SNIPPETS_DIR / n for n in names])
+        if got != SNIPPETS_SHA256:
+            problems.append(
+                (
+                    f"{SNIPPETS_DIR}/*.java",
+                    f"sha256 of the {len(names)} files concatenated is {got}, "
+                    f"expected {SNIPPETS_SHA256}",
+                )
+            )
+    return problems
+
+
+def is_verified(root: Path) -> bool:
+    """True when ``root`` holds every pinned file with the published checksums."""
+    return root.is_dir() and not checksum_problems(root)
+
+
+def _fetch(url: str, dest: Path, timeout: float) -> None:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response, dest.open("wb") as out:
+            shutil.copyfileobj(response, out)
+    except urllib.error.HTTPError as err:
+        raise DatasetError(f"downloading {url} failed: HTTP {err.code} {err.reason}") from err
+    except (urllib.error.URLError, OSError) as err:
+        reason = getattr(err, "reason", err)
+        raise DatasetError(f"downloading {url} failed: {reason}") from err
+
+
+def download(dest: Path | None = None, url: str | None = None, timeout: float = 60.0) -> Path:
+    """Fetch the pinned files into ``dest`` (default :func:`cache_root`) and verify them.
+
+    Files land in a temporary sibling folder that is renamed onto ``dest`` only after every
+    checksum matches, so ``dest`` never holds a partial or corrupted copy; on any failure the
+    temporary folder is removed and a :class:`DatasetError` names the file at fault.
+    """
+    dest = Path(dest) if dest is not None else cache_root()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    urls = file_urls(url)
+    log.info("downloading Scalabrino data (%d files) from %s into %s", len(urls), base_url(url), dest)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", suffix=".partial", dir=dest.parent))
+    try:
+        (tmp / SNIPPETS_DIR).mkdir()
+        for relative, file_url in urls.items():
+            _fetch(file_url, tmp / relative, timeout)
+        problems = checksum_problems(tmp)
+        if problems:
+            relative, detail = problems[0]
+            source = urls.get(relative, f"{base_url(url)}{SNIPPETS_PATH}/")
+            raise DatasetError(
+                f"downloaded {relative} ({source}) fails verification: {detail}; "
+                "nothing was cached"
+            )
+        _install(tmp, dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def _install(tmp: Path, dest: Path) -> None:
+    """Move a verified folder onto ``dest``, replacing an unverified one; tolerate a racer."""
+    if dest.exists() and not is_verified(dest):
+        stale = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", suffix=".stale", dir=dest.parent))
+        os.rename(dest, stale / dest.name)
+        shutil.rmtree(stale, ignore_errors=True)
+    try:
+        os.rename(tmp, dest)
+    except OSError:
+        if not is_verified(dest):  # another process installed something unusable meanwhile
+            raise

@@ -1,0 +1,175 @@
+"""Loader for the Scalabrino et al. understandability data (50 Java methods, 444 evaluations).
+
+Where the files come from (first that applies): ``dataset.root``; ``$MCU_EXP_DATA/scalabrino``;
+the user cache when its files verify; a pinned, checksummed download into that cache.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mcu_exp.data import download as dl
+from mcu_exp.data.types import GROUPS, Dataset, DatasetError, Program, evaluations_frame
+
+DATA_ENV = "MCU_EXP_DATA"
+"""Environment variable naming a folder that holds ``scalabrino/``."""
+
+QUESTIONS_PER_EVALUATION = 3
+POSITION_GROUPS = {1: "bachelor", 2: "master", 3: "phd", 4: "professional"}
+REQUIRED_COLUMNS = (
+    "participant_id",
+    "system_name",
+    "file_name",
+    "snippet_signature",
+    "developer_position",
+    "AU",
+    "PBU",
+)
+_FILE_NAME = re.compile(r"^(\d+)-(\S+)$")
+
+
+def _resolve(cfg: Any, url: str | None = None) -> tuple[Path, str]:
+    """The data folder and a short note on how it was found."""
+    root = getattr(cfg, "root", None)
+    if root:
+        return Path(root).expanduser(), "dataset.root"
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env).expanduser() / "scalabrino", f"${DATA_ENV}"
+    cache = dl.cache_root()
+    if dl.is_verified(cache):
+        return cache, "user cache, sha256 verified"
+    if not getattr(cfg, "download", True):
+        state = "fails verification" if cache.exists() else "is empty"
+        raise DatasetError(
+            f"Scalabrino data not found: dataset.root is unset, ${DATA_ENV} is unset and the "
+            f"cache {cache} {state}; set one of them or allow dataset.download=true"
+        )
+    return dl.download(cache, url=url), "downloaded, sha256 verified"
+
+
+def resolve_root(cfg: Any, url: str | None = None) -> Path:
+    """The folder holding ``evaluations.csv`` and ``snippets/``, downloading it if allowed.
+
+    ``url`` (or ``$MCU_EXP_SCALABRINO_URL``) replaces the GitHub base URL of the download.
+    """
+    return _resolve(cfg, url)[0]
+
+
+def strip_wrapper(text: str, path: Path | str = "<snippet>") -> str:
+    """The method as participants saw it: without the splitter's package/class lines and ``}``.
+
+    Leading tabs are expanded to 4 columns before de-indenting, since several files mix tab-
+    and space-indented lines that only line up at that width.
+    """
+    lines = text.splitlines()
+    if len(lines) < 3 or not lines[0].startswith("package ") or not re.match(
+        r"^public class ds_6_snip\S*\s*\{\s*$", lines[1]
+    ):
+        raise DatasetError(
+            f"{path}: expected line 1 'package ...;' and line 2 'public class ds_6_snip...{{'"
+        )
+    body = "\n".join(lines[2:]).rstrip()
+    if not body.endswith("}"):
+        raise DatasetError(f"{path}: expected the class's closing '}}' on the last line")
+    body = body[:-1].rstrip()
+    expanded = []
+    for line in body.split("\n"):
+        indent = len(line) - len(line.lstrip(" \t"))
+        expanded.append(line[:indent].expandtabs(4) + line[indent:])
+    code = textwrap.dedent("\n".join(expanded)).strip("\n")
+    if not code.strip():
+        raise DatasetError(f"{path}: the snippet holds no code inside its wrapper")
+    return code
+
+
+def _snippet_for(program_id: str, snippets: Path, line: int, csv_path: Path) -> Path:
+    match = _FILE_NAME.match(program_id)
+    if not match:
+        raise DatasetError(
+            f"{csv_path}:{line}: file_name {program_id!r} is not of the form '<N>-<System>'"
+        )
+    number, system = match.groups()
+    prefix = f"ds_6_snip_{number}${system}_"
+    found = sorted(p for p in snippets.iterdir() if p.name.startswith(prefix) and p.suffix == ".java")
+    if len(found) != 1:
+        raise DatasetError(
+            f"{csv_path}:{line}: file_name {program_id!r} should match exactly one snippet "
+            f"{snippets}/{prefix}*.java, found {len(found)}"
+        )
+    return found[0]
+
+
+def _integers(frame: pd.DataFrame, column: str, allowed: set[int], path: Path) -> pd.Series:
+    values = pd.to_numeric(frame[column], errors="coerce")
+    bad = values.isna() | (values != values.round()) | ~values.isin(allowed)
+    if bad.any():
+        row = int(bad.to_numpy().nonzero()[0][0])
+        raise DatasetError(
+            f"{path}:{row + 2}: column {column} is {frame[column].iloc[row]!r}, "
+            f"expected one of {sorted(allowed)}"
+        )
+    return values.astype(int)
+
+
+def read_scalabrino(root: Path, name: str = "scalabrino", source: str = "") -> Dataset:
+    """Load ``root/evaluations.csv`` and ``root/snippets/`` into a :class:`Dataset`."""
+    csv_path = root / dl.EVALUATIONS_FILE
+    snippets = root / dl.SNIPPETS_DIR
+    for needed in (csv_path, snippets):
+        if not needed.exists():
+            raise DatasetError(f"{needed}: missing (expected the Scalabrino data in {root})")
+    try:
+        frame = pd.read_csv(csv_path, dtype={"participant_id": str, "file_name": str})
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise DatasetError(f"{csv_path}: cannot parse as CSV: {err}") from err
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DatasetError(f"{csv_path}:1: missing columns {missing}")
+    for column in ("participant_id", "file_name"):
+        empty = frame[column].isna()
+        if empty.any():
+            row = int(empty.to_numpy().nonzero()[0][0])
+            raise DatasetError(f"{csv_path}:{row + 2}: column {column} is empty")
+    correct = _integers(frame, "AU", set(range(QUESTIONS_PER_EVALUATION + 1)), csv_path)
+    perceived = _integers(frame, "PBU", {0, 1}, csv_path)
+    position = _integers(frame, "developer_position", set(POSITION_GROUPS), csv_path)
+
+    programs: list[Program] = []
+    first_rows = frame.drop_duplicates("file_name")
+    for row, record in first_rows.iterrows():
+        snippet = _snippet_for(record["file_name"], snippets, int(row) + 2, csv_path)
+        programs.append(
+            Program(
+                id=record["file_name"],
+                language="java",
+                code=strip_wrapper(snippet.read_text(encoding="utf-8"), snippet),
+                meta={
+                    "system_name": record["system_name"],
+                    "snippet_signature": record["snippet_signature"],
+                    "snippet_file": snippet.name,
+                },
+            )
+        )
+    evaluations = evaluations_frame(
+        program_id=frame["file_name"].tolist(),
+        participant_id=frame["participant_id"].str.strip().tolist(),
+        correct=correct.tolist(),
+        total=[QUESTIONS_PER_EVALUATION] * len(frame),
+        perceived=perceived.astype(bool).tolist(),
+        group=position.map(POSITION_GROUPS).tolist(),
+    )
+    where = f"{root} ({source})" if source else str(root)
+    return Dataset(name=name, programs=programs, evaluations=evaluations, questions=[], source=where)
+
+
+def load_scalabrino(cfg: Any, url: str | None = None) -> Dataset:
+    """Resolve the data folder from ``cfg`` (see :func:`resolve_root`) and load it."""
+    root, how = _resolve(cfg, url)
+    return read_scalabrino(root, name=getattr(cfg, "name", None) or "scalabrino", source=how)

@@ -1,0 +1,159 @@
+"""One alignment result with everything a table needs: metrics, bootstrap CIs, baselines.
+
+:func:`evaluate` bundles :mod:`~mcu_exp.evaluation.metrics`,
+:mod:`~mcu_exp.evaluation.bootstrap` and :mod:`~mcu_exp.evaluation.baselines`;
+:func:`render_table` prints it for a terminal or log, :func:`metrics_for_mlflow` flattens it
+for tracking.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from mcu_exp.evaluation.baselines import always_positive, random_expected
+from mcu_exp.evaluation.bootstrap import bootstrap_ci
+from mcu_exp.evaluation.metrics import (
+    AUC_METRICS,
+    COUNT_METRICS,
+    RATE_METRICS,
+    ArrayLike,
+    alignment_metrics,
+    unique_warnings,
+)
+
+ALWAYS = "always_positive"
+RANDOM = "random_expected"
+
+
+@dataclass(frozen=True)
+class AlignmentReport:
+    """Metrics of one labelling against human labels, with CIs and the trivial baselines.
+
+    ``ci`` maps each rate and AUC to its stratified bootstrap percentile interval;
+    ``baselines`` maps "always_positive" and "random_expected" to their metrics;
+    ``warnings`` holds the degenerate-input messages raised while computing them.
+    """
+
+    metrics: dict[str, float]
+    ci: dict[str, tuple[float, float]]
+    baselines: dict[str, dict[str, float]]
+    warnings: tuple[str, ...]
+    n: int
+    confidence: float
+    resamples: int
+    seed: int
+
+    @property
+    def metric_names(self) -> list[str]:
+        """The reported metrics in table order (``auc_score`` only when a score was given)."""
+        names = [*RATE_METRICS, *AUC_METRICS, *COUNT_METRICS]
+        return [name for name in names if name in self.metrics]
+
+    def rows(self) -> list[dict[str, object]]:
+        """One dict per metric: metric, value, ci_low, ci_high, always_positive,
+        random_expected (None where a column does not apply)."""
+        out: list[dict[str, object]] = []
+        for name in self.metric_names:
+            low, high = self.ci.get(name, (None, None))
+            out.append({
+                "metric": name,
+                "value": self.metrics[name],
+                "ci_low": low,
+                "ci_high": high,
+                ALWAYS: self.baselines[ALWAYS].get(name),
+                RANDOM: self.baselines[RANDOM].get(name),
+            })
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """:meth:`rows` as a DataFrame indexed by metric."""
+        return pd.DataFrame(self.rows()).set_index("metric")
+
+
+def evaluate(
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    score: ArrayLike | None = None,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> AlignmentReport:
+    """Metrics, stratified bootstrap CIs and baselines of ``y_pred`` (and ``score``, higher =
+    more understandable) against ``y_true``; degenerate-input warnings are emitted once each
+    and kept in the report."""
+    with unique_warnings() as messages:
+        metrics = alignment_metrics(y_true, y_pred, score)
+        baselines = {ALWAYS: always_positive(y_true), RANDOM: random_expected(y_true)}
+    ci = bootstrap_ci(y_true, y_pred, score, resamples=resamples, confidence=confidence,
+                      seed=seed)
+    return AlignmentReport(metrics=metrics, ci=ci, baselines=baselines,
+                           warnings=tuple(messages), n=int(metrics["n"]),
+                           confidence=confidence, resamples=resamples, seed=seed)
+
+
+def format_value(name: str, value: float | None, expected: bool = False) -> str:
+    """A metric for display: rates as percentages (1 decimal), AUCs with 3 decimals, counts
+    as integers (expected counts with 1 decimal); "—" when missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if name in RATE_METRICS:
+        return f"{100.0 * value:.1f}%"
+    if name in COUNT_METRICS:
+        return f"{value:.1f}" if expected else f"{value:.0f}"
+    return f"{value:.3f}"
+
+
+def format_interval(name: str, interval: tuple[float, float] | None) -> str:
+    """A confidence interval for display, in the unit of :func:`format_value`."""
+    if interval is None:
+        return "—"
+    low, high = (format_value(name, bound) for bound in interval)
+    return f"[{low}, {high}]"
+
+
+def render_table(report: AlignmentReport, title: str = "Alignment with human labels") -> str:
+    """The report as a text table (metric | value | CI | always-1 | random baseline), rendered
+    with rich into a string 100 columns wide, without colour or a TTY."""
+    table = Table(title=title, caption=(
+        f"n = {report.n}, prevalence = {100.0 * report.metrics['prevalence']:.1f}%; "
+        f"{report.resamples} stratified bootstrap resamples, seed {report.seed}"))
+    for header, justify in (("metric", "left"), ("value", "right"),
+                            (f"{100.0 * report.confidence:g} % CI", "right"),
+                            ("always-1 baseline", "right"), ("random baseline", "right")):
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for row in report.rows():
+        name = str(row["metric"])
+        interval = report.ci.get(name)
+        table.add_row(name, format_value(name, report.metrics[name]),
+                      format_interval(name, interval),
+                      format_value(name, report.baselines[ALWAYS].get(name)),
+                      format_value(name, report.baselines[RANDOM].get(name), expected=True))
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=100, color_system=None, force_terminal=False,
+                      force_jupyter=False, soft_wrap=False)
+    console.print(table)
+    for message in report.warnings:
+        console.print(f"warning: {message}", markup=False, highlight=False)
+    return buffer.getvalue()
+
+
+def metrics_for_mlflow(report: AlignmentReport, prefix: str = "") -> dict[str, float]:
+    """Flat name → value for ``mlflow.log_metrics``: each metric (with n and prevalence),
+    ``<m>_ci_low``/``<m>_ci_high``, ``baseline_always_<m>`` and ``baseline_random_<m>`` for
+    the rates and AUCs; non-finite values are left out."""
+    flat: dict[str, float] = dict(report.metrics)
+    for name, (low, high) in report.ci.items():
+        flat[f"{name}_ci_low"] = low
+        flat[f"{name}_ci_high"] = high
+    for short, key in (("always", ALWAYS), ("random", RANDOM)):
+        for name in (*RATE_METRICS, *AUC_METRICS):
+            if name in report.metrics:
+                flat[f"baseline_{short}_{name}"] = report.baselines[key][name]
+    return {f"{prefix}{name}": float(value) for name, value in flat.items()
+            if math.isfinite(value)}

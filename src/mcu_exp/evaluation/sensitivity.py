@@ -1,0 +1,167 @@
+"""Sensitivity grids: alignment as the decision threshold (τ or θ) or ε moves, per subgroup.
+
+Every grid point relabels the programs and scores the labels against ``y_true`` with the
+conventions of :mod:`mcu_exp.evaluation.metrics`. Grid ends usually label every program
+alike; such degenerate points get their conventional values, and each distinct warning is
+emitted once per sweep (once per group in :func:`by_subgroup`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from mcu_exp.calibration import empirical_coverage, threshold
+from mcu_exp.evaluation.metrics import (
+    ArrayLike,
+    as_binary,
+    as_score,
+    batch_metrics,
+    degeneracy_messages,
+    unique_warnings,
+)
+
+SWEEP_METRICS = ("f1", "precision", "recall", "accuracy", "auc_binary", "positive_rate")
+
+
+def _sweep(truth: np.ndarray, labels: np.ndarray, key: str, grid: np.ndarray) -> pd.DataFrame:
+    """One row per grid value: metrics of each row of ``labels`` (grid × n) vs ``truth``."""
+    with unique_warnings(prefix=f"{key} sweep: "):
+        for row in labels:
+            for category, message in degeneracy_messages(truth, row):
+                warnings.warn(message, category, stacklevel=2)
+    metrics = batch_metrics(np.broadcast_to(truth, labels.shape), labels)
+    return pd.DataFrame({key: grid, **{name: metrics[name] for name in SWEEP_METRICS}})
+
+
+def _labels_and_values(y_true: ArrayLike, values: ArrayLike, name: str
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    truth = as_binary(y_true, "y_true")
+    return truth, as_score(values, name, truth.size)
+
+
+def threshold_sweep(
+    y_true: ArrayLike,
+    alpha_test: ArrayLike,
+    grid: Sequence[float] | None = None,
+    n_points: int = 41,
+) -> pd.DataFrame:
+    """Metrics of the rule High iff α_test ≤ threshold, over thresholds spanning the observed
+    α range (``n_points`` evenly spaced, min and max included) plus any explicit ``grid``
+    values (e.g. the calibrated τ). Columns: threshold, f1, precision, recall, accuracy,
+    auc_binary, positive_rate; sorted by threshold."""
+    if n_points < 2:
+        raise ValueError(f"evaluation.threshold_grid must be at least 2, got {n_points}")
+    truth, alpha = _labels_and_values(y_true, alpha_test, "alpha_test")
+    points = np.linspace(alpha.min(), alpha.max(), n_points)
+    extra = np.asarray([] if grid is None else grid, dtype=float)
+    if not np.isfinite(extra).all():
+        raise ValueError(f"threshold grid values must be finite, got {extra.tolist()}")
+    points = np.unique(np.concatenate([points, extra]))
+    labels = (alpha[None, :] <= points[:, None]).astype(np.int64)
+    return _sweep(truth, labels, "threshold", points)
+
+
+def similarity_sweep(
+    y_true: ArrayLike,
+    similarity: ArrayLike,
+    thetas: Sequence[float] | None = None,
+) -> pd.DataFrame:
+    """Metrics of P2's fixed rule High iff SSC_meta ≥ θ, for each θ in ``thetas`` (in [0, 1];
+    default 0, 0.05, …, 1). Columns: theta, then those of :func:`threshold_sweep`."""
+    truth, sim = _labels_and_values(y_true, similarity, "similarity")
+    grid = np.linspace(0.0, 1.0, 21) if thetas is None else np.asarray(thetas, dtype=float)
+    if grid.ndim != 1 or grid.size == 0 or not ((grid >= 0.0) & (grid <= 1.0)).all():
+        raise ValueError(f"decision.theta values must lie in [0, 1], got {grid.tolist()}")
+    labels = (sim[None, :] >= grid[:, None]).astype(np.int64)
+    return _sweep(truth, labels, "theta", grid)
+
+
+def epsilon_sweep(
+    alpha_cal: ArrayLike,
+    alpha_test: ArrayLike,
+    epsilons: Sequence[float],
+    quantile_rule: str = "empirical",
+    y_true: ArrayLike | None = None,
+) -> pd.DataFrame:
+    """For each ε: τ = the calibrated threshold under ``quantile_rule``, and the empirical
+    coverage (fraction with α_test ≤ τ) beside the nominal 1 − ε; with ``y_true`` also the
+    alignment (f1, precision, recall, auc_binary) of the labels α_test ≤ τ."""
+    alpha = np.asarray(alpha_test, dtype=float)
+    if alpha.ndim != 1 or not np.isfinite(alpha).all():
+        raise ValueError("alpha_test must be a 1-D array of finite nonconformity scores")
+    eps = [float(e) for e in epsilons]
+    if not eps:
+        raise ValueError("evaluation.epsilon_grid is empty: give at least one ε")
+    taus = np.array([threshold(alpha_cal, e, quantile_rule) for e in eps])
+    frame = pd.DataFrame({
+        "epsilon": eps,
+        "nominal": [1.0 - e for e in eps],
+        "tau": taus,
+        "coverage": [empirical_coverage(alpha, tau) for tau in taus],
+    })
+    if y_true is None:
+        return frame
+    truth, alpha = _labels_and_values(y_true, alpha, "alpha_test")
+    labels = (alpha[None, :] <= taus[:, None]).astype(np.int64)
+    aligned = _sweep(truth, labels, "epsilon", np.asarray(eps))
+    return frame.join(aligned[["f1", "precision", "recall", "auc_binary"]])
+
+
+SweepName = Literal["threshold", "similarity", "epsilon"]
+
+
+def by_subgroup(
+    labels: Mapping[str, pd.Series],
+    scores: pd.Series,
+    sweep: SweepName | Callable[..., pd.DataFrame] = "threshold",
+    **sweep_kwargs: object,
+) -> pd.DataFrame:
+    """Run one sweep per human subgroup and stack the results with a ``group`` column.
+
+    ``labels`` maps a group name to its 0/1 labels indexed by program_id; ``scores`` holds
+    one value per program_id (α_test for "threshold" and "epsilon", SSC_meta for
+    "similarity"). Each group uses the programs present, non-missing, in both. A callable
+    ``sweep`` is called as ``sweep(y_true, scores, **sweep_kwargs)``; "epsilon" needs
+    ``alpha_cal`` and ``epsilons`` in ``sweep_kwargs`` (τ is calibrated without labels, so it
+    is the same for every group). Single-class groups still get rows; each distinct warning
+    is emitted once per group, prefixed with the group name.
+    """
+    if not scores.index.is_unique:
+        raise ValueError("scores index (program_id) has duplicates")
+    frames = []
+    for group, group_labels in labels.items():
+        if not group_labels.index.is_unique:
+            raise ValueError(f"labels[{group!r}] index (program_id) has duplicates")
+        joined = pd.concat({"y": group_labels, "s": scores}, axis=1, join="inner").dropna()
+        if joined.empty:
+            raise ValueError(f"labels[{group!r}] shares no labelled program_id with scores")
+        y, s = joined["y"].to_numpy(), joined["s"].to_numpy(dtype=float)
+        with unique_warnings(prefix=f"group {group!r}: "):
+            frame = _run_sweep(sweep, y, s, dict(sweep_kwargs))
+        frame.insert(0, "group", group)
+        frame.insert(1, "n", len(joined))
+        frames.append(frame)
+    if not frames:
+        raise ValueError("labels is empty: give at least one subgroup")
+    return pd.concat(frames, ignore_index=True)
+
+
+def _run_sweep(sweep: SweepName | Callable[..., pd.DataFrame], y: np.ndarray, s: np.ndarray,
+               kwargs: dict[str, object]) -> pd.DataFrame:
+    if callable(sweep):
+        return sweep(y, s, **kwargs)
+    if sweep == "threshold":
+        return threshold_sweep(y, s, **kwargs)  # type: ignore[arg-type]
+    if sweep == "similarity":
+        return similarity_sweep(y, s, **kwargs)  # type: ignore[arg-type]
+    if sweep == "epsilon":
+        if "alpha_cal" not in kwargs or "epsilons" not in kwargs:
+            raise ValueError("by_subgroup(sweep='epsilon') needs alpha_cal= and epsilons=")
+        return epsilon_sweep(alpha_test=s, y_true=y, **kwargs)  # type: ignore[arg-type]
+    raise ValueError(f"sweep must be 'threshold', 'similarity', 'epsilon' or a callable, "
+                     f"got {sweep!r}")

@@ -1,0 +1,150 @@
+"""Helpers every provider shares: config access, API keys, lazy SDK imports, prompt shaping.
+
+Keys come only from environment variables; :class:`Secret` keeps them out of reprs and
+:func:`scrub` out of any text we log or raise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from mcu_exp.llm.contract import GenerationRequest, Message
+from mcu_exp.llm.providers._errors import AuthenticationFailed, MissingDependency
+
+REDACTED = "***"
+
+
+class Secret:
+    """An API key that never shows itself in a repr, str or log line."""
+
+    __slots__ = ("_value", "env_var")
+
+    def __init__(self, value: str, env_var: str) -> None:
+        self._value = value
+        self.env_var = env_var
+
+    def reveal(self) -> str:
+        """The key itself, for the client constructor only."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Secret(env_var={self.env_var!r}, value={REDACTED!r})"
+
+    __str__ = __repr__
+
+
+def scrub(text: str, secrets: Iterable[Secret | str | None]) -> str:
+    """``text`` with every secret (and its first/last 12 characters, if long) replaced."""
+    for s in secrets:
+        value = s.reveal() if isinstance(s, Secret) else s
+        if not value:
+            continue
+        text = text.replace(value, REDACTED)
+        if len(value) >= 24:  # truncated echoes such as "sk-abc...xyz" in provider messages
+            text = text.replace(value[:12], REDACTED).replace(value[-12:], REDACTED)
+    return text
+
+
+def plain(value: Any) -> Any:
+    """An OmegaConf node as plain Python containers; anything else unchanged."""
+    if isinstance(value, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(value, resolve=True)
+    return value
+
+
+def cfg_get(cfg: Any, name: str, default: Any = None) -> Any:
+    """``cfg.name`` for a dataclass or DictConfig, ``default`` when absent or None."""
+    try:
+        value = getattr(cfg, name)
+    except (AttributeError, KeyError):
+        return default
+    return default if value is None else plain(value)
+
+
+def quirks(cfg: Any) -> dict[str, Any]:
+    """The model's provider quirks as a plain dict."""
+    return dict(cfg_get(cfg, "quirks", {}) or {})
+
+
+def resolve_api_key(cfg: Any, defaults: Sequence[str], provider: str) -> Secret:
+    """The API key from ``cfg.api_key_env`` (or the provider's default variables).
+
+    Raises :class:`AuthenticationFailed` naming the variable(s) to set when none holds a key.
+    """
+    explicit = cfg_get(cfg, "api_key_env")
+    names = [explicit] if explicit else list(defaults)
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return Secret(value, name)
+    wanted = " or ".join(names)
+    raise AuthenticationFailed(
+        f"{provider}: no API key; set the environment variable {wanted} "
+        f"(or point model.api_key_env at the variable that holds it)"
+    )
+
+
+def require(module: str, extra: str, backend: str) -> ModuleType:
+    """Import a provider SDK, or fail with a one-line install hint."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingDependency(
+            f"backend '{backend}' needs the '{module}' package: pip install 'mcu_exp[{extra}]'"
+        ) from None
+
+
+def sample_seed(seed: int, index: int) -> int:
+    """A 31-bit seed for sample ``index`` of a request with ``seed`` (stable across runs)."""
+    digest = hashlib.sha256(f"{seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def split_system(
+    request: GenerationRequest, default_system: str | None
+) -> tuple[str | None, list[Message]]:
+    """The system prompt (the request's own, else the model's default) and the other messages."""
+    system = [m.content for m in request.messages if m.role == "system"]
+    rest = [m for m in request.messages if m.role != "system"]
+    text = "\n\n".join(system) if system else default_system
+    return (text or None), rest
+
+
+def plain_prompt(request: GenerationRequest, default_system: str | None, template: str | None) -> str:
+    """A completion prompt for a model without a chat template.
+
+    ``template`` (a quirk, e.g. an Alpaca "### Instruction:" frame) receives ``{prompt}``,
+    the messages' contents joined by blank lines, the system prompt first.
+    """
+    system, rest = split_system(request, default_system)
+    prompt = "\n\n".join(([system] if system else []) + [m.content for m in rest])
+    return template.format(prompt=prompt) if template else prompt
+
+
+def truncate_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
+    """``text`` cut at the first stop string; whether it was cut (APIs cap how many they take)."""
+    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+def estimate_tokens(request: GenerationRequest) -> int:
+    """A rough prompt-token count (4 characters a token) for rate limits and budget checks."""
+    return sum(len(m.content) for m in request.messages) // 4 + 4 * len(request.messages) + 1
+
+
+def drop(params: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """``params`` without the keys the model rejects (quirk ``drop_params``)."""
+    names = set(names)
+    return {k: v for k, v in params.items() if k not in names}
+
+
+def merged(base: Mapping[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``base`` updated with ``extra`` (quirk ``params``: provider-specific arguments)."""
+    return {**base, **(extra or {})}

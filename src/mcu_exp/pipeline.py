@@ -1,0 +1,117 @@
+"""One job: data → human labels → proxy → alignment metrics → sensitivity → outputs → MLflow.
+
+The expensive stages (generation, scoring) live inside the proxies behind on-disk caches;
+everything here costs milliseconds, so sweeps over ε or thresholds stay cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from mcu_exp.data import HumanLabels, human_labels, load_dataset, subgroup_labels
+from mcu_exp.evaluation import evaluate, metrics_for_mlflow, render_table
+from mcu_exp.outputs import write_outputs
+from mcu_exp.proxies.base import JobContext, ProxyOutcome, resolve_proxy
+from mcu_exp.tracking import flatten_config, mlflow_run, run_name, run_tags, ui_command
+
+log = logging.getLogger("mcu_exp")
+
+
+def job_dir(cfg: DictConfig) -> Path:
+    """The Hydra job's output folder (or a fresh one under outputs/ outside Hydra)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        return Path(HydraConfig.get().runtime.output_dir)
+    except ValueError:
+        path = Path(cfg.paths.outputs) / "runs" / time.strftime("%Y-%m-%d/%H-%M-%S")
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+def align(outcome: ProxyOutcome, labels: HumanLabels) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """Human label, proxy label and proxy score on the programs both have."""
+    common = [pid for pid in outcome.table.index if pid in labels.labels.index]
+    table = outcome.table.loc[common]
+    return labels.labels.loc[common].astype(int), table["label"].astype(int), table["score"].astype(float)
+
+
+def evaluate_groups(
+    cfg: DictConfig, outcome: ProxyOutcome, groups: dict[str, HumanLabels]
+) -> dict[str, Any]:
+    """The alignment report against each human label set (all readers and each subgroup)."""
+    ev = cfg.evaluation
+    reports = {}
+    for name, labels in groups.items():
+        y_true, y_pred, score = align(outcome, labels)
+        if len(y_true) == 0:
+            log.warning("label set %r shares no program with the proxy's output; skipped", name)
+            continue
+        reports[name] = evaluate(
+            y_true.to_numpy(), y_pred.to_numpy(), score.to_numpy(),
+            resamples=int(ev.bootstrap_resamples), confidence=float(ev.confidence), seed=int(ev.seed),
+        )
+    return reports
+
+
+def run_job(cfg: DictConfig) -> float:
+    """Run the configured job; return the primary metric (F1 against human labels)."""
+    started = time.perf_counter()
+    run_dir = job_dir(cfg)
+    progress = not cfg.quiet
+    dataset = load_dataset(cfg.dataset)
+    labels = human_labels(dataset, cfg.labels)
+    print(f"Dataset {dataset.name}: {len(dataset.programs)} programs, {len(dataset.evaluations)} evaluations")
+    print(f"Human labels ({cfg.labels.rule} >= {cfg.labels.min_fraction:g}, readers: {cfg.labels.group}): "
+          f"{labels.describe()}")
+    groups: dict[str, HumanLabels] = {"all": labels}
+    for name, sub in subgroup_labels(dataset, cfg.labels, list(cfg.evaluation.subgroups)).items():
+        groups[name] = sub
+
+    with mlflow_run(cfg, run_name(cfg), run_tags(cfg)) as tracker:
+        tracker.log_params(flatten_config(cfg))
+        OmegaConf.save(cfg, run_dir / "config.resolved.yaml", resolve=True)
+        ctx = JobContext(
+            cfg=cfg, dataset=dataset, program_ids=list(labels.labels.index), run_dir=run_dir,
+            cache_dir=Path(cfg.cache.dir), progress=progress,
+        )
+        proxy = resolve_proxy(str(cfg.proxy.name), cfg.proxy.impl)
+        outcome = proxy(ctx)
+        reports = evaluate_groups(cfg, outcome, groups)
+        main = reports["all"]
+        artifacts = write_outputs(cfg, run_dir, outcome, groups, reports)
+
+        metrics: dict[str, float] = dict(metrics_for_mlflow(main))
+        for name, rep in reports.items():
+            if name != "all":
+                metrics.update(metrics_for_mlflow(rep, prefix=f"group.{name}."))
+        metrics.update(outcome.metrics)
+        balance = labels.balance()
+        metrics.update({f"human.{k}": v for k, v in balance.items()})
+        metrics["human.dropped_programs"] = len(labels.dropped)
+        metrics["job_seconds"] = time.perf_counter() - started
+        tracker.log_metrics(metrics)
+        for name, values in artifacts.series.items():
+            tracker.log_series(name, values)
+        if outcome.params:
+            tracker.log_params({f"result.{k}": str(v) for k, v in outcome.params.items()})
+        tracker.set_tags({"mcu.f1": f"{main.metrics['f1']:.4f}"})
+        tracker.log_artifacts(artifacts.folder)
+
+        print(render_table(main, title=f"{run_name(cfg)} vs human labels ({cfg.labels.group}, n={main.n})"))
+        for key in ("tau", "coverage", "nominal_coverage"):
+            if key in outcome.metrics:
+                print(f"  {key}: {outcome.metrics[key]:.4f}")
+        print(f"Outputs: {run_dir}")
+        if tracker.active:
+            print(f"MLflow run {tracker.run_id} in {tracker.uri}")
+            print(f"  open the UI: {ui_command(tracker.uri)}")
+        (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True, default=float))
+    return float(main.metrics["f1"])

@@ -1,0 +1,1 @@
+"""Figures and tables made from a job's results."""

@@ -1,0 +1,57 @@
+"""Sensitivity figures (matplotlib, headless): metrics against threshold, coverage against ε."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def plot_threshold_curves(frame: pd.DataFrame, path: Path, tau: float | None = None) -> Path:
+    """F1, precision, recall and binary AUC against the threshold (all readers), and F1 and
+    AUC per human subgroup."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    overall = frame[frame["group"] == "all"]
+    for col, style in (("f1", "-"), ("precision", "--"), ("recall", ":"), ("auc_binary", "-.")):
+        left.plot(overall["threshold"], overall[col], style, label=col)
+    right_lines = 0
+    for group, sub in frame[frame["group"] != "all"].groupby("group", sort=False):
+        n = int(sub["n"].iloc[0])
+        right.plot(sub["threshold"], sub["f1"], "-", label=f"F1 {group} (n={n})")
+        right.plot(sub["threshold"], sub["auc_binary"], "--", label=f"AUC {group}")
+        right_lines += 1
+    for ax, title in ((left, "All readers"), (right, "Per reader subgroup")):
+        if tau is not None:
+            ax.axvline(float(tau), color="grey", lw=0.8, ls="--", label="calibrated τ")
+        ax.set_xlabel("threshold on α_test (High iff α_test ≤ threshold)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        if ax is left or right_lines:
+            ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_coverage(frame: pd.DataFrame, path: Path) -> Path:
+    """Empirical test coverage against nominal 1 − ε (the diagonal is perfect calibration)."""
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    overall = frame[frame["group"] == "all"]
+    ax.plot(overall["nominal"], overall["coverage"], "o-", label="empirical coverage")
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--", label="nominal")
+    ax.set_xlabel("nominal coverage 1 − ε")
+    ax.set_ylabel("fraction of programs with α_test ≤ τ")
+    ax.set_xlim(0.45, 1.0)
+    ax.set_ylim(0.0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

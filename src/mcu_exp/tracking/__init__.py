@@ -1,0 +1,22 @@
+"""MLflow tracking: one run per Hydra job, readable names, tags, params, metrics, artifacts."""
+
+from mcu_exp.tracking.mlflow_run import (
+    RunLogger,
+    flatten_config,
+    is_secret_key,
+    mlflow_run,
+    tracking_uri,
+    ui_command,
+)
+from mcu_exp.tracking.naming import run_name, run_tags
+
+__all__ = [
+    "RunLogger",
+    "flatten_config",
+    "is_secret_key",
+    "mlflow_run",
+    "run_name",
+    "run_tags",
+    "tracking_uri",
+    "ui_command",
+]

@@ -1,0 +1,187 @@
+"""One MLflow run per Hydra job: where it is stored, what it is called, what it records.
+
+The default store is a SQLite file under the outputs folder, so every job of every sweep
+logs to the same place; ``MLFLOW_TRACKING_URI`` (or ``tracking.uri``) points elsewhere,
+e.g. at a tracking server. Params are the flattened resolved config minus anything that
+looks like a secret.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+log = logging.getLogger(__name__)
+
+SECRET_KEY = re.compile(r"(api_?key|secret|token|password|passwd|credential)", re.IGNORECASE)
+SECRET_KEY_ALLOWED = re.compile(r"(api_key_env|max_new_tokens|tokens_per_minute|_tokens?$)", re.IGNORECASE)
+MAX_PARAM_CHARS = 500
+
+
+def tracking_uri(cfg: DictConfig) -> str:
+    """``MLFLOW_TRACKING_URI`` if set, else ``tracking.uri``, else SQLite under the outputs folder."""
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    if env:
+        return env
+    if cfg.tracking.uri:
+        return str(cfg.tracking.uri)
+    db = Path(cfg.paths.outputs).resolve() / "mlflow.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{db}"
+
+
+def artifact_location(cfg: DictConfig, uri: str) -> str | None:
+    """Artifacts beside the SQLite store (None lets a tracking server choose)."""
+    if uri.startswith("sqlite:") or uri.startswith("file:") or "://" not in uri:
+        return (Path(cfg.paths.outputs).resolve() / "mlartifacts").as_uri()
+    return None
+
+
+def ui_command(uri: str) -> str:
+    """The shell command that opens the MLflow UI on this store."""
+    if uri.startswith("http://") or uri.startswith("https://"):
+        return f"open {uri}"
+    return f"mlflow ui --backend-store-uri {uri}"
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a config key may hold a secret (its value never reaches MLflow)."""
+    leaf = key.rsplit(".", 1)[-1]
+    return bool(SECRET_KEY.search(leaf)) and not SECRET_KEY_ALLOWED.search(leaf)
+
+
+def flatten_config(cfg: DictConfig | Mapping[str, Any]) -> dict[str, str]:
+    """The resolved config as dotted keys → short strings, secrets and ``hydra`` left out."""
+    container = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    out: dict[str, str] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+            return
+        if prefix.startswith("hydra") or is_secret_key(prefix):
+            return
+        text = "null" if node is None else str(node)
+        out[prefix] = text if len(text) <= MAX_PARAM_CHARS else text[: MAX_PARAM_CHARS - 3] + "..."
+
+    walk("", container)
+    return out
+
+
+def finite_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """Keep numeric, finite metrics (MLflow rejects NaN in some stores; a missing value is honest)."""
+    out: dict[str, float] = {}
+    for k, v in metrics.items():
+        if isinstance(v, bool) or v is None:
+            continue
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(f):
+            out[k] = f
+    return out
+
+
+class RunLogger:
+    """Thin handle on an active MLflow run (or a no-op when tracking is off)."""
+
+    def __init__(self, client: Any | None, run_id: str | None, uri: str | None) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.uri = uri
+
+    @property
+    def active(self) -> bool:
+        return self.client is not None and self.run_id is not None
+
+    def log_params(self, params: Mapping[str, str]) -> None:
+        if not self.active:
+            return
+        from mlflow.entities import Param
+
+        items = [Param(k, v) for k, v in params.items()]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(self.run_id, params=items[i : i + 100])
+
+    def log_metrics(self, metrics: Mapping[str, Any], step: int = 0) -> None:
+        if not self.active:
+            return
+        import time
+
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [Metric(k, v, now, step) for k, v in finite_metrics(metrics).items()]
+        for i in range(0, len(items), 500):
+            self.client.log_batch(self.run_id, metrics=items[i : i + 500])
+
+    def log_series(self, name: str, values: list[float]) -> None:
+        """A metric series with step = grid index, which the UI charts as a curve."""
+        if not self.active:
+            return
+        import time
+
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [Metric(name, float(v), now, i) for i, v in enumerate(values) if v is not None and math.isfinite(float(v))]
+        for i in range(0, len(items), 500):
+            self.client.log_batch(self.run_id, metrics=items[i : i + 500])
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        if not self.active:
+            return
+        from mlflow.entities import RunTag
+
+        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+    def log_artifacts(self, folder: Path, artifact_path: str | None = None) -> None:
+        if self.active:
+            self.client.log_artifacts(self.run_id, str(folder), artifact_path)
+
+    def log_artifact(self, file: Path, artifact_path: str | None = None) -> None:
+        if self.active:
+            self.client.log_artifact(self.run_id, str(file), artifact_path)
+
+
+@contextmanager
+def mlflow_run(cfg: DictConfig, run_name: str, tags: Mapping[str, str]) -> Iterator[RunLogger]:
+    """Open one MLflow run; end it FINISHED, or FAILED (then re-raise) if the job fails."""
+    if not cfg.tracking.enabled:
+        yield RunLogger(None, None, None)
+        return
+    from mlflow.tracking import MlflowClient
+
+    uri = tracking_uri(cfg)
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name(cfg.tracking.experiment)
+    if experiment is None:
+        try:
+            exp_id = client.create_experiment(cfg.tracking.experiment, artifact_location=artifact_location(cfg, uri))
+        except Exception:  # another job of the sweep created it first
+            experiment = client.get_experiment_by_name(cfg.tracking.experiment)
+            if experiment is None:
+                raise
+            exp_id = experiment.experiment_id
+    else:
+        exp_id = experiment.experiment_id
+    run = client.create_run(exp_id, run_name=run_name, tags=dict(tags))
+    logger = RunLogger(client, run.info.run_id, uri)
+    try:
+        yield logger
+    except BaseException as exc:
+        client.set_tag(run.info.run_id, "mcu.error", f"{type(exc).__name__}: {exc}"[:4000])
+        client.set_terminated(run.info.run_id, status="KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
+        raise
+    else:
+        client.set_terminated(run.info.run_id, status="FINISHED")

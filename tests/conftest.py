@@ -1,0 +1,34 @@
+"""Test-wide settings: the shared data copy, offline hubs, outputs in a temp folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+os.environ.setdefault("MCU_EXP_DATA", str(SHARED_DATA))
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def data_root() -> Path:
+    """The folder holding ``scalabrino/`` (``$MCU_EXP_DATA``)."""
+    root = Path(os.environ["MCU_EXP_DATA"])
+    if not (root / "scalabrino" / "evaluations.csv").is_file():
+        pytest.fail(f"MCU_EXP_DATA={root} holds no scalabrino/evaluations.csv; point it at the data")
+    return root
+
+
+@pytest.fixture
+def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh outputs folder (run dirs, caches, the MLflow store) for one test."""
+    out = tmp_path / "outputs"
+    monkeypatch.setenv("MCU_EXP_OUTPUTS", str(out))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    return out

@@ -1,0 +1,254 @@
+"""A fake HTTP API on 127.0.0.1 that speaks OpenAI, Anthropic and Gemini, for the real SDKs.
+
+The server answers every request from a script: a list of actions consumed in order
+(an HTTP error, a slow answer, a malformed body); when the script is empty it answers
+with a well-formed completion whose texts name the prompt and the sample, so tests can
+check which answer went where. Every request is logged; every handler is bounded in time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+PLANTED_KEY = "sk-planted-SECRET-9f8e7d6c5b4a"
+MAX_HANDLER_WAIT_S = 8.0  # no handler outlives this, whatever a test asks
+
+
+@dataclass
+class Action:
+    """One scripted answer: status, headers and body (raw bytes or JSON), after a delay."""
+
+    status: int = 200
+    body: Any = None  # None: a normal completion; bytes: sent as is; else JSON-encoded
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+@dataclass
+class LoggedRequest:
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    answered: bool = False  # a normal completion was written back
+
+
+def _prompt_of(path: str, body: dict[str, Any]) -> str:
+    if "contents" in body:  # Gemini
+        return "".join(p.get("text", "") for c in body["contents"] for p in c.get("parts", []))
+    msgs = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    content = msgs[-1]["content"] if msgs else ""
+    if isinstance(content, list):
+        content = "".join(part.get("text", "") for part in content)
+    return str(content)
+
+
+def completion_text(prompt: str, body: dict[str, Any], k: int) -> str:
+    """The text the fake server writes for candidate ``k`` of a request."""
+    seed = body.get("seed", body.get("generationConfig", {}).get("seed", "-"))
+    return f"answer to [{prompt}] seed={seed} k={k}"
+
+
+def _openai(body: dict[str, Any], prompt: str) -> dict[str, Any]:
+    n = int(body.get("n") or 1)
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", "fake"),
+        "choices": [
+            {
+                "index": k,
+                "message": {"role": "assistant", "content": completion_text(prompt, body, k)},
+                "finish_reason": "stop",
+            }
+            for k in range(n)
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5 * n, "total_tokens": 10 + 5 * n},
+    }
+
+
+def _anthropic(body: dict[str, Any], prompt: str) -> dict[str, Any]:
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "fake"),
+        "content": [{"type": "text", "text": completion_text(prompt, body, 0)}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+def _gemini(body: dict[str, Any], prompt: str, path: str) -> dict[str, Any]:
+    n = int(body.get("generationConfig", {}).get("candidateCount") or 1)
+    model = re.sub(r"^.*/models/([^:]+):.*$", r"\1", path)
+    return {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": completion_text(prompt, body, k)}]},
+                "finishReason": "STOP",
+                "index": k,
+            }
+            for k in range(n)
+        ],
+        "usageMetadata": {
+            "promptTokenCount": 10,
+            "candidatesTokenCount": 5 * n,
+            "totalTokenCount": 10 + 5 * n,
+        },
+        "modelVersion": model,
+    }
+
+
+class FakeServer:
+    """A threaded HTTP server with a script of actions and a request log."""
+
+    def __init__(self) -> None:
+        self.script: list[Action] = []
+        self.log: list[LoggedRequest] = []
+        self.lock = threading.Lock()
+        self.stall_after: int | None = None  # answer this many, then hold every request
+        self.release = threading.Event()
+        self.closing = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep pytest output clean
+                return
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                server._handle(self)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def answered(self) -> list[LoggedRequest]:
+        with self.lock:
+            return [r for r in self.log if r.answered]
+
+    def push(self, *actions: Action) -> None:
+        with self.lock:
+            self.script.extend(actions)
+
+    def _wait(self, seconds: float) -> None:
+        self.closing.wait(min(seconds, MAX_HANDLER_WAIT_S))
+
+    def _handle(self, h: BaseHTTPRequestHandler) -> None:
+        raw = h.rfile.read(int(h.headers.get("Content-Length", 0)))
+        body = json.loads(raw or b"{}")
+        entry = LoggedRequest(h.path, body, {k.lower(): v for k, v in h.headers.items()})
+        with self.lock:
+            self.log.append(entry)
+            action = self.script.pop(0) if self.script else Action()
+            stalled = self.stall_after is not None and len(
+                [r for r in self.log if r.answered]
+            ) >= self.stall_after
+        if stalled:
+            deadline = time.monotonic() + MAX_HANDLER_WAIT_S
+            while not (self.release.is_set() or self.closing.is_set()):
+                if time.monotonic() > deadline:
+                    break
+                self.release.wait(0.05)
+        if action.delay_s:
+            self._wait(action.delay_s)
+        if action.body is None and action.status == 200:
+            prompt = _prompt_of(h.path, body)
+            if h.path.startswith("/v1/messages"):
+                payload: Any = _anthropic(body, prompt)
+            elif ":generateContent" in h.path:
+                payload = _gemini(body, prompt, h.path)
+            else:
+                payload = _openai(body, prompt)
+            data = json.dumps(payload).encode()
+        elif isinstance(action.body, bytes):
+            data = action.body
+        else:
+            data = json.dumps(action.body if action.body is not None else {"error": {}}).encode()
+        try:
+            h.send_response(action.status)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(data)))
+            for k, v in action.headers.items():
+                h.send_header(k, v)
+            h.end_headers()
+            h.wfile.write(data)
+            h.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client gave up (its timeout): nothing was delivered
+        if action.status == 200 and action.body is None:
+            with self.lock:
+                entry.answered = True
+
+    def start(self) -> FakeServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.closing.set()
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """An error payload shaped like all three providers' (they each read `error.message`)."""
+    return {
+        "type": "error",
+        "error": {"type": "api_error", "message": message, "code": status, "status": "ERR"},
+    }
+
+
+@pytest.fixture
+def fake_server() -> Iterator[FakeServer]:
+    server = FakeServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def planted_keys(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Put the planted key in every provider's default environment variable."""
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "FAKE_API_KEY"):
+        monkeypatch.setenv(name, PLANTED_KEY)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI", raising=False)
+    monkeypatch.delenv("GOOGLE_GENAI_API_VERSION", raising=False)
+    return PLANTED_KEY
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def env_without_proxies() -> dict[str, str]:
+    """The environment for a subprocess: no HTTP proxy may intercept 127.0.0.1."""
+    env = dict(os.environ)
+    for k in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        env.pop(k, None)
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    return env

@@ -1,0 +1,1 @@
+"""Helpers importable by jobs the tests launch (PYTHONPATH=tests)."""
