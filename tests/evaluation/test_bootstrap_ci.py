@@ -18,6 +18,7 @@ from mcu_exp.evaluation import (
     DegenerateMetricWarning,
     alignment_metrics,
     bootstrap_ci,
+    bootstrap_distribution,
     resample_metrics,
     stratified_indices,
 )
@@ -120,3 +121,12 @@ def test_bad_settings_raise(kwargs: dict, match: str) -> None:
     y, pred, _ = _case(20)
     with pytest.raises(ValueError, match=match):
         bootstrap_ci(y, pred, **kwargs)
+
+
+def test_large_n_is_scored_in_chunks_with_every_resample_kept() -> None:
+    y, pred, score = _case(2500)
+    dist = bootstrap_distribution(y, pred, score, resamples=2000, seed=0)
+    point = alignment_metrics(y, pred, score)
+    for key, values in dist.items():
+        assert values.shape == (2000,), key
+        assert np.percentile(values, 2.5) <= point[key] <= np.percentile(values, 97.5), key

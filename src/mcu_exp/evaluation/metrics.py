@@ -60,7 +60,7 @@ def as_binary(values: ArrayLike, name: str) -> np.ndarray:
         raise ValueError(f"{name} must hold 0/1 labels, got dtype {arr.dtype}") from exc
     bad = ~np.isin(as_float, (0.0, 1.0))
     if bad.any():
-        raise ValueError(f"{name} must hold 0/1 labels, got {arr[bad][0]!r} at position "
+        raise ValueError(f"{name} must hold 0/1 labels, got {arr[bad][0].item()!r} at position "
                          f"{int(np.flatnonzero(bad)[0])}")
     return as_float.astype(int)
 
@@ -111,11 +111,12 @@ def alignment_metrics(
     Degenerate inputs get the conventional values of the module docstring and a warning.
     """
     truth, pred = check_pair(y_true, y_pred)
+    n = truth.size
+    values = None if score is None else as_score(score, "score", n)
     for category, message in degeneracy_messages(truth, pred):
         warnings.warn(message, category, stacklevel=2)
     single_class = truth.min() == truth.max()
     tn, fp, fn, tp = confusion_matrix(truth, pred, labels=[0, 1]).ravel()
-    n = truth.size
     result = {
         "accuracy": float(accuracy_score(truth, pred)),
         "precision": float(precision_score(truth, pred, zero_division=0)),
@@ -123,8 +124,7 @@ def alignment_metrics(
         "f1": float(f1_score(truth, pred, zero_division=0)),
         "auc_binary": UNDEFINED_AUC if single_class else float(roc_auc_score(truth, pred)),
     }
-    if score is not None:
-        values = as_score(score, "score", n)
+    if values is not None:
         result["auc_score"] = (UNDEFINED_AUC if single_class
                                else float(roc_auc_score(truth, values)))
     result.update({"tn": float(tn), "fp": float(fp), "fn": float(fn), "tp": float(tp),

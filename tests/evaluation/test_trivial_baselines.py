@@ -1,0 +1,77 @@
+"""Trivial baselines: always-understandable, and the prevalence-matched random labeller."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from mcu_exp.evaluation import SingleClassWarning, always_positive, random_expected
+
+
+def _labels(n: int, n_pos: int) -> np.ndarray:
+    return np.r_[np.ones(n_pos, dtype=int), np.zeros(n - n_pos, dtype=int)]
+
+
+@pytest.mark.parametrize(("n", "n_pos"), [(50, 27), (50, 10), (7, 6), (20, 20)])
+def test_always_positive_metrics(n: int, n_pos: int) -> None:
+    p = n_pos / n
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = always_positive(_labels(n, n_pos))
+    categories = {w.category for w in caught}
+    assert categories == ({SingleClassWarning} if n_pos == n else set())
+    assert got["f1"] == pytest.approx(2 * p / (1 + p))
+    assert got["precision"] == pytest.approx(p) and got["accuracy"] == pytest.approx(p)
+    assert got["recall"] == 1.0 and got["auc_binary"] == 0.5
+    assert (got["tp"], got["fp"], got["fn"], got["tn"]) == (n_pos, n - n_pos, 0, 0)
+
+
+def _simulate(n: int, n_pos: int, draws: int, seed: int) -> dict[str, np.ndarray]:
+    """Per-draw metrics of labels drawn 1 with probability p, independent of the truth."""
+    rng = np.random.default_rng(seed)
+    p = n_pos / n
+    pred = rng.random((draws, n)) < p
+    tp = pred[:, :n_pos].sum(axis=1)
+    k = pred.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(k > 0, tp / k, 0.0)
+        f1 = np.where(n_pos + k > 0, 2 * tp / (n_pos + k), 0.0)
+    accuracy = (tp + (n - n_pos) - (k - tp)) / n
+    return {"f1": f1, "precision": precision, "recall": tp / n_pos, "accuracy": accuracy}
+
+
+@pytest.mark.parametrize(("n", "n_pos"), [(50, 27), (12, 3), (30, 25)])
+def test_random_expected_matches_monte_carlo(n: int, n_pos: int) -> None:
+    expected = random_expected(_labels(n, n_pos))
+    simulated = _simulate(n, n_pos, draws=100_000, seed=n + n_pos)
+    for key, values in simulated.items():
+        standard_error = values.std() / math.sqrt(values.size)
+        assert abs(values.mean() - expected[key]) < 4 * standard_error + 1e-12, key
+
+
+def test_random_expected_closed_forms() -> None:
+    n, n_pos = 40, 14
+    p = n_pos / n
+    got = random_expected(_labels(n, n_pos))
+    assert got["accuracy"] == pytest.approx(p**2 + (1 - p) ** 2)
+    assert got["recall"] == pytest.approx(p)
+    assert got["precision"] == pytest.approx(p * (1 - (1 - p) ** n))
+    assert got["tp"] + got["fn"] == pytest.approx(n_pos) and got["tp"] == pytest.approx(n_pos * p)
+    assert got["auc_binary"] == 0.5
+
+
+def test_random_expected_f1_tends_to_prevalence() -> None:
+    small = random_expected(_labels(10, 3))
+    large = random_expected(_labels(3000, 900))
+    assert abs(large["f1"] - 0.3) < 0.002
+    assert abs(large["f1"] - 0.3) < abs(small["f1"] - 0.3)
+
+
+@pytest.mark.parametrize(("n_pos", "f1"), [(0, 0.0), (9, 1.0)])
+def test_random_expected_extremes_are_defined(n_pos: int, f1: float) -> None:
+    got = random_expected(_labels(9, n_pos))
+    assert not any(math.isnan(v) for v in got.values())
+    assert got["f1"] == pytest.approx(f1)
