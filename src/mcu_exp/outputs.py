@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from mcu_exp.data import HumanLabels
-from mcu_exp.evaluation import epsilon_sweep, threshold_sweep
+from mcu_exp.evaluation import DegenerateMetricWarning, epsilon_sweep, threshold_sweep
 from mcu_exp.proxies.base import ProxyOutcome
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,9 @@ def write_outputs(
     (folder / "specs.json").write_text(json.dumps(outcome.specs, indent=2, sort_keys=True, default=str))
     artifacts = Artifacts(folder=folder)
     if outcome.alpha_test is not None and outcome.alpha_cal is not None:
-        thr, eps = sensitivity(cfg, outcome, groups)
+        with warnings.catch_warnings():  # grid ends label every program alike, by design
+            warnings.simplefilter("ignore", DegenerateMetricWarning)
+            thr, eps = sensitivity(cfg, outcome, groups)
         thr.to_csv(folder / "sensitivity_threshold.csv", index=False)
         eps.to_csv(folder / "sensitivity_epsilon.csv", index=False)
         plot_threshold_curves(thr, folder / "sensitivity_threshold.png", tau=outcome.params.get("tau"))

@@ -69,8 +69,7 @@ def run_job(cfg: DictConfig) -> float:
     dataset = load_dataset(cfg.dataset)
     labels = human_labels(dataset, cfg.labels)
     print(f"Dataset {dataset.name}: {len(dataset.programs)} programs, {len(dataset.evaluations)} evaluations")
-    print(f"Human labels ({cfg.labels.rule} >= {cfg.labels.min_fraction:g}, readers: {cfg.labels.group}): "
-          f"{labels.describe()}")
+    print(labels.describe().capitalize())
     groups: dict[str, HumanLabels] = {"all": labels}
     for name, sub in subgroup_labels(dataset, cfg.labels, list(cfg.evaluation.subgroups)).items():
         groups[name] = sub

@@ -1,0 +1,77 @@
+"""The `mcu-exp` command: composition, typed-config errors, and an installed wheel."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def mcu_exp(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+            python: str = sys.executable) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([python, "-m", "mcu_exp", *args], cwd=cwd or REPO, env=env or os.environ.copy(),
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_default_config_composes(outputs: Path) -> None:
+    res = mcu_exp("--cfg", "job")
+    assert res.returncode == 0, res.stderr
+    for needle in ("name: scalabrino", "name: smollm2-135m", "name: p1", "name: minilm", "epsilon: 0.1"):
+        assert needle in res.stdout
+
+
+def test_experiment_and_debug_groups_override(outputs: Path) -> None:
+    res = mcu_exp("--cfg", "job", "experiment=paper_p1", "debug=quick")
+    assert res.returncode == 0, res.stderr
+    assert "k: 6" in res.stdout and "limit: 6" in res.stdout  # debug applies after the experiment
+    res = mcu_exp("--cfg", "job", "experiment=paper_p1")
+    assert "k: 50" in res.stdout and "k_cal: 25" in res.stdout
+
+
+@pytest.mark.parametrize(
+    "override,needle",
+    [
+        ("decision.epsilonn=0.1", "epsilonn"),
+        ("proxy.k=many", "proxy.k"),
+        ("model=no-such-model", "no-such-model"),
+    ],
+)
+def test_bad_config_fails_at_startup_with_hydras_message(outputs: Path, override: str, needle: str) -> None:
+    res = mcu_exp(override)
+    assert res.returncode != 0
+    assert needle in res.stderr
+    assert "Traceback" not in res.stderr or "Set the environment variable HYDRA_FULL_ERROR" in res.stderr
+
+
+def test_installed_wheel_ships_configs(tmp_path: Path) -> None:
+    """Build the wheel, install it into a fresh venv, run `mcu-exp --cfg job` outside the repo."""
+    dist = tmp_path / "dist"
+    build = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist)],
+                           cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr[-2000:]
+    wheel = next(dist.glob("mcu_exp-*.whl"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    vpy = venv / "bin" / "python"
+    site = Path(subprocess.check_output([str(vpy), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                        text=True).strip())
+    # Install the wheel with this venv's pip, into the new venv; dependencies come from ours.
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet",
+                    "--target", str(site), str(wheel)], check=True, timeout=300)
+    (site / "_deps_from_dev_venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    env = {**os.environ, "MCU_EXP_OUTPUTS": str(tmp_path / "out")}
+    where = subprocess.run([str(vpy), "-c", "import mcu_exp.app as a; print(a.config_dir())"],
+                           cwd=outside, env=env, capture_output=True, text=True, timeout=120)
+    assert where.returncode == 0, where.stderr
+    assert where.stdout.strip().startswith(str(site)), where.stdout
+    res = mcu_exp("--cfg", "job", cwd=outside, env=env, python=str(vpy))
+    assert res.returncode == 0, res.stderr
+    assert "name: scalabrino" in res.stdout and "name: p1" in res.stdout

@@ -1,0 +1,81 @@
+"""Whole jobs through the real app with a stand-in proxy: MLflow runs, sweeps, failures, outputs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+from mlflow.tracking import MlflowClient
+
+REPO = Path(__file__).resolve().parents[2]
+STANDIN = "proxy.impl=support.standin_proxy:run"
+
+
+def run_app(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "tests")}
+    flags = [a for a in args if a.startswith("-")]
+    overrides = [a for a in args if not a.startswith("-")]
+    return subprocess.run([sys.executable, "-m", "mcu_exp", *flags, STANDIN, "quiet=true", *overrides],
+                          cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def runs_in(outputs: Path) -> list:
+    client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("mcu_exp")
+    assert exp is not None
+    return client.search_runs([exp.experiment_id])
+
+
+def test_three_job_multirun_leaves_three_tagged_runs(outputs: Path) -> None:
+    res = run_app("-m", "decision.epsilon=0.05,0.1,0.2", "evaluation.bootstrap_resamples=1000")
+    assert res.returncode == 0, res.stderr[-3000:]
+    runs = runs_in(outputs)
+    assert len(runs) == 3
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    assert len({r.data.tags["mcu.sweep"] for r in runs}) == 1
+    assert sorted(float(r.data.params["decision.epsilon"]) for r in runs) == [0.05, 0.1, 0.2]
+    assert {r.info.run_name for r in runs} == {f"smollm2-135m · p1 · ε={e}" for e in ("0.05", "0.1", "0.2")}
+    for r in runs:
+        assert {"f1", "f1_ci_low", "f1_ci_high", "auc_binary", "tau", "coverage"} <= set(r.data.metrics)
+        assert r.data.metrics["f1_ci_low"] <= r.data.metrics["f1"] <= r.data.metrics["f1_ci_high"]
+    # Coverage of the calibrated threshold falls as ε grows.
+    by_eps = sorted(runs, key=lambda r: float(r.data.params["decision.epsilon"]))
+    taus = [r.data.metrics["tau"] for r in by_eps]
+    assert taus == sorted(taus, reverse=True)
+    # Job folders never collide, and each holds its per-program table.
+    dirs = {r.data.tags["mcu.output_dir"] for r in runs}
+    assert len(dirs) == 3
+    for d in dirs:
+        table = pd.read_csv(Path(d) / "results" / "per_program.csv")
+        assert {"program_id", "human_label", "score", "label"} <= set(table.columns)
+        assert len(table) == 50
+
+
+def test_failing_job_is_marked_failed_and_the_sweep_goes_on(outputs: Path) -> None:
+    res = run_app("-m", "proxy.k=20,13,21", "evaluation.bootstrap_resamples=1000")
+    assert res.returncode != 0  # the sweep reports the failure at the end
+    runs = runs_in(outputs)
+    status = {int(r.data.params["proxy.k"]): r.info.status for r in runs}
+    assert status == {20: "FINISHED", 13: "FAILED", 21: "FINISHED"}
+    failed = next(r for r in runs if r.info.status == "FAILED")
+    assert "asked to fail" in failed.data.tags["mcu.error"]
+
+
+def test_single_run_prints_table_and_logs_artifacts(outputs: Path) -> None:
+    res = run_app("evaluation.bootstrap_resamples=1000", "labels.group=professional")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "95 % CI" in res.stdout and "f1" in res.stdout.lower()
+    assert "MLflow run" in res.stdout and "mlflow ui --backend-store-uri sqlite:///" in res.stdout
+    assert "understandable" in res.stdout  # the class balance line
+    (run,) = runs_in(outputs)
+    client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
+    names = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"per_program.csv", "sensitivity_threshold.csv", "sensitivity_epsilon.csv",
+            "sensitivity_threshold.png", "coverage_epsilon.png"} <= names
+    series = client.get_metric_history(run.info.run_id, "sens.threshold.f1")
+    assert len(series) >= 41 and [m.step for m in series] == list(range(len(series)))
+    assert run.data.tags["mcu.labels.group"] == "professional"
