@@ -19,6 +19,9 @@ from mcu_exp.config import register_configs
 
 log = logging.getLogger("mcu_exp")
 
+# Mistakes in the input (config values, data files, missing models): one line, no traceback.
+USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, FileNotFoundError, ImportError)
+
 
 def config_dir() -> str:
     """The folder holding ``config.yaml``: packaged copy first, else the repository's ``conf/``."""
@@ -47,9 +50,20 @@ def _job(cfg: DictConfig) -> float:
     except KeyboardInterrupt:
         log.error("interrupted: everything generated so far is in the cache; rerun to resume")
         raise
-    except (ValueError, FileNotFoundError) as exc:
+    except USER_ERRORS as exc:
         log.error("%s", exc)
+        if _single_run():
+            print(f"mcu-exp: error: {exc}", file=sys.stderr)
+            raise SystemExit(1) from None
         raise
+
+
+def _single_run() -> bool:
+    """True outside a multirun (where a failure must not stop the other jobs)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.get().mode != RunMode.MULTIRUN
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from mcu_exp.checks import check_config
 from mcu_exp.data import HumanLabels, human_labels, load_dataset, subgroup_labels
 from mcu_exp.evaluation import evaluate, metrics_for_mlflow, render_table
 from mcu_exp.outputs import write_outputs
@@ -64,6 +65,7 @@ def evaluate_groups(
 def run_job(cfg: DictConfig) -> float:
     """Run the configured job; return the primary metric (F1 against human labels)."""
     started = time.perf_counter()
+    check_config(cfg)
     run_dir = job_dir(cfg)
     progress = not cfg.quiet
     dataset = load_dataset(cfg.dataset)

@@ -75,3 +75,27 @@ def test_installed_wheel_ships_configs(tmp_path: Path) -> None:
     res = mcu_exp("--cfg", "job", cwd=outside, env=env, python=str(vpy))
     assert res.returncode == 0, res.stderr
     assert "name: scalabrino" in res.stdout and "name: p1" in res.stdout
+
+
+@pytest.mark.parametrize(
+    "override,needle",
+    [
+        ("decision.epsilon=1.5", "decision.epsilon=1.5: expected a value in (0, 1)"),
+        ("labels.group=students", "labels.group='students'"),
+        ("proxy.k_cal=1", "proxy.k=20, proxy.k_cal=1"),
+        ("evaluation.bootstrap_resamples=10", "evaluation.bootstrap_resamples=10"),
+    ],
+)
+def test_out_of_range_values_fail_in_one_line(outputs: Path, override: str, needle: str) -> None:
+    res = mcu_exp(override)
+    assert res.returncode == 1
+    errors = [line for line in res.stderr.splitlines() if line.startswith("mcu-exp: error:")]
+    assert len(errors) == 1 and needle in errors[0], res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_missing_custom_dataset_folder_is_one_line(outputs: Path, tmp_path: Path) -> None:
+    res = mcu_exp("dataset=custom", f"dataset.root={tmp_path / 'nowhere'}")
+    assert res.returncode == 1
+    assert "Traceback" not in res.stderr
+    assert str(tmp_path / "nowhere") in res.stderr

@@ -1,0 +1,58 @@
+"""Value checks the typed schema cannot express, run before any data or model is loaded.
+
+Types and key names are Hydra's job (the structured config); ranges and choices are
+checked here so a bad value fails in the first second with the key it concerns.
+"""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig
+
+from mcu_exp.calibration import QUANTILE_RULES
+from mcu_exp.data import GROUPS, RULES
+
+DECISION_RULES = ("conformal", "theta", "p1_and_theta")
+MIN_RESAMPLES = 1000
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Raise ``ValueError`` naming the first key whose value is out of range."""
+    problems = list(config_problems(cfg))
+    if problems:
+        raise ValueError(problems[0])
+
+
+def config_problems(cfg: DictConfig):  # noqa: ANN201 - a generator of messages
+    """Every out-of-range value, as ``key=value: what is expected`` messages."""
+    d, ev, lab, p = cfg.decision, cfg.evaluation, cfg.labels, cfg.proxy
+    if not 0.0 < d.epsilon < 1.0:
+        yield f"decision.epsilon={d.epsilon}: expected a value in (0, 1)"
+    if d.quantile not in QUANTILE_RULES:
+        yield f"decision.quantile={d.quantile!r}: expected one of {', '.join(QUANTILE_RULES)}"
+    if d.rule not in DECISION_RULES:
+        yield f"decision.rule={d.rule!r}: expected one of {', '.join(DECISION_RULES)}"
+    if not 0.0 <= d.theta <= 1.0:
+        yield f"decision.theta={d.theta}: expected a value in [0, 1]"
+    if ev.bootstrap_resamples < MIN_RESAMPLES:
+        yield f"evaluation.bootstrap_resamples={ev.bootstrap_resamples}: expected at least {MIN_RESAMPLES}"
+    if not 0.0 < ev.confidence < 1.0:
+        yield f"evaluation.confidence={ev.confidence}: expected a value in (0, 1)"
+    if ev.threshold_grid < 2:
+        yield f"evaluation.threshold_grid={ev.threshold_grid}: expected at least 2 points"
+    bad_eps = [e for e in ev.epsilon_grid if not 0.0 < e < 1.0]
+    if bad_eps or not ev.epsilon_grid:
+        yield f"evaluation.epsilon_grid={list(ev.epsilon_grid)}: expected a non-empty list of values in (0, 1)"
+    bad_groups = [g for g in ev.subgroups if g not in GROUPS]
+    if bad_groups:
+        yield f"evaluation.subgroups: unknown {bad_groups}; expected some of {', '.join(GROUPS)}"
+    if lab.rule not in RULES:
+        yield f"labels.rule={lab.rule!r}: expected one of {', '.join(RULES)}"
+    if lab.group != "all" and lab.group not in GROUPS:
+        yield f"labels.group={lab.group!r}: expected all or one of {', '.join(GROUPS)}"
+    if not 0.0 <= lab.min_fraction <= 1.0:
+        yield f"labels.min_fraction={lab.min_fraction}: expected a value in [0, 1]"
+    if p.name in ("p1", "p2", "p3") and p.impl is None and (p.k_cal < 2 or p.k - p.k_cal < 2):
+        yield (f"proxy.k={p.k}, proxy.k_cal={p.k_cal}: the calibration and test subsets "
+               "each need at least 2 summaries")
+    if cfg.dataset.limit is not None and cfg.dataset.limit < 1:
+        yield f"dataset.limit={cfg.dataset.limit}: expected a positive number of programs (or null)"
