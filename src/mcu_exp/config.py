@@ -95,6 +95,35 @@ class ProxyConfig:
     sample_seed: int = 0  # seed of the generation requests
     prompt: str = "summarize_intent"  # key into mcu_exp.proxies.prompts
     impl: Optional[str] = None  # "module:function" running this proxy; None: the built-in for `name`
+    r: int = 5  # P3: judgments per summary
+    judge_seed: int = 0  # P3: which expert judges which program
+    judge_max_new_tokens: int = 8  # P3: room for the one-word verdict
+    samples: int = 5  # P0: samples per question and rotation
+    rotate: bool = True  # P0: one run per option position of the correct answer
+    answer_max_new_tokens: int = 8  # P0
+
+
+@dataclass
+class ExpertMember:
+    """One expert of the pool: a model config name plus optional decoding overrides."""
+
+    label: str = MISSING  # name shown in records and artifacts
+    model: str = MISSING  # a file name under conf/model/ (without .yaml)
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    seed: int = 0
+
+
+@dataclass
+class ExpertsConfig:
+    """The expert pool of P2 (meta-reviewers) and P3 (judges)."""
+
+    name: str = MISSING
+    members: list[ExpertMember] = field(default_factory=list)
+    m: int = 30  # P2: summaries per expert
+    top_n: int = 3  # P2: most central summaries kept per expert
+    ranking: str = "centrality"  # mean BERTScore to the same expert's other summaries
+    reference_seed: int = 0  # P2: which pooled summary becomes r*
 
 
 @dataclass
@@ -140,6 +169,7 @@ class EvaluationConfig:
     subgroups: list[str] = field(
         default_factory=lambda: ["bachelor", "master", "phd", "professional"]
     )
+    theta_grid: list[float] = field(default_factory=lambda: [round(0.05 * i, 2) for i in range(21)])
 
 
 @dataclass
@@ -162,6 +192,7 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     proxy: ProxyConfig = field(default_factory=ProxyConfig)
     scorer: ScorerConfig = field(default_factory=ScorerConfig)
+    experts: ExpertsConfig = field(default_factory=ExpertsConfig)
     decision: DecisionConfig = field(default_factory=DecisionConfig)
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
