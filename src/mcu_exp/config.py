@@ -29,7 +29,7 @@ class DatasetConfig:
     root: Optional[str] = None  # folder holding the files; None: $MCU_EXP_DATA/<name>, cache, download
     download: bool = True  # scalabrino only: fetch the pinned, checksummed files when absent
     limit: Optional[int] = None  # keep only the first N programs (debugging)
-    questions: Optional[str] = None  # path to a multiple-choice questions CSV (P0)
+    questions: Optional[str] = None  # path to a multiple-choice questions JSONL file (P0)
 
 
 @dataclass

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -52,7 +53,9 @@ def test_valid_folder_loads_every_value(custom_dir: Path) -> None:
     assert dataset.questions_for("double") == []
 
 
-def test_line_numbers_count_physical_lines_of_multiline_code(custom_dir: Path, write_csv: Any) -> None:
+def test_line_numbers_count_physical_lines_of_multiline_code(
+    custom_dir: Path, write_csv: Any
+) -> None:
     code = "a();\nb();\nc();"
     write_csv(
         custom_dir / "programs.csv",
@@ -63,8 +66,13 @@ def test_line_numbers_count_physical_lines_of_multiline_code(custom_dir: Path, w
         load_custom(custom_dir)
 
 
+def _read_table(path: Path) -> list[list[str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))
+
+
 def _replace_row(path: Path, index: int, **changes: Any) -> None:
-    rows = list(csv.reader(path.open(newline="", encoding="utf-8")))
+    rows = _read_table(path)
     header = rows[0]
     for column, value in changes.items():
         rows[index][header.index(column)] = str(value)
@@ -84,16 +92,17 @@ def _set_question(root: Path, **changes: Any) -> None:
     path.write_text(json.dumps(obj) + "\n")
 
 
-def _drop_column(path: Path, column: str) -> None:
-    rows = list(csv.reader(path.open(newline="", encoding="utf-8")))
+def _drop_column(path: Path, column: str) -> Path:
+    rows = _read_table(path)
     i = rows[0].index(column)
     with path.open("w", newline="", encoding="utf-8") as handle:
         csv.writer(handle).writerows([r[:i] + r[i + 1 :] for r in rows])
+    return path
 
 
 # In the valid folder the "add" row's 4-line code cell spans programs.csv lines 2-5, so the
 # "double" row is line 6; evaluations.csv rows are lines 2-5.
-BREAKAGES: dict[str, tuple[Callable[[Path], None], str]] = {
+BREAKAGES: dict[str, tuple[Callable[[Path], object], str]] = {
     "missing programs.csv": (
         lambda r: (r / "programs.csv").unlink(),
         r"programs\.csv: missing file",
@@ -107,7 +116,7 @@ BREAKAGES: dict[str, tuple[Callable[[Path], None], str]] = {
         r"programs\.csv:1: missing column\(s\) language",
     ),
     "no code column": (
-        lambda r: (_drop_column(r / "programs.csv", "code"), _drop_column(r / "programs.csv", "code_file")),
+        lambda r: [_drop_column(r / "programs.csv", c) for c in ("code", "code_file")],
         r"programs\.csv:1: missing column code or code_file",
     ),
     "missing total column": (
@@ -172,7 +181,8 @@ BREAKAGES: dict[str, tuple[Callable[[Path], None], str]] = {
     ),
     "unknown group": (
         lambda r: _replace_row(r / "evaluations.csv", 2, group="postdoc"),
-        r"evaluations\.csv:3: group is 'postdoc', expected one of bachelor, master, phd, professional",
+        r"evaluations\.csv:3: group is 'postdoc', "
+        r"expected one of bachelor, master, phd, professional",
     ),
     "bad perceived": (
         lambda r: _replace_row(r / "evaluations.csv", 1, perceived="yes"),
@@ -203,7 +213,9 @@ BREAKAGES: dict[str, tuple[Callable[[Path], None], str]] = {
         r"questions\.jsonl:1: options must be a list of strings",
     ),
     "missing question key": (
-        lambda r: (r / "questions.jsonl").write_text('{"program_id": "add", "question_id": "q1"}\n'),
+        lambda r: (r / "questions.jsonl").write_text(
+            '{"program_id": "add", "question_id": "q1"}\n'
+        ),
         r"questions\.jsonl:1: missing key\(s\) text, options, correct",
     ),
     "malformed json": (
@@ -220,7 +232,9 @@ BREAKAGES: dict[str, tuple[Callable[[Path], None], str]] = {
 
 
 @pytest.mark.parametrize("breakage", sorted(BREAKAGES))
-def test_broken_folder_fails_with_file_line_and_expectation(custom_dir: Path, breakage: str) -> None:
+def test_broken_folder_fails_with_file_line_and_expectation(
+    custom_dir: Path, breakage: str
+) -> None:
     load_custom(custom_dir)  # the folder is valid before the breakage
     break_it, message = BREAKAGES[breakage]
     break_it(custom_dir)

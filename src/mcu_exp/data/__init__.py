@@ -6,8 +6,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mcu_exp.data.custom import load_custom, read_questions
 from mcu_exp.data.labels import RULES, HumanLabels, abu50, human_labels, subgroup_labels
@@ -67,9 +69,12 @@ def load_dataset(cfg: Any) -> Dataset:
     fmt = getattr(cfg, "format", None)
     if fmt not in FORMATS:
         raise DatasetError(f"dataset.format is {fmt!r}, expected one of: {', '.join(FORMATS)}")
+    limit = getattr(cfg, "limit", None)
+    if limit is not None and int(limit) <= 0:
+        raise DatasetError(f"dataset.limit is {limit}, expected a positive number or null")
     dataset = FORMATS[fmt](cfg)
-    extra_path = getattr(cfg, "questions", None)
     questions = list(dataset.questions)
+    extra_path = getattr(cfg, "questions", None)
     if extra_path:
         seen = {(q.program_id, q.question_id) for q in questions}
         for q in read_questions(Path(extra_path), set(dataset.program_ids)):
@@ -80,17 +85,6 @@ def load_dataset(cfg: Any) -> Dataset:
                 )
             questions.append(q)
     order = sorted(dataset.programs, key=lambda p: natural_key(p.id))
-    limit = getattr(cfg, "limit", None)
-    if limit is not None:
-        if int(limit) <= 0:
-            raise DatasetError(f"dataset.limit is {limit}, expected a positive number or null")
-        order = order[: int(limit)]
-    keep = {p.id for p in order}
-    evaluations = dataset.evaluations[dataset.evaluations["program_id"].isin(keep)]
-    return Dataset(
-        name=dataset.name,
-        programs=order,
-        evaluations=evaluations.reset_index(drop=True),
-        questions=[q for q in questions if q.program_id in keep],
-        source=dataset.source,
-    )
+    kept = order if limit is None else order[: int(limit)]
+    merged = replace(dataset, programs=order, questions=questions)
+    return merged.subset(p.id for p in kept)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import csv
 import json
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from mcu_exp.data.types import (
     GROUPS,
@@ -50,7 +51,8 @@ def _rows(
         missing = [c for c in required if c not in header]
         if missing:
             raise DatasetError(
-                f"{path}:1: missing column(s) {', '.join(missing)}; the header has {', '.join(header)}"
+                f"{path}:1: missing column(s) {', '.join(missing)}; "
+                f"the header has {', '.join(header)}"
             )
         if one_of and not any(c in header for c in one_of):
             raise DatasetError(f"{path}:1: missing column {' or '.join(one_of)} (one is required)")
@@ -70,9 +72,10 @@ def _rows(
                 continue
             if len(values) != len(header):
                 raise DatasetError(
-                    f"{path}:{line}: expected {len(header)} fields like the header, got {len(values)}"
+                    f"{path}:{line}: expected {len(header)} fields like the header, "
+                    f"got {len(values)}"
                 )
-            yield line, dict(zip(header, values))
+            yield line, dict(zip(header, values, strict=True))
 
 
 def _integer(value: str, column: str, where: str) -> int:
@@ -93,14 +96,17 @@ def _read_programs(root: Path) -> list[Program]:
             raise DatasetError(f"{where}: empty program_id")
         if program_id in first_line:
             raise DatasetError(
-                f"{where}: duplicate program_id {program_id!r} (first on line {first_line[program_id]})"
+                f"{where}: duplicate program_id {program_id!r} "
+                f"(first on line {first_line[program_id]})"
             )
         first_line[program_id] = line
         language = row["language"].strip()
         if not language:
             raise DatasetError(f"{where}: empty language for program {program_id!r}")
         code = _program_code(root, row, where, program_id)
-        meta = {k: v for k, v in row.items() if k not in ("program_id", "language", "code", "code_file")}
+        meta = {
+            k: v for k, v in row.items() if k not in ("program_id", "language", "code", "code_file")
+        }
         programs.append(Program(id=program_id, language=language, code=code, meta=meta))
     return programs
 
@@ -144,7 +150,9 @@ def _read_evaluations(root: Path, known: set[str]) -> dict[str, list[Any]]:
         correct = _integer(row["correct"], "correct", where)
         total = _integer(row["total"], "total", where)
         if total <= 0:
-            raise DatasetError(f"{where}: total is {total}, expected a positive number of questions")
+            raise DatasetError(
+                f"{where}: total is {total}, expected a positive number of questions"
+            )
         if not 0 <= correct <= total:
             raise DatasetError(f"{where}: correct is {correct}, expected 0..{total} (total)")
         perceived = (row.get("perceived") or "").strip()
@@ -214,7 +222,9 @@ def read_questions(path: Path | str, program_ids: set[str] | None = None) -> lis
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as err:
-                raise DatasetError(f"{where}: malformed JSON: {err.msg} at column {err.colno}") from err
+                raise DatasetError(
+                    f"{where}: malformed JSON: {err.msg} at column {err.colno}"
+                ) from err
             question = _question(obj, where)
             if program_ids is not None and question.program_id not in program_ids:
                 raise DatasetError(
@@ -235,7 +245,9 @@ def load_custom(root: Path | str, name: str = "custom") -> Dataset:
     """Load and validate a dataset folder in the generic format."""
     root = Path(root).expanduser()
     if not root.is_dir():
-        raise DatasetError(f"{root}: dataset folder not found (expected {PROGRAMS_FILE} etc. in it)")
+        raise DatasetError(
+            f"{root}: dataset folder not found (expected {PROGRAMS_FILE} etc. in it)"
+        )
     programs = _read_programs(root)
     if not programs:
         raise DatasetError(f"{root / PROGRAMS_FILE}: no programs, expected at least one row")

@@ -179,7 +179,9 @@ def download(dest: Path | None = None, url: str | None = None, timeout: float = 
     dest = Path(dest) if dest is not None else cache_root()
     dest.parent.mkdir(parents=True, exist_ok=True)
     urls = file_urls(url)
-    log.info("downloading Scalabrino data (%d files) from %s into %s", len(urls), base_url(url), dest)
+    log.info(
+        "downloading Scalabrino data (%d files) from %s into %s", len(urls), base_url(url), dest
+    )
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", suffix=".partial", dir=dest.parent))
     try:
         (tmp / SNIPPETS_DIR).mkdir()
@@ -190,8 +192,7 @@ def download(dest: Path | None = None, url: str | None = None, timeout: float = 
             relative, detail = problems[0]
             source = urls.get(relative, f"{base_url(url)}{SNIPPETS_PATH}/")
             raise DatasetError(
-                f"downloaded {relative} ({source}) fails verification: {detail}; "
-                "nothing was cached"
+                f"downloaded {relative} ({source}) fails verification: {detail}; nothing was cached"
             )
         _install(tmp, dest)
     finally:

@@ -8,8 +8,9 @@ those of one subgroup (``labels.group``), into the program's label: 1 = understa
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -53,7 +54,7 @@ class HumanLabels:
 
     def balance(self) -> dict[str, float]:
         """Class balance: ``n``, ``positives``, ``negatives``, ``positive_rate`` (NaN if n=0)."""
-        n = int(len(self.labels))
+        n = len(self.labels)
         positives = int(self.labels.sum())
         return {
             "n": n,
@@ -82,7 +83,7 @@ def _labels(dataset: Dataset, rule: str, min_fraction: float, group: str) -> Hum
     if rule not in RULES:
         raise ValueError(f"labels.rule is {rule!r}, expected one of: {', '.join(sorted(RULES))}")
     if group != ALL and group not in GROUPS:
-        raise ValueError(f"labels.group is {group!r}, expected one of: {', '.join((ALL,) + GROUPS)}")
+        raise ValueError(f"labels.group is {group!r}, expected one of: {', '.join((ALL, *GROUPS))}")
     if not 0.0 <= min_fraction <= 1.0:
         raise ValueError(f"labels.min_fraction is {min_fraction}, expected a number in [0, 1]")
     evaluations = dataset.evaluations

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from mcu_exp.data import download as dl
-from mcu_exp.data.types import GROUPS, Dataset, DatasetError, Program, evaluations_frame
+from mcu_exp.data.types import Dataset, DatasetError, Program, evaluations_frame
 
 DATA_ENV = "MCU_EXP_DATA"
 """Environment variable naming a folder that holds ``scalabrino/``."""
@@ -69,8 +69,10 @@ def strip_wrapper(text: str, path: Path | str = "<snippet>") -> str:
     and space-indented lines that only line up at that width.
     """
     lines = text.splitlines()
-    if len(lines) < 3 or not lines[0].startswith("package ") or not re.match(
-        r"^public class ds_6_snip\S*\s*\{\s*$", lines[1]
+    if (
+        len(lines) < 3
+        or not lines[0].startswith("package ")
+        or not re.match(r"^public class ds_6_snip\S*\s*\{\s*$", lines[1])
     ):
         raise DatasetError(
             f"{path}: expected line 1 'package ...;' and line 2 'public class ds_6_snip...{{'"
@@ -97,7 +99,9 @@ def _snippet_for(program_id: str, snippets: Path, line: int, csv_path: Path) -> 
         )
     number, system = match.groups()
     prefix = f"ds_6_snip_{number}${system}_"
-    found = sorted(p for p in snippets.iterdir() if p.name.startswith(prefix) and p.suffix == ".java")
+    found = sorted(
+        p for p in snippets.iterdir() if p.name.startswith(prefix) and p.suffix == ".java"
+    )
     if len(found) != 1:
         raise DatasetError(
             f"{csv_path}:{line}: file_name {program_id!r} should match exactly one snippet "
@@ -112,7 +116,7 @@ def _integers(frame: pd.DataFrame, column: str, allowed: set[int], path: Path) -
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0])
         raise DatasetError(
-            f"{path}:{row + 2}: column {column} is {frame[column].iloc[row]!r}, "
+            f"{path}:{row + 2}: column {column} is '{frame[column].iloc[row]}', "
             f"expected one of {sorted(allowed)}"
         )
     return values.astype(int)
@@ -142,9 +146,9 @@ def read_scalabrino(root: Path, name: str = "scalabrino", source: str = "") -> D
     position = _integers(frame, "developer_position", set(POSITION_GROUPS), csv_path)
 
     programs: list[Program] = []
-    first_rows = frame.drop_duplicates("file_name")
-    for row, record in first_rows.iterrows():
-        snippet = _snippet_for(record["file_name"], snippets, int(row) + 2, csv_path)
+    for first in (~frame["file_name"].duplicated()).to_numpy().nonzero()[0].tolist():
+        record = frame.iloc[first]
+        snippet = _snippet_for(record["file_name"], snippets, first + 2, csv_path)
         programs.append(
             Program(
                 id=record["file_name"],
@@ -166,7 +170,9 @@ def read_scalabrino(root: Path, name: str = "scalabrino", source: str = "") -> D
         group=position.map(POSITION_GROUPS).tolist(),
     )
     where = f"{root} ({source})" if source else str(root)
-    return Dataset(name=name, programs=programs, evaluations=evaluations, questions=[], source=where)
+    return Dataset(
+        name=name, programs=programs, evaluations=evaluations, questions=[], source=where
+    )
 
 
 def load_scalabrino(cfg: Any, url: str | None = None) -> Dataset:

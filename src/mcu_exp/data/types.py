@@ -6,9 +6,10 @@ Every loader returns a :class:`Dataset`, so the rest of the pipeline never sees 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -69,7 +70,7 @@ class Question:
 def natural_key(text: str) -> tuple[Any, ...]:
     """Sort key that orders digit runs by value: ``2-X`` before ``10-X``."""
     parts = re.split(r"(\d+)", text)
-    return tuple(int(p) if i % 2 else p.lower() for i, p in enumerate(parts)) + (text,)
+    return (*tuple(int(p) if i % 2 else p.lower() for i, p in enumerate(parts)), text)
 
 
 def evaluations_frame(
