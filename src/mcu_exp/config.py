@@ -66,6 +66,8 @@ class ModelConfig:
     requests_per_minute: Optional[float] = None
     tokens_per_minute: Optional[float] = None
     max_retries: int = 6
+    backoff_initial_s: float = 1.0  # exponential backoff with jitter, honouring Retry-After
+    backoff_max_s: float = 60.0
     timeout_s: float = 120.0
     n_per_request: int = 1  # most samples one API request may return (OpenAI n, Gemini candidate_count)
     price_input_per_mtok: Optional[float] = None  # USD per million prompt tokens (cost preview)

@@ -9,9 +9,7 @@ check which answer went where. Every request is logged; every handler is bounded
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -112,6 +110,12 @@ def _gemini(body: dict[str, Any], prompt: str, path: str) -> dict[str, Any]:
     }
 
 
+def _received_key(headers: dict[str, str]) -> str:
+    auth = headers.get("authorization", "")
+    bearer = auth[len("Bearer "):] if auth.startswith("Bearer ") else ""
+    return bearer or headers.get("x-api-key") or headers.get("x-goog-api-key") or ""
+
+
 class FakeServer:
     """A threaded HTTP server with a script of actions and a request log."""
 
@@ -119,7 +123,8 @@ class FakeServer:
         self.script: list[Action] = []
         self.log: list[LoggedRequest] = []
         self.lock = threading.Lock()
-        self.stall_after: int | None = None  # answer this many, then hold every request
+        self.stall_after: int | None = None  # admit this many requests, then hold every later one
+        self.admitted = 0
         self.release = threading.Event()
         self.closing = threading.Event()
         server = self
@@ -133,10 +138,13 @@ class FakeServer:
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 server._handle(self)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # many concurrent clients: no refused connections
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def url(self) -> str:
@@ -160,15 +168,13 @@ class FakeServer:
         with self.lock:
             self.log.append(entry)
             action = self.script.pop(0) if self.script else Action()
-            stalled = self.stall_after is not None and len(
-                [r for r in self.log if r.answered]
-            ) >= self.stall_after
-        if stalled:
+            stalled = self.stall_after is not None and self.admitted >= self.stall_after
+            self.admitted += 0 if stalled else 1
+        if stalled:  # hold the request, then refuse it: a held request is never answered
             deadline = time.monotonic() + MAX_HANDLER_WAIT_S
-            while not (self.release.is_set() or self.closing.is_set()):
-                if time.monotonic() > deadline:
-                    break
+            while not (self.release.is_set() or self.closing.is_set()) and time.monotonic() < deadline:
                 self.release.wait(0.05)
+            action = Action(503, error_body(503, "stalled"))
         if action.delay_s:
             self._wait(action.delay_s)
         if action.body is None and action.status == 200:
@@ -182,8 +188,9 @@ class FakeServer:
             data = json.dumps(payload).encode()
         elif isinstance(action.body, bytes):
             data = action.body
-        else:
-            data = json.dumps(action.body if action.body is not None else {"error": {}}).encode()
+        else:  # an error body; "{KEY}" echoes the key the client sent, as some APIs do
+            text = json.dumps(action.body if action.body is not None else {"error": {}})
+            data = text.replace("{KEY}", _received_key(entry.headers)).encode()
         try:
             h.send_response(action.status)
             h.send_header("Content-Type", "application/json")
@@ -239,16 +246,63 @@ def planted_keys(monkeypatch: pytest.MonkeyPatch) -> str:
     return PLANTED_KEY
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+PROVIDERS = ("openai", "anthropic", "google", "openai_compatible")
+FAST = {"max_retries": 2, "backoff_initial_s": 0.01, "backoff_max_s": 0.02}
 
 
-def env_without_proxies() -> dict[str, str]:
-    """The environment for a subprocess: no HTTP proxy may intercept 127.0.0.1."""
-    env = dict(os.environ)
-    for k in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        env.pop(k, None)
-    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
-    return env
+def base_url(provider: str, server: FakeServer) -> str:
+    """Where each SDK expects the API root (OpenAI's includes /v1; the others add theirs)."""
+    return server.url + "/v1" if provider.startswith("openai") else server.url
+
+
+def model_cfg(provider: str, server: FakeServer, **fields: Any) -> Any:
+    """A ModelConfig for ``provider`` pointed at ``server``, with tiny timeouts."""
+    from mcu_exp.config import ModelConfig
+
+    values: dict[str, Any] = {
+        "name": f"fake-{provider}",
+        "backend": provider,
+        "model_id": "fake-model",
+        "base_url": base_url(provider, server),
+        "timeout_s": 0.5,
+        "max_retries": FAST["max_retries"],
+        "max_new_tokens": 16,
+        "stop": [],
+    }
+    if provider == "openai_compatible":
+        values["api_key_env"] = "FAKE_API_KEY"
+    values.update(fields)
+    return ModelConfig(**values)
+
+
+def make_backend(cfg: Any, **policy: Any) -> Any:
+    """The provider's backend with a fast retry policy and no progress bar (unless asked)."""
+    import importlib
+
+    from mcu_exp.llm.providers._retry import RetryPolicy
+
+    progress = policy.pop("progress", False)
+    settings = {"max_retries": cfg.max_retries, "initial_s": FAST["backoff_initial_s"],
+                "max_s": FAST["backoff_max_s"], **policy}
+    module = importlib.import_module(f"mcu_exp.llm.providers.{cfg.backend}")
+    return module.create_backend(cfg, progress=progress, policy=RetryPolicy(**settings))
+
+
+@pytest.fixture
+def remote(fake_server: FakeServer, planted_keys: str) -> Any:
+    """Helpers bound to the running fake server: ``remote.cfg(provider, ...)``, ``remote.backend(cfg)``."""
+
+    class Remote:
+        server = fake_server
+        key = planted_keys
+        action = Action
+        error = staticmethod(error_body)
+        text = staticmethod(completion_text)
+
+        @staticmethod
+        def cfg(provider: str, **fields: Any) -> Any:
+            return model_cfg(provider, fake_server, **fields)
+
+        backend = staticmethod(make_backend)
+
+    return Remote()

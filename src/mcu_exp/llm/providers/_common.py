@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
@@ -15,8 +16,8 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from mcu_exp.llm.contract import GenerationRequest, Message
-from mcu_exp.llm.providers._errors import AuthenticationFailed, MissingDependency
+from mcu_exp.llm.contract import GenerationRequest, Message, Sample
+from mcu_exp.llm.providers._errors import AuthenticationFailed, MalformedResponse, MissingDependency
 
 REDACTED = "***"
 
@@ -73,6 +74,20 @@ def quirks(cfg: Any) -> dict[str, Any]:
     return dict(cfg_get(cfg, "quirks", {}) or {})
 
 
+def remote_identity(cfg: Any, backend: str, with_base_url: bool = False) -> dict[str, Any]:
+    """The model part of cache keys: backend, model id, quirks (they change what is sent).
+
+    ``base_url`` only counts for self-hosted servers, where it says which weights answer; for
+    the official APIs it is a proxy or test hook. Keys, timeouts and limits never count.
+    """
+    ident: dict[str, Any] = {"backend": backend, "model_id": str(cfg_get(cfg, "model_id"))}
+    if with_base_url and cfg_get(cfg, "base_url"):
+        ident["base_url"] = str(cfg_get(cfg, "base_url"))
+    if quirks(cfg):
+        ident["quirks"] = quirks(cfg)
+    return ident
+
+
 def resolve_api_key(cfg: Any, defaults: Sequence[str], provider: str) -> Secret:
     """The API key from ``cfg.api_key_env`` (or the provider's default variables).
 
@@ -101,31 +116,27 @@ def require(module: str, extra: str, backend: str) -> ModuleType:
         ) from None
 
 
-def sample_seed(seed: int, index: int) -> int:
-    """A 31-bit seed for sample ``index`` of a request with ``seed`` (stable across runs)."""
-    digest = hashlib.sha256(f"{seed}:{index}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+def sample_seed(request: GenerationRequest, index: int) -> int:
+    """A 31-bit seed for sample ``index`` of ``request``: a hash of its seed, the index and the
+    messages, stable across runs (APIs take 32-bit seeds; two prompts never share a stream)."""
+    messages = [[m.role, m.content] for m in request.messages]
+    blob = json.dumps([request.seed, index, messages], ensure_ascii=False, separators=(",", ":"))
+    return int.from_bytes(hashlib.sha256(blob.encode()).digest()[:4], "big") & 0x7FFFFFFF
 
 
-def split_system(
-    request: GenerationRequest, default_system: str | None
-) -> tuple[str | None, list[Message]]:
-    """The system prompt (the request's own, else the model's default) and the other messages."""
+def split_system(request: GenerationRequest) -> tuple[str | None, list[Message]]:
+    """The system prompt (system messages joined; the proxies put it there) and the other messages."""
     system = [m.content for m in request.messages if m.role == "system"]
     rest = [m for m in request.messages if m.role != "system"]
-    text = "\n\n".join(system) if system else default_system
-    return (text or None), rest
+    return ("\n\n".join(system) or None), rest
 
 
-def plain_prompt(request: GenerationRequest, default_system: str | None, template: str | None) -> str:
-    """A completion prompt for a model without a chat template.
+def framed_prompt(request: GenerationRequest, template: str) -> str:
+    """A completion prompt in a model's instruction frame (quirk ``completion_template``).
 
-    ``template`` (a quirk, e.g. an Alpaca "### Instruction:" frame) receives ``{prompt}``,
-    the messages' contents joined by blank lines, the system prompt first.
+    The frame's ``{prompt}`` receives the messages' contents joined by blank lines.
     """
-    system, rest = split_system(request, default_system)
-    prompt = "\n\n".join(([system] if system else []) + [m.content for m in rest])
-    return template.format(prompt=prompt) if template else prompt
+    return template.format(prompt="\n\n".join(m.content for m in request.messages))
 
 
 def truncate_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
@@ -148,3 +159,23 @@ def drop(params: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
 def merged(base: Mapping[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
     """``base`` updated with ``extra`` (quirk ``params``: provider-specific arguments)."""
     return {**base, **(extra or {})}
+
+
+def as_dict(response: Any) -> Mapping[str, Any]:
+    """An SDK response object as JSON-like data (what the parsers read)."""
+    if isinstance(response, Mapping):
+        return response
+    dump = getattr(response, "model_dump", None)
+    if dump is None:
+        raise MalformedResponse(f"unexpected response type {type(response).__name__}")
+    return dump(mode="json")
+
+
+def split_usage(samples: list[tuple[str, str]], prompt_tokens: int, completion_tokens: int) -> list[Sample]:
+    """Samples whose token counts sum to the call's billed usage (prompt counted once)."""
+    n = len(samples)
+    share, extra = divmod(completion_tokens, n) if n else (0, 0)
+    return [
+        Sample(text, finish, prompt_tokens if k == 0 else 0, share + (extra if k == 0 else 0))
+        for k, (text, finish) in enumerate(samples)
+    ]

@@ -1,13 +1,21 @@
-"""Errors a backend raises to stop a generation stage, each with a message that says what to do.
+"""The errors remote backends raise, refining :mod:`mcu_exp.llm.errors`.
 
-Messages never carry an API key: they are built from scrubbed provider messages.
+Each message says what to do, and none carries an API key: provider texts are scrubbed.
 """
 
 from __future__ import annotations
 
+from mcu_exp.llm.errors import BackendError, TransientBackendError
 
-class BackendError(RuntimeError):
-    """A backend could not produce the requested samples."""
+__all__ = [
+    "AuthenticationFailed",
+    "BackendError",
+    "BadRequest",
+    "BudgetExceeded",
+    "MalformedResponse",
+    "MissingDependency",
+    "RetriesExhausted",
+]
 
 
 class MissingDependency(BackendError, ImportError):
@@ -26,8 +34,8 @@ class RetriesExhausted(BackendError):
     """A request kept failing transiently (429, 5xx, timeout, malformed response) past the limit."""
 
 
-class MalformedResponse(BackendError):
-    """A 200 response whose body could not be read as a completion (retried as transient)."""
+class MalformedResponse(TransientBackendError):
+    """A 200 response whose body could not be read as a completion (retried, then reported)."""
 
 
 class BudgetExceeded(BackendError):

@@ -1,0 +1,128 @@
+"""Anthropic Messages API through the official ``anthropic`` client: one sample per request.
+
+The current SDK's ``messages.create`` has no ``temperature``/``top_p`` arguments, so they
+travel in ``extra_body`` (checked against the installed SDK's signature; the quirk
+``sampling_in_extra_body`` forces either way). Anthropic refuses whitespace-only stop
+sequences: those are applied here instead. Quirks: ``drop_params`` (Claude Opus 4.1 takes
+``temperature`` or ``top_p``, not both), ``params``, ``extra_body``, ``extra_output_tokens``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mcu_exp.llm.contract import GenerationRequest
+from mcu_exp.llm.providers._common import (
+    Secret,
+    as_dict,
+    cfg_get,
+    drop,
+    merged,
+    quirks,
+    remote_identity,
+    require,
+    resolve_api_key,
+    split_system,
+    split_usage,
+    truncate_at_stop,
+)
+from mcu_exp.llm.providers._errors import MalformedResponse
+from mcu_exp.llm.providers._retry import RetryPolicy
+from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
+
+DEFAULT_KEY_ENVS = ("ANTHROPIC_API_KEY",)
+_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}  # refusal...: error
+
+
+def output_tokens(request: GenerationRequest, cfg: Any) -> int:
+    """The per-sample output ceiling (``max_tokens``) sent to the API."""
+    return request.max_new_tokens + int(quirks(cfg).get("extra_output_tokens", 0))
+
+
+def build_message_params(request: GenerationRequest, cfg: Any, sampling_args: bool) -> dict[str, Any]:
+    """Keyword arguments for ``messages.create``; sampling goes in ``extra_body`` unless ``sampling_args``."""
+    q = quirks(cfg)
+    dropped = list(q.get("drop_params", []))
+    system, rest = split_system(request)
+    params: dict[str, Any] = {
+        "model": str(cfg_get(cfg, "model_id")),
+        "max_tokens": output_tokens(request, cfg),
+        "messages": [{"role": m.role, "content": m.content} for m in rest],
+    }
+    if system:
+        params["system"] = system
+    stops = [s for s in request.stop if s.strip()]
+    if stops:
+        params["stop_sequences"] = stops
+    sampling = drop({"temperature": request.temperature, "top_p": request.top_p}, dropped)
+    in_body = bool(q.get("sampling_in_extra_body", not sampling_args))
+    extra_body = {**(sampling if in_body else {}), **dict(q.get("extra_body") or {})}
+    params = merged(drop({**params, **({} if in_body else sampling)}, dropped), q.get("params"))
+    if extra_body:
+        params["extra_body"] = extra_body
+    return params
+
+
+def parse_message(data: Mapping[str, Any], stop: Sequence[str]) -> CallResult:
+    """One sample and usage from a Messages response; raises MalformedResponse when it has none."""
+    blocks = data.get("content")
+    if not isinstance(blocks, list) or data.get("type", "message") != "message":
+        raise MalformedResponse("message without content blocks")
+    raw = "".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text")
+    text, cut = truncate_at_stop(raw, stop)
+    finish = "stop" if cut else _FINISH.get(str(data.get("stop_reason")), "error")
+    usage = data.get("usage") or {}
+    prompt = int(usage.get("input_tokens") or 0)
+    completion = int(usage.get("output_tokens") or 0)
+    return CallResult(split_usage([(text, finish)], prompt, completion), prompt, completion)
+
+
+class AnthropicProvider:
+    """Messages through ``anthropic.AsyncAnthropic``."""
+
+    name = "anthropic"
+    max_per_request = 1  # the API has no `n`: samples are concurrent requests
+
+    def __init__(self, cfg: Any) -> None:
+        self.sdk = require("anthropic", "api", self.name)
+        self.cfg = cfg
+        self.timeout_s = float(cfg_get(cfg, "timeout_s", 120.0))
+        self.transient_types: tuple[type[BaseException], ...] = (self.sdk.APIConnectionError,)
+        self.sampling_args = False
+
+    def open(self, secret: Secret | None) -> Any:
+        client = self.sdk.AsyncAnthropic(
+            api_key=secret.reveal() if secret else None,
+            base_url=cfg_get(self.cfg, "base_url"),
+            max_retries=0,  # retries are ours: counted, backed off, shown
+            timeout=self.timeout_s,
+        )
+        self.sampling_args = "temperature" in inspect.signature(client.messages.create).parameters
+        return client
+
+    async def close(self, client: Any) -> None:
+        await client.close()
+
+    def max_output_tokens(self, request: GenerationRequest) -> int:
+        return output_tokens(request, self.cfg)
+
+    async def call(self, client: Any, request: GenerationRequest, count: int, first: int) -> CallResult:
+        params = build_message_params(request, self.cfg, self.sampling_args)
+        response = await client.messages.create(**params)
+        return parse_message(as_dict(response), request.stop)
+
+
+def identity(cfg: Any) -> dict[str, Any]:
+    """The model part of cache keys, without a client: backend, model id, quirks."""
+    return remote_identity(cfg, "anthropic")
+
+
+def create_backend(
+    cfg: Any, *, progress: bool = True, policy: RetryPolicy | None = None
+) -> RemoteBackend:
+    """The ``anthropic`` backend: key from ``api_key_env`` (default ANTHROPIC_API_KEY)."""
+    provider = AnthropicProvider(cfg)
+    secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "anthropic")
+    return RemoteBackend(cfg, provider, secret, identity(cfg), policy=policy, progress=progress)

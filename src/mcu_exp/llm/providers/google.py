@@ -1,0 +1,159 @@
+"""Gemini through the official ``google-genai`` client: up to 8 candidates per request.
+
+Quirks: ``thinking_budget`` (Gemini 2.5 Pro thinks, and thinking tokens count against
+``max_output_tokens``, so pair it with ``extra_output_tokens``), ``drop_params``, ``params``
+(merged into the generation config), ``api_version`` (default ``v1beta``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mcu_exp.llm.contract import GenerationRequest
+from mcu_exp.llm.providers._common import (
+    Secret,
+    as_dict,
+    cfg_get,
+    drop,
+    merged,
+    quirks,
+    remote_identity,
+    require,
+    resolve_api_key,
+    sample_seed,
+    split_system,
+    split_usage,
+    truncate_at_stop,
+)
+from mcu_exp.llm.providers._errors import MalformedResponse
+from mcu_exp.llm.providers._retry import RetryPolicy
+from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
+
+DEFAULT_KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+MAX_CANDIDATES = 8  # the API's ceiling on candidate_count
+MAX_STOPS = 5
+_FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}  # SAFETY, RECITATION, ...: error
+_ROLES = {"user": "user", "assistant": "model"}
+
+
+def output_tokens(request: GenerationRequest, cfg: Any) -> int:
+    """The per-sample output ceiling (``max_output_tokens``, thinking included) sent to the API."""
+    return request.max_new_tokens + int(quirks(cfg).get("extra_output_tokens", 0))
+
+
+def build_generate_params(request: GenerationRequest, cfg: Any, count: int, first: int) -> dict[str, Any]:
+    """Keyword arguments for ``models.generate_content`` asking ``count`` candidates."""
+    q = quirks(cfg)
+    system, rest = split_system(request)
+    config: dict[str, Any] = {
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+        "max_output_tokens": output_tokens(request, cfg),
+        "seed": sample_seed(request, first),
+    }
+    if count > 1:
+        config["candidate_count"] = count
+    if system:
+        config["system_instruction"] = system
+    if request.stop:
+        config["stop_sequences"] = list(request.stop)[:MAX_STOPS]
+    if q.get("thinking_budget") is not None:
+        config["thinking_config"] = {"thinking_budget": int(q["thinking_budget"])}
+    config = merged(drop(config, q.get("drop_params", [])), q.get("params"))
+    contents = [{"role": _ROLES.get(m.role, "user"), "parts": [{"text": m.content}]} for m in rest]
+    return {"model": str(cfg_get(cfg, "model_id")), "contents": contents, "config": config}
+
+
+def parse_generate_response(data: Mapping[str, Any], stop: Sequence[str], count: int) -> CallResult:
+    """Samples and usage from a GenerateContentResponse (SDK field names).
+
+    A prompt blocked outright returns ``count`` empty samples marked ``error``; a response
+    with neither candidates nor a block reason is malformed.
+    """
+    usage = data.get("usage_metadata") or {}
+    prompt = int(usage.get("prompt_token_count") or 0)
+    completion = int(usage.get("candidates_token_count") or 0) + int(usage.get("thoughts_token_count") or 0)
+    candidates = data.get("candidates")
+    if not candidates:
+        if (data.get("prompt_feedback") or {}).get("block_reason"):
+            return CallResult(split_usage([("", "error")] * count, prompt, completion), prompt, completion)
+        raise MalformedResponse("generate_content response without candidates")
+    pairs = []
+    for cand in sorted(candidates, key=lambda c: int(c.get("index") or 0)):
+        parts = (cand.get("content") or {}).get("parts") or []
+        raw = "".join(str(p.get("text") or "") for p in parts if not p.get("thought"))
+        text, cut = truncate_at_stop(raw, stop)
+        finish = "stop" if cut else _FINISH.get(str(cand.get("finish_reason")), "error")
+        pairs.append((text, finish))
+    return CallResult(split_usage(pairs, prompt, completion), prompt, completion)
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """Connection errors of whichever HTTP stack google-genai uses (aiohttp or httpx)."""
+    found: list[type[BaseException]] = []
+    for module, name in (("aiohttp", "ClientError"), ("httpx", "TransportError"), ("httpx2", "TransportError")):
+        try:
+            found.append(getattr(__import__(module), name))
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+class GoogleProvider:
+    """generate_content through ``google.genai.Client(...).aio``."""
+
+    name = "google"
+    max_per_request = MAX_CANDIDATES
+
+    def __init__(self, cfg: Any) -> None:
+        require("google.genai", "api", self.name)
+        self.cfg = cfg
+        self.timeout_s = float(cfg_get(cfg, "timeout_s", 120.0))
+        self.transient_types = _transport_errors()
+
+    def open(self, secret: Secret | None) -> Any:
+        from google import genai
+        from google.genai import types
+
+        options: dict[str, Any] = {
+            "base_url": cfg_get(self.cfg, "base_url"),
+            "api_version": str(quirks(self.cfg).get("api_version", "v1beta")),
+            "timeout": int(self.timeout_s * 1000),  # milliseconds
+        }
+        if "retry_options" in types.HttpOptions.model_fields:
+            options["retry_options"] = None  # no SDK retries: ours are counted, backed off, shown
+        http = types.HttpOptions(**options)
+        return genai.Client(
+            api_key=secret.reveal() if secret else None, vertexai=False, http_options=http
+        ).aio
+
+    async def close(self, client: Any) -> None:
+        close = getattr(client, "aclose", None)  # older google-genai releases have none
+        if close is not None:
+            await close()
+
+    def max_output_tokens(self, request: GenerationRequest) -> int:
+        return output_tokens(request, self.cfg)
+
+    async def call(self, client: Any, request: GenerationRequest, count: int, first: int) -> CallResult:
+        from google.genai import types
+
+        params = build_generate_params(request, self.cfg, count, first)
+        params["config"] = types.GenerateContentConfig.model_validate(params["config"])  # rejects typos in quirks
+        response = await client.models.generate_content(**params)
+        return parse_generate_response(as_dict(response), request.stop, count)
+
+
+def identity(cfg: Any) -> dict[str, Any]:
+    """The model part of cache keys, without a client: backend, model id, quirks."""
+    return remote_identity(cfg, "google")
+
+
+def create_backend(
+    cfg: Any, *, progress: bool = True, policy: RetryPolicy | None = None
+) -> RemoteBackend:
+    """The ``google`` backend: key from ``api_key_env`` (default GEMINI_API_KEY, then GOOGLE_API_KEY)."""
+    provider = GoogleProvider(cfg)
+    secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "google")
+    return RemoteBackend(cfg, provider, secret, identity(cfg), policy=policy, progress=progress)

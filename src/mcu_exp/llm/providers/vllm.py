@@ -1,0 +1,166 @@
+"""Open-weight models on a GPU through vLLM's offline ``LLM`` engine, in this process.
+
+Every sample is its own ``SamplingParams(n=1, seed=sample_seed(request, i))``, so sample
+``i`` is reproducible from the request and ``i`` alone whichever samples a rerun asks for;
+vLLM batches them and shares the prompt's KV cache (prefix caching), so this costs about
+what ``n`` does.
+Samples are yielded after each chunk of ``quirks.chunk_size`` (default 256) completes.
+Chat models go through ``llm.chat`` (their template); ``chat_template: false`` models get a
+plain prompt, optionally framed by the quirk ``completion_template`` (``{prompt}``).
+Reasoning models (Phi-4-reasoning) think aloud first: quirk ``reasoning_end`` keeps only the
+answer after that marker, and the stop strings then apply to the answer alone. Other quirks:
+``chat_template_kwargs`` (e.g. ``{enable_thinking: false}`` for Qwen3), ``engine_args``
+(extra ``LLM(...)`` arguments), ``revision``, ``extra_output_tokens``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from mcu_exp.llm.contract import GenerationRequest, Sample, SampleJob
+from mcu_exp.llm.local import plain_prompt
+from mcu_exp.llm.providers._common import (
+    cfg_get,
+    framed_prompt,
+    quirks,
+    require,
+    sample_seed,
+    truncate_at_stop,
+)
+from mcu_exp.llm.providers._errors import BackendError
+
+DEFAULT_CHUNK = 256
+_FINISH = {"stop": "stop", "length": "length"}
+
+
+def sampling_kwargs(request: GenerationRequest, cfg: Any, index: int) -> dict[str, Any]:
+    """``SamplingParams`` arguments for sample ``index`` of ``request`` (stop strings are left
+    to :func:`parse_output` for reasoning models, whose thinking must not trigger them)."""
+    q = quirks(cfg)
+    return {
+        "n": 1,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+        "max_tokens": request.max_new_tokens + int(q.get("extra_output_tokens", 0)),
+        "stop": [] if q.get("reasoning_end") else list(request.stop),
+        "seed": sample_seed(request, index),
+    }
+
+
+def chat_messages(request: GenerationRequest) -> list[dict[str, str]]:
+    """The conversation for ``llm.chat``."""
+    return [{"role": m.role, "content": m.content} for m in request.messages]
+
+
+def completion_prompt(request: GenerationRequest, cfg: Any) -> str:
+    """The prompt for a model without a chat template: the quirk's frame, else the local
+    backend's role-tagged turns (so both backends prompt an untemplated model alike)."""
+    template = quirks(cfg).get("completion_template")
+    return framed_prompt(request, str(template)) if template else plain_prompt(request.messages)
+
+
+def engine_kwargs(cfg: Any) -> dict[str, Any]:
+    """``vllm.LLM(...)`` arguments: model, tensor parallelism, context length, dtype, quirks."""
+    q = quirks(cfg)
+    engine: dict[str, Any] = {
+        "model": str(cfg_get(cfg, "model_id")),
+        "tensor_parallel_size": int(cfg_get(cfg, "tensor_parallel_size", 1)),
+    }
+    if cfg_get(cfg, "max_model_len"):
+        engine["max_model_len"] = int(cfg_get(cfg, "max_model_len"))
+    if cfg_get(cfg, "dtype", "auto") != "auto":
+        engine["dtype"] = str(cfg_get(cfg, "dtype"))
+    if q.get("revision"):
+        engine["revision"] = str(q["revision"])
+    return {**engine, **dict(q.get("engine_args") or {})}
+
+
+def parse_output(output: Any, reasoning_end: str | None = None, stop: Sequence[str] = ()) -> Sample:
+    """A :class:`Sample` from one vLLM ``RequestOutput`` (n=1).
+
+    With ``reasoning_end`` (e.g. ``</think>``) only the answer after it is kept, cut at the
+    first ``stop`` string; a sample whose reasoning never ended has no answer (``length``).
+    """
+    completion = output.outputs[0]
+    text, finish = completion.text, _FINISH.get(str(completion.finish_reason), "error")
+    if reasoning_end:
+        _, marker, answer = text.partition(reasoning_end)
+        answer, cut = truncate_at_stop(answer.strip(), stop)
+        text, finish = (answer, "stop" if cut else finish) if marker else ("", "length")
+    return Sample(
+        text=text,
+        finish_reason=finish,
+        prompt_tokens=len(output.prompt_token_ids or ()),
+        completion_tokens=len(completion.token_ids or ()),
+    )
+
+
+class VLLMBackend:
+    """A :class:`~mcu_exp.llm.contract.Backend` over ``vllm.LLM`` on the local GPU(s)."""
+
+    def __init__(self, cfg: Any, *, progress: bool = True) -> None:
+        self.vllm = require("vllm", "vllm", "vllm")
+        self.cfg = cfg
+        self.progress = progress
+        self.chunk_size = max(1, int(quirks(cfg).get("chunk_size", DEFAULT_CHUNK)))
+        self.llm = self.vllm.LLM(**engine_kwargs(cfg))
+        self.use_chat = bool(cfg_get(cfg, "chat_template", True))
+        if self.use_chat and not getattr(self.llm.get_tokenizer(), "chat_template", None):
+            raise BackendError(
+                f"model '{cfg_get(cfg, 'name', '?')}': {cfg_get(cfg, 'model_id')} has no chat template; "
+                "set chat_template: false (plain prompts, optionally quirks.completion_template)"
+            )
+
+    def __repr__(self) -> str:
+        return f"VLLMBackend(model_id={cfg_get(self.cfg, 'model_id')!r})"
+
+    def identity(self) -> dict[str, Any]:
+        """The model part of cache keys (see :func:`identity`)."""
+        return identity(self.cfg)
+
+    def _generate(self, items: list[tuple[GenerationRequest, int]]) -> list[Any]:
+        params = [self.vllm.SamplingParams(**sampling_kwargs(r, self.cfg, i)) for r, i in items]
+        if self.use_chat:
+            kwargs = quirks(self.cfg).get("chat_template_kwargs")
+            return self.llm.chat(
+                [chat_messages(r) for r, _ in items],
+                params,
+                use_tqdm=False,
+                **({"chat_template_kwargs": dict(kwargs)} if kwargs else {}),
+            )
+        return self.llm.generate([completion_prompt(r, self.cfg) for r, _ in items], params, use_tqdm=False)
+
+    def stream(self, jobs: Sequence[SampleJob]) -> Iterator[tuple[int, int, Sample]]:
+        """Yield ``(job position, sample index, sample)``, one chunk of samples at a time."""
+        todo = [(pos, index) for pos, job in enumerate(jobs) for index in job.indices]
+        with tqdm(total=len(todo), desc=f"vllm:{cfg_get(self.cfg, 'model_id')}", unit="sample",
+                  disable=not self.progress) as bar:
+            for start in range(0, len(todo), self.chunk_size):
+                chunk = todo[start : start + self.chunk_size]
+                outputs = self._generate([(jobs[pos].request, index) for pos, index in chunk])
+                for (pos, index), output in zip(chunk, outputs):
+                    bar.update(1)
+                    request = jobs[pos].request
+                    yield pos, index, parse_output(output, quirks(self.cfg).get("reasoning_end"), request.stop)
+
+
+def identity(cfg: Any) -> dict[str, Any]:
+    """Backend, model id, dtype, prompt format and output-changing quirks, without loading vLLM."""
+    ident: dict[str, Any] = {
+        "backend": "vllm",
+        "model_id": str(cfg_get(cfg, "model_id")),
+        "dtype": str(cfg_get(cfg, "dtype", "auto")),
+        "chat_template": bool(cfg_get(cfg, "chat_template", True)),
+    }
+    q = {k: v for k, v in quirks(cfg).items() if k != "chunk_size"}
+    if q:
+        ident["quirks"] = q
+    return ident
+
+
+def create_backend(cfg: Any, *, progress: bool = True) -> VLLMBackend:
+    """The ``vllm`` backend (needs a GPU and ``pip install 'mcu_exp[vllm]'``, see docs/remote-backends.md)."""
+    return VLLMBackend(cfg, progress=progress)
