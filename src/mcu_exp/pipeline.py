@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mcu_exp.checks import check_config
 from mcu_exp.data import HumanLabels, human_labels, load_dataset, subgroup_labels
-from mcu_exp.evaluation import evaluate, metrics_for_mlflow, render_table
+from mcu_exp.evaluation import DegenerateMetricWarning, evaluate, metrics_for_mlflow, render_table
 from mcu_exp.outputs import write_outputs
 from mcu_exp.proxies.base import JobContext, ProxyOutcome, resolve_proxy
 from mcu_exp.tracking import flatten_config, mlflow_run, run_name, run_tags, ui_command
@@ -55,10 +56,12 @@ def evaluate_groups(
         if len(y_true) == 0:
             log.warning("label set %r shares no program with the proxy's output; skipped", name)
             continue
-        reports[name] = evaluate(
-            y_true.to_numpy(), y_pred.to_numpy(), score.to_numpy(),
-            resamples=int(ev.bootstrap_resamples), confidence=float(ev.confidence), seed=int(ev.seed),
-        )
+        with warnings.catch_warnings():  # kept in report.warnings and printed under the table
+            warnings.simplefilter("ignore", DegenerateMetricWarning)
+            reports[name] = evaluate(
+                y_true.to_numpy(), y_pred.to_numpy(), score.to_numpy(),
+                resamples=int(ev.bootstrap_resamples), confidence=float(ev.confidence), seed=int(ev.seed),
+            )
     return reports
 
 

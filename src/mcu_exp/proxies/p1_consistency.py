@@ -68,7 +68,8 @@ def run(ctx: JobContext) -> ProxyOutcome:
     cal_groups = [[summaries[pid][i] for i in splits[pid][0]] for pid in ctx.program_ids]
     test_groups = [[summaries[pid][i] for i in splits[pid][1]] for pid in ctx.program_ids]
 
-    scorer = BertScorer(cfg.scorer, cache_dir=ctx.cache_dir, progress=ctx.progress)
+    idf_sents = [t for pid in ctx.program_ids for t in summaries[pid]] if cfg.scorer.idf else None
+    scorer = BertScorer(cfg.scorer, cache=ctx.cache_dir, idf_sents=idf_sents)
     ssc = np.asarray(scorer.ssc_many(cal_groups + test_groups), dtype=float)
     n = len(ctx.program_ids)
     ssc_cal, ssc_test = ssc[:n], ssc[n:]
@@ -104,7 +105,7 @@ def run(ctx: JobContext) -> ProxyOutcome:
             "scorer_loaded": float(scorer.model_loaded),
         },
         records={"summaries": pd.DataFrame(rows)},
-        specs={"scorer": scorer.spec(), "generator": generator.describe() if hasattr(generator, "describe") else {}},
+        specs={"scorer": scorer.spec(), "generator": generator.identity()},
         alpha_cal=alpha_cal,
         alpha_test=alpha_test,
         quantile=decision.quantile,
