@@ -20,7 +20,10 @@ from omegaconf import DictConfig
 from mcu_exp.data import Dataset
 
 BUILTIN: dict[str, str] = {
+    "p0": "mcu_exp.proxies.p0_subject:run",
     "p1": "mcu_exp.proxies.p1_consistency:run",
+    "p2": "mcu_exp.proxies.p2_meta_review:run",
+    "p3": "mcu_exp.proxies.p3_judge:run",
 }
 
 

@@ -1,0 +1,231 @@
+"""P0, LLM as subject: the target model takes the humans' comprehension test.
+
+Each multiple-choice question is shown with its options lettered A, B, C, … For ``q``
+options and ``proxy.rotate=true`` it is asked in ``q`` runs that rotate the options
+cyclically so that the correct one sits at each position exactly once (run ``j`` shows the
+correct option at position ``j``); ``proxy.samples`` samples per run. Every sample is parsed
+(:func:`mcu_exp.scoring.parsing.parse_choice`) and mapped back to the ORIGINAL option index;
+the question's answer is the majority over all parseable samples of all runs (a tie for the
+top leaves it unanswered, i.e. wrong). A program is High iff at least half of its questions
+are answered correctly (the ABU50 rule); score = the share answered correctly.
+
+Programs without questions are dropped with a warning (and counted); the table holds only
+programs with questions. P0's labels are also the reference for cross-proxy reliability:
+:func:`p0_reference_labels`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mcu_exp.data import Dataset, Question
+from mcu_exp.llm import CachedGenerator, GenerationRequest, request_for
+from mcu_exp.llm.cache import canonical_json
+from mcu_exp.llm.factory import backend_identity
+from mcu_exp.proxies.base import JobContext, ProxyOutcome
+from mcu_exp.proxies.prompts import SYSTEM, question_messages
+from mcu_exp.proxies.voting import majority
+from mcu_exp.scoring.parsing import option_letters, parse_choice
+
+log = logging.getLogger(__name__)
+
+NO_QUESTIONS = ("P0 needs comprehension questions: set dataset.questions=FILE "
+                "(e.g. dataset.questions=data/questions/scalabrino_demo.jsonl)")
+
+
+def rotation_orders(n_options: int, correct: int, rotate: bool = True) -> list[tuple[int, ...]]:
+    """The option orders of a question's runs: ``order[pos]`` = original index shown at ``pos``.
+
+    With ``rotate``, run ``j`` is the cyclic rotation that shows the correct option at
+    position ``j`` (so it visits every position once); without, one run in the original order.
+    """
+    if not 0 <= correct < n_options:
+        raise ValueError(f"correct option {correct} outside 0..{n_options - 1}")
+    if not rotate:
+        return [tuple(range(n_options))]
+    return [tuple((pos - run + correct) % n_options for pos in range(n_options)) for run in range(n_options)]
+
+
+@dataclass(frozen=True)
+class AnswerJob:
+    """One run of one question: the option order shown and its request."""
+
+    question: Question
+    run: int
+    order: tuple[int, ...]
+    request: GenerationRequest
+
+
+def split_by_questions(dataset: Dataset, program_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``(programs with questions, programs without)``, each in the given order."""
+    asked = {q.program_id for q in dataset.questions}
+    return [p for p in program_ids if p in asked], [p for p in program_ids if p not in asked]
+
+
+def answer_jobs(model_cfg: Any, dataset: Dataset, program_ids: Sequence[str], proxy_cfg: Any) -> list[AnswerJob]:
+    """Every run of every question of ``program_ids``: ``proxy.samples`` samples of at most
+    ``proxy.answer_max_new_tokens`` tokens, seeded with ``proxy.sample_seed``."""
+    system = model_cfg.system_prompt if model_cfg.system_prompt is not None else SYSTEM
+    jobs = []
+    for pid in program_ids:
+        program = dataset.program(pid)
+        for question in dataset.questions_for(pid):
+            option_letters(len(question.options))
+            for run, order in enumerate(rotation_orders(len(question.options), question.correct,
+                                                        bool(proxy_cfg.rotate))):
+                shown = [question.options[i] for i in order]
+                messages = question_messages(program.code, program.language, question.text, shown, system=system)
+                request = request_for(model_cfg, messages, n=int(proxy_cfg.samples), seed=int(proxy_cfg.sample_seed))
+                request = dataclasses.replace(request, max_new_tokens=int(proxy_cfg.answer_max_new_tokens))
+                jobs.append(AnswerJob(question, run, order, request))
+    return jobs
+
+
+def read_answers(job: AnswerJob, texts: Sequence[str]) -> list[dict[str, Any]]:
+    """One record per sample: the letter chosen (None: unparseable) and the original option it means."""
+    shown = [job.question.options[i] for i in job.order]
+    letters = option_letters(len(shown))
+    rows = []
+    for j, text in enumerate(texts):
+        pos = parse_choice(text, shown)
+        original = None if pos is None else job.order[pos]
+        rows.append({"program_id": job.question.program_id, "question_id": job.question.question_id,
+                     "run": job.run, "correct_position": letters[job.order.index(job.question.correct)],
+                     "sample_index": j, "text": text, "letter": None if pos is None else letters[pos],
+                     "option": original,
+                     "is_correct": None if original is None else original == job.question.correct})
+    return rows
+
+
+def question_results(answers: pd.DataFrame, questions: Sequence[Question]) -> pd.DataFrame:
+    """Per question: samples, parseable samples, votes, the majority answer and whether it is right."""
+    rows = []
+    for q in questions:
+        mine = answers[(answers["program_id"] == q.program_id) & (answers["question_id"] == q.question_id)]
+        votes = [int(o) for o in mine["option"].dropna()]
+        answer = majority(votes)
+        rows.append({"program_id": q.program_id, "question_id": q.question_id, "n_samples": len(mine),
+                     "n_parseable": len(votes), "correct_option": q.correct,
+                     "votes": canonical_json({str(k): v for k, v in sorted(Counter(votes).items())}),
+                     "answer": answer, "tied": answer is None and bool(votes),
+                     "sample_accuracy": float(np.mean([v == q.correct for v in votes])) if votes else float("nan"),
+                     "answered_correctly": answer == q.correct})
+    return pd.DataFrame(rows).astype({"answer": "Int64"})
+
+
+def program_table(per_question: pd.DataFrame, program_ids: Sequence[str]) -> pd.DataFrame:
+    """Per program: questions, correctly answered, score = their share, label = score ≥ 1/2."""
+    grouped = per_question.groupby("program_id", sort=False)["answered_correctly"]
+    table = pd.DataFrame({"n_questions": grouped.size(), "n_correct": grouped.sum().astype(int)})
+    table = table.reindex(list(program_ids))
+    table["score"] = table["n_correct"] / table["n_questions"]
+    table["label"] = (table["score"] >= 0.5).astype(int)
+    table.index.name = "program_id"
+    return table
+
+
+def position_metrics(answers: pd.DataFrame, n_letters: int) -> dict[str, float]:
+    """Position bias: the share of each letter among parseable answers, and accuracy by the
+    correct option's position."""
+    letters = option_letters(n_letters)
+    parsed = answers.dropna(subset=["letter"])
+    metrics = {}
+    for letter in letters:
+        share = float((parsed["letter"] == letter).mean()) if len(parsed) else float("nan")
+        metrics[f"p0.letter_share.{letter}"] = share
+        at = parsed[parsed["correct_position"] == letter]
+        accuracy = float(at["is_correct"].astype(bool).mean()) if len(at) else float("nan")
+        metrics[f"p0.accuracy_when_correct_at.{letter}"] = accuracy
+    return metrics
+
+
+def run_p0(ctx: JobContext, proxy_cfg: Any | None = None) -> ProxyOutcome:
+    """P0 on the programs of ``ctx`` that have questions; ``proxy_cfg`` defaults to ``ctx.cfg.proxy``."""
+    cfg = ctx.cfg
+    proxy_cfg = cfg.proxy if proxy_cfg is None else proxy_cfg
+    if int(proxy_cfg.samples) < 1:
+        raise ValueError(f"proxy.samples={proxy_cfg.samples}: expected at least 1 sample per run")
+    kept, dropped = split_by_questions(ctx.dataset, ctx.program_ids)
+    if not kept:
+        raise ValueError(f"{NO_QUESTIONS}; none of the {len(ctx.program_ids)} programs has any")
+    if dropped:
+        log.warning("P0: %d of %d programs have no questions and are left out (first: %s)",
+                    len(dropped), len(ctx.program_ids), dropped[0])
+    jobs = answer_jobs(cfg.model, ctx.dataset, kept, proxy_cfg)
+    generator = CachedGenerator(cfg.model, ctx.cache_dir, progress=ctx.progress)
+    results = generator.generate([job.request for job in jobs])
+    columns = ["program_id", "question_id", "run", "correct_position", "sample_index", "text", "letter",
+               "option", "is_correct"]
+    answers = pd.DataFrame([row for job, res in zip(jobs, results) for row in read_answers(job, res.texts)],
+                           columns=columns).astype({"option": "Int64"})
+    questions = [q for pid in kept for q in ctx.dataset.questions_for(pid)]
+    per_question = question_results(answers, questions)
+    table = program_table(per_question, kept)
+    n_samples = len(answers)
+    n_unparseable = int(answers["letter"].isna().sum())
+    if n_unparseable:
+        log.warning("P0: %d of %d answers were unparseable (see answers.csv)", n_unparseable, n_samples)
+    parsed = answers["is_correct"].dropna().astype(bool)
+    metrics = {
+        "p0.programs": float(len(kept)),
+        "p0.programs_without_questions": float(len(dropped)),
+        "p0.questions": float(len(per_question)),
+        "p0.samples": float(n_samples),
+        "p0.unparseable": float(n_unparseable),
+        "p0.unparseable_share": n_unparseable / n_samples if n_samples else float("nan"),
+        "p0.tied_questions": float(per_question["tied"].sum()),
+        "p0.questions_correct_share": float(per_question["answered_correctly"].mean()),
+        "p0.sample_accuracy": float(parsed.mean()) if len(parsed) else float("nan"),
+        "p0.high_share": float(table["label"].mean()),
+        "generation_cache_hits": float(generator.stats.get("hits", 0)),
+        "generation_cache_misses": float(generator.stats.get("misses", 0)),
+        "model_loaded": float(generator.backend_created),
+        **position_metrics(answers, max(len(q.options) for q in questions)),
+    }
+    labels = table[["label", "score"]].reset_index()
+    return ProxyOutcome(
+        table=table,
+        params={"samples": int(proxy_cfg.samples), "rotate": bool(proxy_cfg.rotate),
+                "tie_rule": "question tie -> unanswered (wrong); program High iff >= half correct"},
+        metrics=metrics,
+        records={"answers": answers, "p0_questions": per_question, "p0_labels": labels},
+    )
+
+
+def run(ctx: JobContext) -> ProxyOutcome:
+    """Run P0 over the programs of ``ctx`` that have questions."""
+    return run_p0(ctx)
+
+
+_MEMO: dict[str, pd.Series] = {}
+
+
+def p0_reference_labels(ctx: JobContext, proxy_cfg: Any | None = None) -> pd.Series | None:
+    """P0's labels (index program id, 1 = High) for cross-proxy reliability, or None when no
+    program of ``ctx`` has questions.
+
+    Uses the target model and the P0 fields of ``proxy_cfg`` (default ``ctx.cfg.proxy``:
+    ``samples``, ``rotate``, ``answer_max_new_tokens``, ``sample_seed``). Generations come
+    from the cache; a second call with the same requests in one process returns the
+    remembered labels without touching the cache.
+    """
+    proxy_cfg = ctx.cfg.proxy if proxy_cfg is None else proxy_cfg
+    kept, _ = split_by_questions(ctx.dataset, ctx.program_ids)
+    if not kept:
+        return None
+    jobs = answer_jobs(ctx.cfg.model, ctx.dataset, kept, proxy_cfg)
+    blob = canonical_json([backend_identity(ctx.cfg.model), str(ctx.cache_dir),
+                           [[dataclasses.asdict(j.request), j.order, j.question.correct] for j in jobs]])
+    key = hashlib.sha256(blob.encode()).hexdigest()
+    if key not in _MEMO:
+        _MEMO[key] = run_p0(ctx, proxy_cfg).table["label"].astype(int).rename("p0_label")
+    return _MEMO[key].copy()

@@ -1,0 +1,106 @@
+"""P0 without a model: rotations, mapping answers back, majorities, program labels, position bias."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from mcu_exp.data import Question
+from mcu_exp.llm import GenerationRequest
+from mcu_exp.proxies.p0_subject import (
+    AnswerJob,
+    position_metrics,
+    program_table,
+    question_results,
+    read_answers,
+    rotation_orders,
+)
+
+
+@pytest.mark.parametrize("n_options", [2, 3, 4, 5])
+def test_rotation_puts_the_correct_option_in_every_position_once(n_options: int) -> None:
+    for correct in range(n_options):
+        orders = rotation_orders(n_options, correct)
+        assert len(orders) == n_options
+        positions = [order.index(correct) for order in orders]
+        assert sorted(positions) == list(range(n_options))
+        assert positions == list(range(n_options))  # run j shows it at position j
+        for order in orders:
+            assert sorted(order) == list(range(n_options))  # a permutation of the options
+            shift = order[0]
+            assert list(order) == [(shift + i) % n_options for i in range(n_options)]  # cyclic
+
+
+def test_rotation_is_deterministic_and_can_be_switched_off() -> None:
+    assert rotation_orders(4, 2) == rotation_orders(4, 2)
+    assert rotation_orders(4, 2, rotate=False) == [(0, 1, 2, 3)]
+    with pytest.raises(ValueError):
+        rotation_orders(4, 4)
+
+
+QUESTION = Question("p1", "q1", "What does it return?", ("zero", "one", "two", "three"), correct=2)
+
+
+def job(run: int) -> AnswerJob:
+    order = rotation_orders(4, QUESTION.correct)[run]
+    return AnswerJob(QUESTION, run, order, GenerationRequest(messages=()))
+
+
+def test_answers_map_back_to_the_original_option() -> None:
+    j = job(0)  # correct option "two" shown at position A: order (2, 3, 0, 1)
+    rows = read_answers(j, ["A", "(B)", "The answer is C.", "E", "two", "no idea"])
+    assert [r["letter"] for r in rows] == ["A", "B", "C", None, "A", None]
+    assert [r["option"] for r in rows] == [2, 3, 0, None, 2, None]
+    assert [r["is_correct"] for r in rows] == [True, False, False, None, True, None]
+    assert {r["correct_position"] for r in rows} == {"A"}
+
+
+def answers_for(texts_per_run: list[list[str]]) -> pd.DataFrame:
+    return pd.DataFrame([row for run, texts in enumerate(texts_per_run) for row in read_answers(job(run), texts)])
+
+
+def test_majority_over_all_runs_in_original_indices() -> None:
+    # The model always picks letter A: in each run A is a different original option.
+    always_a = answers_for([["A", "A"], ["A", "A"], ["A", "A"], ["A", "A"]])
+    result = question_results(always_a, [QUESTION]).iloc[0]
+    assert pd.isna(result["answer"]) and bool(result["tied"])  # 2 votes for every option
+    assert not result["answered_correctly"]
+    assert result["sample_accuracy"] == pytest.approx(0.25)
+    # A model that finds the right option wherever it is shown.
+    letters = "ABCD"
+    right = answers_for([[letters[run]] * 3 for run in range(4)])
+    result = question_results(right, [QUESTION]).iloc[0]
+    assert result["answer"] == 2 and result["answered_correctly"] and result["n_samples"] == 12
+
+
+def test_unparseable_answers_do_not_vote() -> None:
+    answers = answers_for([["A", "garbage", "???"], ["nothing"], ["D", "D"], []])  # run 2 shows (0,1,2,3): D = 3
+    result = question_results(answers, [QUESTION]).iloc[0]
+    assert result["n_parseable"] == 3 and result["n_samples"] == 6
+    assert result["answer"] == 3  # two votes for option 3 beat one for option 2
+    assert not result["answered_correctly"]
+
+
+def test_program_high_iff_at_least_half_the_questions_right() -> None:
+    per_question = pd.DataFrame({
+        "program_id": ["a", "a", "a", "b", "b", "c", "c", "c"],
+        "answered_correctly": [True, False, False, True, False, True, True, False],
+    })
+    table = program_table(per_question, ["a", "b", "c"])
+    assert table.loc["a", "label"] == 0 and table.loc["a", "score"] == pytest.approx(1 / 3)
+    assert table.loc["b", "label"] == 1 and table.loc["b", "score"] == 0.5  # half is enough (ABU50)
+    assert table.loc["c", "label"] == 1
+    assert list(table.index) == ["a", "b", "c"]
+
+
+def test_position_bias_shares() -> None:
+    answers = answers_for([["A", "A", "B"], ["A"], ["A", "C"], ["x"]])
+    metrics = position_metrics(answers, 4)
+    assert metrics["p0.letter_share.A"] == pytest.approx(4 / 6)
+    assert metrics["p0.letter_share.B"] == pytest.approx(1 / 6)
+    assert metrics["p0.letter_share.D"] == 0.0
+    assert sum(metrics[f"p0.letter_share.{x}"] for x in "ABCD") == pytest.approx(1.0)
+    assert metrics["p0.accuracy_when_correct_at.A"] == pytest.approx(2 / 3)  # run 0: correct at A
+    assert math.isnan(metrics["p0.accuracy_when_correct_at.D"])  # run 3: nothing parseable

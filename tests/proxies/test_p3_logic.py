@@ -1,0 +1,31 @@
+"""P3 without a model: the seeded judge assignment and the judge request."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from proxy_support import compose_cfg
+
+from mcu_exp.proxies.experts import expert_model_config
+from mcu_exp.proxies.p3_judge import assign_judges, judge_request
+
+
+def test_judges_are_drawn_per_program_reproducibly() -> None:
+    ids = [f"prog-{i}" for i in range(300)]
+    members = ["a", "b", "c"]
+    judges = assign_judges(ids, members, seed=0)
+    assert judges == assign_judges(list(reversed(ids)), members, seed=0)  # order does not matter
+    assert assign_judges(ids[:10], members, seed=0) == {p: judges[p] for p in ids[:10]}
+    counts = Counter(judges.values())
+    assert set(counts) == set(members) and min(counts.values()) > 60  # roughly uniform
+    assert judges != assign_judges(ids, members, seed=1)
+
+
+def test_judge_request_asks_r_short_judgments_of_one_summary() -> None:
+    cfg = compose_cfg("experts=local")
+    judge_cfg = expert_model_config(cfg.experts.members[1])
+    req = judge_request(judge_cfg, "int f() { return 1; }", "java", "Returns  one.\n", r=7, seed=202,
+                        max_new_tokens=8)
+    assert (req.n, req.max_new_tokens, req.seed, req.temperature) == (7, 8, 202, 0.9)
+    user = req.messages[-1].content
+    assert "Summary: Returns one." in user and "CORRECT or INCORRECT" in user and "return 1;" in user

@@ -1,0 +1,115 @@
+"""P0, P2 and P3 through the real app on the embedded stack (SmolLM2 + MiniLM), tiny.
+
+One multirun launches the three jobs in one process, sharing the generation cache as a
+real sweep does (so P3 finds the target summaries P2 generated); each test checks one job.
+P0 gets one demo question per program (4 rotations each) to keep the prompts few: every
+prompt holds a whole method, and prefilling ~600 tokens is what costs time on a CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+pytestmark = [pytest.mark.slow, pytest.mark.llm]
+
+REPO = Path(__file__).resolve().parents[2]
+QUESTIONS = REPO / "data" / "questions" / "scalabrino_demo.jsonl"
+PROGRAMS = 3
+TINY = ["debug=quick", f"dataset.limit={PROGRAMS}", "proxy.k=4", "proxy.k_cal=2", "experts.m=2", "experts.top_n=1",
+        "proxy.r=2", "proxy.samples=1", "model.max_new_tokens=12", "evaluation.bootstrap_resamples=1000",
+        "quiet=true"]
+
+
+def first_questions(target: Path) -> Path:
+    """The demo file's first question of each program (JSONL in file order)."""
+    kept: dict[str, str] = {}
+    for line in QUESTIONS.read_text(encoding="utf-8").splitlines():
+        kept.setdefault(json.loads(line)["program_id"], line)
+    target.write_text("\n".join(kept.values()) + "\n", encoding="utf-8")
+    return target
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    base = tmp_path_factory.mktemp("e2e")
+    outputs = base / "outputs"
+    questions = first_questions(base / "questions.jsonl")
+    env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs), "HF_HUB_OFFLINE": "1"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    res = subprocess.run([sys.executable, "-m", "mcu_exp", "-m", "proxy=p0,p2,p3", *TINY,
+                          f"dataset.questions={questions}"], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=1800)
+    assert res.returncode == 0, res.stderr[-4000:]
+    client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("mcu_exp")
+    assert exp is not None
+    found = {r.data.params["proxy.name"]: r for r in client.search_runs([exp.experiment_id])}
+    assert set(found) == {"p0", "p2", "p3"}
+    return {"client": client, **found}
+
+
+def results(run) -> Path:
+    return Path(run.data.tags["mcu.output_dir"]) / "results"
+
+
+def artifacts(runs, run) -> set[str]:
+    return {a.path for a in runs["client"].list_artifacts(run.info.run_id)}
+
+
+def test_p0_job(runs) -> None:
+    run = runs["p0"]
+    assert run.info.status == "FINISHED"
+    table = pd.read_csv(results(run) / "per_program.csv")
+    assert {"program_id", "human_label", "score", "label", "n_questions", "n_correct"} <= set(table.columns)
+    assert len(table) == PROGRAMS and (table["n_questions"] == 1).all()
+    assert ((table["score"] >= 0.5).astype(int) == table["label"]).all()
+    answers = pd.read_csv(results(run) / "answers.csv")
+    assert len(answers) == PROGRAMS * 4  # programs x rotations, one sample each
+    assert sorted(answers.groupby(["program_id", "question_id"])["correct_position"].agg(
+        lambda s: "".join(sorted(s))).unique()) == ["ABCD"]
+    m = run.data.metrics
+    assert m["p0.unparseable"] == answers["letter"].isna().sum()
+    parsed = answers["letter"].notna().sum()
+    if parsed:
+        assert sum(m[f"p0.letter_share.{x}"] for x in "ABCD") == pytest.approx(1.0)
+    assert {"p0_labels.csv", "p0_questions.csv", "answers.csv"} <= artifacts(runs, run)
+
+
+def test_p2_job(runs) -> None:
+    run = runs["p2"]
+    assert run.info.status == "FINISHED"
+    table = pd.read_csv(results(run) / "per_program.csv")
+    assert {"ssc_meta_cal", "ssc_meta_test", "reference_expert", "score", "label"} <= set(table.columns)
+    assert len(table) == 3
+    assert table["score"].tolist() == pytest.approx(table["ssc_meta_test"].tolist())
+    assert table["ssc_meta_test"].between(0, 1).all()
+    pool = pd.read_csv(results(run) / "expert_pool.csv")
+    assert len(pool) == 3 * 3 * 2 and pool["kept"].sum() == 3 * 3  # 3 programs x 3 experts x m, top 1 kept
+    assert (pool.groupby("program_id")["is_reference"].sum() == 1).all()
+    assert (pool[pool["is_reference"]]["kept"]).all()
+    assert run.data.params["result.rule"] == "conformal"
+    assert {"tau", "coverage", "p2.tau_meta"} <= set(run.data.metrics)
+    assert {"ssc_meta.csv", "summaries.csv", "sensitivity_threshold.csv"} <= artifacts(runs, run)
+
+
+def test_p3_job(runs) -> None:
+    run = runs["p3"]
+    assert run.info.status == "FINISHED"
+    table = pd.read_csv(results(run) / "per_program.csv")
+    assert {"judge", "n_summaries", "n_correct", "n_incorrect", "score", "label"} <= set(table.columns)
+    assert len(table) == 3 and (table["n_summaries"] == 4).all()
+    assert ((table["score"] > 0.5).astype(int) == table["label"]).all()
+    judgments = pd.read_csv(results(run) / "judgments.csv")
+    assert len(judgments) == 3 * 4 * 2
+    assert set(judgments["verdict"]) <= {"CORRECT", "INCORRECT", "UNPARSEABLE"}
+    m = run.data.metrics
+    assert m["p3.unparseable"] == (judgments["verdict"] == "UNPARSEABLE").sum()
+    assert m["generation_cache_hits"] >= 3 * 4  # the target summaries P2's job generated
