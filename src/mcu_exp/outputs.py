@@ -20,7 +20,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from mcu_exp.data import HumanLabels
-from mcu_exp.evaluation import DegenerateMetricWarning, epsilon_sweep, threshold_sweep
+from mcu_exp.evaluation import DegenerateMetricWarning, epsilon_sweep, similarity_sweep, threshold_sweep
 from mcu_exp.proxies.base import ProxyOutcome
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,34 @@ def sensitivity(
     return pd.concat(thresholds, ignore_index=True), pd.concat(epsilons, ignore_index=True)
 
 
+def theta_sensitivity(cfg: DictConfig, outcome: ProxyOutcome, groups: dict[str, HumanLabels]) -> pd.DataFrame:
+    """P2's fixed rule High iff SSC_meta(test) ≥ θ over ``evaluation.theta_grid``, per group."""
+    similarity = outcome.table["ssc_meta_test"].astype(float)
+    frames = []
+    for name, labels in groups.items():
+        common = [p for p in similarity.index if p in labels.labels.index]
+        if not common:
+            continue
+        frame = similarity_sweep(labels.labels.loc[common].to_numpy(), similarity.loc[common].to_numpy(),
+                                 list(cfg.evaluation.theta_grid))
+        frame.insert(0, "group", name)
+        frame.insert(1, "n", len(common))
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def theta_series(theta: pd.DataFrame) -> dict[str, list[float]]:
+    """Metric series ``sens.theta.<metric>[.<group>]`` (step = index into the θ grid)."""
+    series: dict[str, list[float]] = {}
+    for group, frame in theta.groupby("group", sort=False):
+        suffix = "" if group == "all" else f".{group}"
+        if group == "all":
+            series["sens.theta.value"] = frame["theta"].tolist()
+        for col in SERIES_COLUMNS:
+            series[f"sens.theta.{col}{suffix}"] = frame[col].tolist()
+    return series
+
+
 def sensitivity_series(thr: pd.DataFrame, eps: pd.DataFrame) -> dict[str, list[float]]:
     """Metric series for MLflow: ``sens.threshold.<metric>[.<group>]`` and ``sens.epsilon.…``."""
     series: dict[str, list[float]] = {}
@@ -138,4 +166,12 @@ def write_outputs(
         plot_threshold_curves(thr, folder / "sensitivity_threshold.png", tau=outcome.params.get("tau"))
         plot_coverage(eps, folder / "coverage_epsilon.png")
         artifacts.series = sensitivity_series(thr, eps)
+    if "ssc_meta_test" in outcome.table.columns:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DegenerateMetricWarning)
+            theta = theta_sensitivity(cfg, outcome, groups)
+        theta.to_csv(folder / "sensitivity_theta.csv", index=False)
+        plot_threshold_curves(theta, folder / "sensitivity_theta.png", tau=float(cfg.decision.theta), x="theta",
+                              xlabel="θ on SSC_meta(test) (High iff SSC_meta ≥ θ)")
+        artifacts.series.update(theta_series(theta))
     return artifacts

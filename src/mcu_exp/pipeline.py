@@ -65,6 +65,30 @@ def evaluate_groups(
     return reports
 
 
+def cross_proxy_report(cfg: DictConfig, ctx: JobContext, outcome: ProxyOutcome) -> Any | None:
+    """P1–P3's labels scored against P0's (the closest analogue of the human test), when the
+    dataset has questions; None otherwise."""
+    if cfg.proxy.name == "p0" or cfg.proxy.impl is not None or not ctx.dataset.questions:
+        return None
+    from mcu_exp.proxies.p0_subject import p0_reference_labels
+
+    p0 = p0_reference_labels(ctx)
+    if p0 is None:
+        return None
+    common = [pid for pid in outcome.table.index if pid in p0.index]
+    if not common:
+        log.warning("no program has both P0 labels and %s labels; cross-proxy report skipped", cfg.proxy.name)
+        return None
+    ev = cfg.evaluation
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateMetricWarning)
+        return evaluate(
+            p0.loc[common].astype(int).to_numpy(), outcome.table.loc[common, "label"].astype(int).to_numpy(),
+            outcome.table.loc[common, "score"].astype(float).to_numpy(),
+            resamples=int(ev.bootstrap_resamples), confidence=float(ev.confidence), seed=int(ev.seed),
+        )
+
+
 def run_job(cfg: DictConfig) -> float:
     """Run the configured job; return the primary metric (F1 against human labels)."""
     started = time.perf_counter()
@@ -79,23 +103,35 @@ def run_job(cfg: DictConfig) -> float:
     for name, sub in subgroup_labels(dataset, cfg.labels, list(cfg.evaluation.subgroups)).items():
         groups[name] = sub
 
+    program_ids = list(labels.labels.index)
+    if cfg.proxy.impl is None:
+        from mcu_exp.proxies.preview import preview, render_preview
+
+        print(render_preview(preview(cfg, dataset, program_ids=program_ids, cache_dir=cfg.cache.dir)))
+    if cfg.preview_only:
+        print("preview_only=true: stopping before any model is called")
+        return float("nan")
+
     with mlflow_run(cfg, run_name(cfg), run_tags(cfg)) as tracker:
         tracker.log_params(flatten_config(cfg))
         OmegaConf.save(cfg, run_dir / "config.resolved.yaml", resolve=True)
         ctx = JobContext(
-            cfg=cfg, dataset=dataset, program_ids=list(labels.labels.index), run_dir=run_dir,
+            cfg=cfg, dataset=dataset, program_ids=program_ids, run_dir=run_dir,
             cache_dir=Path(cfg.cache.dir), progress=progress,
         )
         proxy = resolve_proxy(str(cfg.proxy.name), cfg.proxy.impl)
         outcome = proxy(ctx)
         reports = evaluate_groups(cfg, outcome, groups)
         main = reports["all"]
+        vs_p0 = cross_proxy_report(cfg, ctx, outcome)
         artifacts = write_outputs(cfg, run_dir, outcome, groups, reports)
 
         metrics: dict[str, float] = dict(metrics_for_mlflow(main))
         for name, rep in reports.items():
             if name != "all":
                 metrics.update(metrics_for_mlflow(rep, prefix=f"group.{name}."))
+        if vs_p0 is not None:
+            metrics.update(metrics_for_mlflow(vs_p0, prefix="vs_p0."))
         metrics.update(outcome.metrics)
         balance = labels.balance()
         metrics.update({f"human.{k}": v for k, v in balance.items()})
@@ -110,6 +146,8 @@ def run_job(cfg: DictConfig) -> float:
         tracker.log_artifacts(artifacts.folder)
 
         print(render_table(main, title=f"{run_name(cfg)} vs human labels ({cfg.labels.group}, n={main.n})"))
+        if vs_p0 is not None:
+            print(render_table(vs_p0, title=f"{run_name(cfg)} vs P0 labels (cross-proxy reliability, n={vs_p0.n})"))
         for key in ("tau", "coverage", "nominal_coverage"):
             if key in outcome.metrics:
                 print(f"  {key}: {outcome.metrics[key]:.4f}")

@@ -11,23 +11,24 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
-def plot_threshold_curves(frame: pd.DataFrame, path: Path, tau: float | None = None) -> Path:
+def plot_threshold_curves(frame: pd.DataFrame, path: Path, tau: float | None = None, x: str = "threshold",
+                          xlabel: str = "threshold on α_test (High iff α_test ≤ threshold)") -> Path:
     """F1, precision, recall and binary AUC against the threshold (all readers), and F1 and
-    AUC per human subgroup."""
+    AUC per human subgroup. ``x`` names the threshold column (``theta`` for P2's θ)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     overall = frame[frame["group"] == "all"]
     for col, style in (("f1", "-"), ("precision", "--"), ("recall", ":"), ("auc_binary", "-.")):
-        left.plot(overall["threshold"], overall[col], style, label=col)
+        left.plot(overall[x], overall[col], style, label=col)
     right_lines = 0
     for group, sub in frame[frame["group"] != "all"].groupby("group", sort=False):
         n = int(sub["n"].iloc[0])
-        right.plot(sub["threshold"], sub["f1"], "-", label=f"F1 {group} (n={n})")
-        right.plot(sub["threshold"], sub["auc_binary"], "--", label=f"AUC {group}")
+        right.plot(sub[x], sub["f1"], "-", label=f"F1 {group} (n={n})")
+        right.plot(sub[x], sub["auc_binary"], "--", label=f"AUC {group}")
         right_lines += 1
     for ax, title in ((left, "All readers"), (right, "Per reader subgroup")):
         if tau is not None:
-            ax.axvline(float(tau), color="grey", lw=0.8, ls="--", label="calibrated τ")
-        ax.set_xlabel("threshold on α_test (High iff α_test ≤ threshold)")
+            ax.axvline(float(tau), color="grey", lw=0.8, ls="--", label="calibrated τ" if x == "threshold" else f"{x} used")
+        ax.set_xlabel(xlabel)
         ax.set_ylim(-0.02, 1.02)
         ax.set_title(title)
         ax.grid(alpha=0.3)
