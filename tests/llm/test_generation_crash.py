@@ -1,0 +1,74 @@
+"""A generation killed with SIGKILL resumes exactly; two processes can fill one cache at once."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from local_llm_support import HERE, K, requests, row_count, worker_env
+
+from mcu_exp.llm import CachedGenerator
+from mcu_exp.llm.cache import sample_key
+from mcu_exp.llm.generator import CACHE_FILE
+
+pytestmark = [pytest.mark.llm, pytest.mark.slow]  # each test starts a second model process
+WORKER = str(HERE / "local_gen_worker.py")
+
+
+def _start(cache_dir: Path, first: int, last: int) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, WORKER, str(cache_dir), str(first), str(last)], env=worker_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _check_file(db: Path, expected_keys: set[str]) -> None:
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    keys = [k for (k,) in conn.execute("SELECT key FROM samples")]
+    assert len(keys) == len(set(keys)) == len(expected_keys)
+    assert set(keys) == expected_keys
+
+
+def _expected_keys(backend, wanted) -> set[str]:
+    return {sample_key(backend.identity(), r, i) for r in wanted for i in range(r.n)}
+
+
+def test_sigkill_midway_then_rerun_gives_exactly_k_samples(tmp_path: Path, smollm, smollm_cfg):
+    wanted = requests(0, 6)
+    total, db = sum(r.n for r in wanted), tmp_path / CACHE_FILE
+    proc = _start(tmp_path, 0, 6)
+    killed_at, deadline = None, time.monotonic() + 600
+    while time.monotonic() < deadline and proc.poll() is None:
+        if 0 < row_count(db) < total:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            killed_at = row_count(db)
+            break
+        time.sleep(0.005)
+    if killed_at is None:
+        proc.kill()
+        pytest.fail(f"worker ended (rc {proc.returncode}) before it could be killed: {proc.communicate()[1][-2000:]}")
+    assert proc.returncode == -signal.SIGKILL
+    assert 0 < killed_at < total
+
+    gen = CachedGenerator(smollm_cfg, tmp_path, progress=False, backend=smollm)
+    results = gen.generate(wanted)
+    assert gen.stats == {"hits": killed_at, "misses": total - killed_at, "generated": total - killed_at, "errors": 0}
+    assert [len(r.samples) for r in results] == [K] * len(wanted)
+    _check_file(db, _expected_keys(smollm, wanted))
+
+
+def test_two_processes_filling_one_cache_leave_it_consistent(tmp_path: Path, smollm, smollm_cfg):
+    proc = _start(tmp_path, 0, 6)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", proc.communicate()[1][-2000:]
+    mine = requests(3, 9)  # overlaps the worker's 3..5
+    results = CachedGenerator(smollm_cfg, tmp_path, progress=False, backend=smollm).generate(mine)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0 and out.strip() == "done", err[-2000:]
+    assert "Traceback" not in err
+    assert [len(r.samples) for r in results] == [K] * len(mine)
+    _check_file(tmp_path / CACHE_FILE, _expected_keys(smollm, requests(0, 9)))
