@@ -1,0 +1,42 @@
+"""A whole job against a fake OpenAI server: the planted key reaches the server and nothing else."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+from conftest import PLANTED_KEY, FakeServer, _received_key  # type: ignore[import-not-found]
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_planted_key_is_in_no_log_param_or_artifact(fake_server: FakeServer, tmp_path: Path) -> None:
+    outputs = tmp_path / "outputs"
+    env = {**os.environ, "OPENAI_API_KEY": PLANTED_KEY, "MCU_EXP_OUTPUTS": str(outputs)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    res = subprocess.run(
+        [sys.executable, "-m", "mcu_exp", "model=gpt-4o", f"model.base_url={fake_server.url}/v1",
+         "model.requests_per_minute=null", "model.tokens_per_minute=null", "debug=quick",
+         "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    # The key did travel, to the server only.
+    answered = fake_server.answered()
+    assert len(answered) == 4  # 4 programs, 4 samples each in one request (n)
+    assert all(_received_key(r.headers) == PLANTED_KEY for r in answered)
+    assert PLANTED_KEY not in res.stdout and PLANTED_KEY not in res.stderr
+    files = [p for p in outputs.rglob("*") if p.is_file()]
+    assert any(p.name == "mlflow.db" for p in files) and any(p.suffix == ".log" for p in files)
+    assert any(p.name == "generations.sqlite" for p in files)
+    for path in files:
+        assert PLANTED_KEY.encode() not in path.read_bytes(), f"planted key found in {path}"
+    client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
+    (run,) = client.search_runs([client.get_experiment_by_name("mcu_exp").experiment_id])
+    for key, value in {**run.data.params, **run.data.tags}.items():
+        assert PLANTED_KEY not in value and PLANTED_KEY not in key
+    assert run.data.params["model.api_key_env"] in ("null", "None", "OPENAI_API_KEY")
