@@ -76,4 +76,7 @@ def main() -> None:
     _job()
 
 
-SUBCOMMANDS: dict = {}
+from mcu_exp.report.cli import main as report_main  # noqa: E402  (light: argparse only)
+from mcu_exp.tune.cli import main as tune_main  # noqa: E402
+
+SUBCOMMANDS: dict = {"report": report_main, "tune": tune_main}

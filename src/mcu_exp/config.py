@@ -173,6 +173,7 @@ class EvaluationConfig:
         default_factory=lambda: ["bachelor", "master", "phd", "professional"]
     )
     theta_grid: list[float] = field(default_factory=lambda: [round(0.05 * i, 2) for i in range(21)])
+    plots: bool = True  # per-job PNG plots (~0.5-1 s a job); large sweeps: false, `mcu-exp report` draws them
 
 
 @dataclass

@@ -151,7 +151,8 @@ def write_outputs(
     folder = run_dir / "results"
     folder.mkdir(parents=True, exist_ok=True)
     per_program_table(outcome, groups["all"]).to_csv(folder / "per_program.csv")
-    summary = pd.concat([rep.to_frame().assign(group=name) for name, rep in reports.items()], ignore_index=True)
+    summary = pd.concat([rep.to_frame().reset_index().assign(group=name) for name, rep in reports.items()],
+                        ignore_index=True)
     summary.to_csv(folder / "alignment.csv", index=False)
     for name, frame in outcome.records.items():
         frame.to_csv(folder / f"{name}.csv", index=False)
@@ -163,15 +164,17 @@ def write_outputs(
             thr, eps = sensitivity(cfg, outcome, groups)
         thr.to_csv(folder / "sensitivity_threshold.csv", index=False)
         eps.to_csv(folder / "sensitivity_epsilon.csv", index=False)
-        plot_threshold_curves(thr, folder / "sensitivity_threshold.png", tau=outcome.params.get("tau"))
-        plot_coverage(eps, folder / "coverage_epsilon.png")
+        if cfg.evaluation.plots:
+            plot_threshold_curves(thr, folder / "sensitivity_threshold.png", tau=outcome.params.get("tau"))
+            plot_coverage(eps, folder / "coverage_epsilon.png")
         artifacts.series = sensitivity_series(thr, eps)
     if "ssc_meta_test" in outcome.table.columns:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DegenerateMetricWarning)
             theta = theta_sensitivity(cfg, outcome, groups)
         theta.to_csv(folder / "sensitivity_theta.csv", index=False)
-        plot_threshold_curves(theta, folder / "sensitivity_theta.png", tau=float(cfg.decision.theta), x="theta",
-                              xlabel="θ on SSC_meta(test) (High iff SSC_meta ≥ θ)")
+        if cfg.evaluation.plots:
+            plot_threshold_curves(theta, folder / "sensitivity_theta.png", tau=float(cfg.decision.theta),
+                                  x="theta", xlabel="θ on SSC_meta(test) (High iff SSC_meta ≥ θ)")
         artifacts.series.update(theta_series(theta))
     return artifacts

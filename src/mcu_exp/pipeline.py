@@ -137,9 +137,7 @@ def run_job(cfg: DictConfig) -> float:
         metrics.update({f"human.{k}": v for k, v in balance.items()})
         metrics["human.dropped_programs"] = len(labels.dropped)
         metrics["job_seconds"] = time.perf_counter() - started
-        tracker.log_metrics(metrics)
-        for name, values in artifacts.series.items():
-            tracker.log_series(name, values)
+        tracker.log_metrics_and_series(metrics, artifacts.series)
         if outcome.params:
             tracker.log_params({f"result.{k}": str(v) for k, v in outcome.params.items()})
         tracker.set_tags({"mcu.f1": f"{main.metrics['f1']:.4f}"})

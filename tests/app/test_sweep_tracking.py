@@ -76,6 +76,10 @@ def test_single_run_prints_table_and_logs_artifacts(outputs: Path) -> None:
     names = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"per_program.csv", "sensitivity_threshold.csv", "sensitivity_epsilon.csv",
             "sensitivity_threshold.png", "coverage_epsilon.png"} <= names
+    alignment = pd.read_csv(Path(run.data.tags["mcu.output_dir"]) / "results" / "alignment.csv")
+    assert {"metric", "value", "ci_low", "ci_high", "group"} <= set(alignment.columns)
+    f1 = alignment[(alignment["metric"] == "f1") & (alignment["group"] == "all")]["value"].item()
+    assert f1 == run.data.metrics["f1"]
     series = client.get_metric_history(run.info.run_id, "sens.threshold.f1")
     assert len(series) >= 41 and [m.step for m in series] == list(range(len(series)))
     assert run.data.tags["mcu.labels.group"] == "professional"

@@ -13,7 +13,7 @@ import math
 import os
 import re
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,20 @@ def artifact_location(cfg: DictConfig, uri: str) -> str | None:
     if uri.startswith("sqlite:") or uri.startswith("file:") or "://" not in uri:
         return (Path(cfg.paths.outputs).resolve() / "mlartifacts").as_uri()
     return None
+
+
+def store_lock(uri: str) -> AbstractContextManager[object]:
+    """A file lock beside a SQLite store, held while a job opens it and finds its experiment.
+
+    MLflow creates (and migrates) a SQLite store's schema when a client first opens it; two
+    jobs of a parallel sweep doing that at once fail ("table _alembic_tmp_experiments already
+    exists", "Online migration expected to match one row"). Servers need no lock.
+    """
+    if uri.startswith("sqlite:///"):
+        from filelock import FileLock
+
+        return FileLock(uri[len("sqlite:///"):] + ".lock", timeout=600)
+    return nullcontext()
 
 
 def ui_command(uri: str) -> str:
@@ -113,7 +127,10 @@ class RunLogger:
         for i in range(0, len(items), 100):
             self.client.log_batch(self.run_id, params=items[i : i + 100])
 
-    def log_metrics(self, metrics: Mapping[str, Any], step: int = 0) -> None:
+    def log_metrics_and_series(self, metrics: Mapping[str, Any], series: Mapping[str, list[float]]) -> None:
+        """Scalar metrics (step 0) and every metric series (step = grid index) in as few
+        ``log_batch`` calls as MLflow allows (1000 entries each): each call is one store
+        transaction, and their commits dominate a decision-only job's logging time."""
         if not self.active:
             return
         import time
@@ -121,22 +138,12 @@ class RunLogger:
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        items = [Metric(k, v, now, step) for k, v in finite_metrics(metrics).items()]
-        for i in range(0, len(items), 500):
-            self.client.log_batch(self.run_id, metrics=items[i : i + 500])
-
-    def log_series(self, name: str, values: list[float]) -> None:
-        """A metric series with step = grid index, which the UI charts as a curve."""
-        if not self.active:
-            return
-        import time
-
-        from mlflow.entities import Metric
-
-        now = int(time.time() * 1000)
-        items = [Metric(name, float(v), now, i) for i, v in enumerate(values) if v is not None and math.isfinite(float(v))]
-        for i in range(0, len(items), 500):
-            self.client.log_batch(self.run_id, metrics=items[i : i + 500])
+        items = [Metric(k, v, now, 0) for k, v in finite_metrics(metrics).items()]
+        for name, values in series.items():
+            items += [Metric(name, float(v), now, i) for i, v in enumerate(values)
+                      if v is not None and math.isfinite(float(v))]
+        for i in range(0, len(items), 1000):
+            self.client.log_batch(self.run_id, metrics=items[i : i + 1000])
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
         if not self.active:
@@ -163,18 +170,20 @@ def mlflow_run(cfg: DictConfig, run_name: str, tags: Mapping[str, str]) -> Itera
     from mlflow.tracking import MlflowClient
 
     uri = tracking_uri(cfg)
-    client = MlflowClient(tracking_uri=uri)
-    experiment = client.get_experiment_by_name(cfg.tracking.experiment)
-    if experiment is None:
-        try:
-            exp_id = client.create_experiment(cfg.tracking.experiment, artifact_location=artifact_location(cfg, uri))
-        except Exception:  # another job of the sweep created it first
-            experiment = client.get_experiment_by_name(cfg.tracking.experiment)
-            if experiment is None:
-                raise
+    with store_lock(uri):  # MlflowClient() itself creates the schema of a new SQLite store
+        client = MlflowClient(tracking_uri=uri)
+        experiment = client.get_experiment_by_name(cfg.tracking.experiment)
+        if experiment is None:
+            try:
+                exp_id = client.create_experiment(cfg.tracking.experiment,
+                                                  artifact_location=artifact_location(cfg, uri))
+            except Exception:  # another job of the sweep created it first
+                experiment = client.get_experiment_by_name(cfg.tracking.experiment)
+                if experiment is None:
+                    raise
+                exp_id = experiment.experiment_id
+        else:
             exp_id = experiment.experiment_id
-    else:
-        exp_id = experiment.experiment_id
     run = client.create_run(exp_id, run_name=run_name, tags=dict(tags))
     logger = RunLogger(client, run.info.run_id, uri)
     try:

@@ -1,0 +1,304 @@
+"""``mcu-exp report``: compare finished runs of MLflow in paper-style tables and figures.
+
+Selects runs (an experiment, a sweep tag, any MLflow filter string), collapses reruns of a
+configuration to the newest, and writes ``report.md``, ``report.html`` (self-contained),
+``summary.csv``, ``subgroups.csv``, ``runs.csv`` and ``figures/*.png`` to ``--out``; then
+logs that folder as the artifacts of a run named ``report · <sweep>`` (tag
+``mcu.kind=report``), which later reports leave out. Heavy imports wait until a report is
+actually made, so ``mcu-exp`` stays quick to start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+REPORT_KIND = "report"
+THRESHOLD_SERIES = {"threshold": "sens.threshold.value", "f1": "sens.threshold.f1",
+                    "auc_binary": "sens.threshold.auc_binary"}
+EPSILON_SERIES = {"epsilon": "sens.epsilon.value", "nominal": "sens.epsilon.nominal",
+                  "coverage": "sens.epsilon.coverage"}
+THETA_SERIES = {"theta": "sens.theta.value", "f1": "sens.theta.f1", "auc_binary": "sens.theta.auc_binary"}
+FIGURE_CAPTIONS = {
+    "f1_threshold.png": "F1 against the threshold on α_test; dots: each run's calibrated τ.",
+    "auc_threshold.png": "AUC of the binary labels against the threshold on α_test.",
+    "auc_subgroups.png": "AUC per human reader subgroup.",
+    "coverage_epsilon.png": "Empirical test coverage against ε; dashed: nominal 1 − ε.",
+    "f1_auc_theta.png": "P2's fixed rule: F1 and AUC against θ on SSC_meta; dots: runs that decided with θ.",
+}
+
+
+def outputs_dir() -> Path:
+    """``$MCU_EXP_OUTPUTS`` or ``./outputs``, as the app resolves ``paths.outputs``."""
+    return Path(os.environ.get("MCU_EXP_OUTPUTS") or "outputs")
+
+
+def default_tracking_uri() -> str:
+    """``$MLFLOW_TRACKING_URI``, else the app's SQLite store ``<outputs>/mlflow.db``."""
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    if env:
+        return env
+    return f"sqlite:///{(outputs_dir() / 'mlflow.db').resolve()}"
+
+
+def build_parser(prog: str = "mcu-exp report") -> argparse.ArgumentParser:
+    """The command's arguments."""
+    parser = argparse.ArgumentParser(prog=prog, description=(
+        "Compare finished MLflow runs in paper-style tables (Markdown, CSV) and one self-contained "
+        "HTML page with figures; the report is also logged as an MLflow run."))
+    parser.add_argument("--experiment", action="append", metavar="NAME",
+                        help="MLflow experiment name (repeatable; default: mcu_exp)")
+    parser.add_argument("--sweep", metavar="TAG", help="only the runs of this sweep (tag mcu.sweep); "
+                        "'latest' picks the newest sweep")
+    parser.add_argument("--filter", metavar="EXPR", default="",
+                        help="MLflow search filter, e.g. \"tags.`mcu.model` = 'gpt-4o'\"")
+    parser.add_argument("--status", default="FINISHED", help="run status to keep, or 'any' (default FINISHED)")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="default: $MLFLOW_TRACKING_URI, else sqlite:///<outputs>/mlflow.db")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default outputs/reports/<time>)")
+    parser.add_argument("--title", default=None, help="page title")
+    parser.add_argument("--no-log", action="store_true", help="do not log the report as an MLflow run")
+    return parser
+
+
+class ReportError(ValueError):
+    """A selection or store that cannot make a report; the message is one line."""
+
+
+def fail(message: str) -> ReportError:
+    """The error to raise for a user mistake (the command prints it in one line)."""
+    return ReportError(message)
+
+
+def check_store(uri: str) -> None:
+    """Refuse a SQLite store that does not exist (MLflow would create an empty one)."""
+    if uri.startswith("sqlite:///"):
+        path = Path(uri[len("sqlite:///"):])
+        if not path.is_file():
+            raise fail(f"no MLflow store at {path}: run a job first, or pass --tracking-uri / set "
+                       "MLFLOW_TRACKING_URI")
+
+
+def experiment_ids(client: Any, names: Sequence[str], uri: str) -> dict[str, str]:
+    """Experiment id → name for each requested name, or a clear error naming what exists."""
+    found: dict[str, str] = {}
+    for name in names:
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            known = ", ".join(sorted(e.name for e in client.search_experiments())) or "none"
+            raise fail(f"no MLflow experiment named {name!r} in {uri} (experiments there: {known})")
+        found[exp.experiment_id] = name
+    return found
+
+
+def search_all(client: Any, ids: Sequence[str], filter_string: str, limit: int | None = None) -> list[Any]:
+    """Every active run matching ``filter_string``, newest first, reports left out."""
+    from mlflow.entities import ViewType
+    from mlflow.exceptions import MlflowException
+
+    runs: list[Any] = []
+    token = None
+    while True:
+        try:
+            page = client.search_runs(list(ids), filter_string, ViewType.ACTIVE_ONLY, max_results=1000,
+                                      order_by=["attributes.start_time DESC"], page_token=token)
+        except MlflowException as exc:
+            raise fail(f"bad run selection {filter_string!r}: {exc.message.splitlines()[0]}") from None
+        runs += [r for r in page if r.data.tags.get("mcu.kind") != REPORT_KIND]
+        token = page.token
+        if not token or (limit is not None and len(runs) >= limit):
+            return runs
+
+
+def selection_filter(sweep: str | None, status: str, extra: str) -> str:
+    """The MLflow filter string for a sweep, a status and the user's own expression."""
+    parts = []
+    if sweep:
+        parts.append(f"tags.`mcu.sweep` = '{sweep}'")
+    if status.lower() != "any":
+        parts.append(f"attributes.status = '{status.upper()}'")
+    if extra.strip():
+        parts.append(extra.strip())
+    return " and ".join(parts)
+
+
+def latest_sweep(client: Any, ids: Sequence[str], status: str) -> str:
+    """The ``mcu.sweep`` tag of the newest run that has one."""
+    for run in search_all(client, ids, selection_filter(None, status, ""), limit=1000):
+        if run.data.tags.get("mcu.sweep"):
+            return str(run.data.tags["mcu.sweep"])
+    raise fail("no run with a mcu.sweep tag: --sweep latest needs a multirun (mcu-exp -m …)")
+
+
+def series_frame(client: Any, run_ids: Sequence[str], series: dict[str, str]) -> Any:
+    """Metric series (step = grid index) of each run as one long frame."""
+    import pandas as pd
+
+    frames = []
+    for run_id in run_ids:
+        columns = {}
+        for column, key in series.items():
+            history = client.get_metric_history(run_id, key)
+            columns[column] = pd.Series({m.step: m.value for m in history}, dtype=float)
+        frame = pd.DataFrame(columns)
+        if frame.empty or frame[next(iter(series))].isna().all():
+            continue
+        frames.append(frame.assign(run_id=run_id).reset_index(drop=True))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*series, "run_id"])
+
+
+def artifact_curves(uri: str, run_ids: Sequence[str], name: str, columns: Sequence[str]) -> Any:
+    """The "all readers" rows of a sensitivity CSV artifact, for runs without metric series."""
+    import tempfile
+
+    import mlflow.artifacts
+    import pandas as pd
+
+    frames = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for run_id in run_ids:
+            try:
+                path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=name, dst_path=tmp,
+                                                           tracking_uri=uri)
+            except Exception:  # the run has no such artifact: no curve for it
+                continue
+            frame = pd.read_csv(path)
+            if "group" in frame.columns:
+                frame = frame[frame["group"] == "all"]
+            frames.append(frame.reindex(columns=list(columns)).assign(run_id=run_id))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*columns, "run_id"])
+
+
+def curves(client: Any, uri: str, run_ids: Sequence[str], series: dict[str, str], artifact: str) -> Any:
+    """Sensitivity curves from the runs' metric series, else from their CSV artifacts."""
+    import pandas as pd
+
+    frame = series_frame(client, run_ids, series)
+    missing = [r for r in run_ids if r not in set(frame["run_id"])]
+    if missing:
+        extra = artifact_curves(uri, missing, artifact, list(series))
+        frame = pd.concat([frame, extra], ignore_index=True) if len(extra) else frame
+    return frame
+
+
+def run_records(runs: Sequence[Any]) -> Any:
+    """The selected MLflow runs as :func:`mcu_exp.report.tables.runs_frame`."""
+    from mcu_exp.report.tables import run_record, runs_frame
+
+    return runs_frame(
+        run_record(r.info.run_id, r.info.run_name or "", r.info.experiment_id, r.info.status,
+                   r.info.start_time, r.data.tags, r.data.params, r.data.metrics)
+        for r in runs
+    )
+
+
+def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str | None = None,
+                filter_string: str = "", status: str = "FINISHED", out: Path | None = None,
+                title: str | None = None, log: bool = True) -> Path:
+    """Write the report of the selected runs to ``out``; return the folder."""
+    import pandas as pd
+    from mlflow.tracking import MlflowClient
+
+    from mcu_exp.report import tables
+    from mcu_exp.report.figures import curve_keys, report_figures
+    from mcu_exp.report.html import Figure, ReportDocument, Section, render_html, render_markdown
+
+    check_store(uri)
+    client = MlflowClient(tracking_uri=uri)
+    ids = experiment_ids(client, experiments, uri)
+    if sweep == "latest":
+        sweep = latest_sweep(client, list(ids), status)
+    selection = selection_filter(sweep, status, filter_string)
+    runs = search_all(client, list(ids), selection)
+    if not runs:
+        raise fail(f"no runs match [{selection or 'everything'}] in experiment(s) "
+                   f"{', '.join(ids.values())} of {uri}")
+    frame = run_records(runs)
+    keys = tables.varying_keys(frame)
+    rows = tables.latest_per_config(frame, keys)
+    summary = tables.summary_table(frame, keys)
+    subgroup = tables.subgroup_table(frame, keys)
+    thr_ids = rows.drop_duplicates(subset=curve_keys(keys)).index.tolist()
+    eps_ids = rows.drop_duplicates(subset=curve_keys(keys, keep=("quantile",))).index.tolist()
+    thr = curves(client, uri, thr_ids, THRESHOLD_SERIES, "sensitivity_threshold.csv")
+    eps = curves(client, uri, eps_ids, EPSILON_SERIES, "sensitivity_epsilon.csv")
+    theta_ids = [r for r in thr_ids if pd.notna(rows.loc[r].get(THETA_SERIES["f1"]))]
+    theta = series_frame(client, theta_ids, THETA_SERIES)
+    pngs = report_figures(rows, keys, thr, eps, subgroup, theta)
+
+    sweeps = sorted({s for s in frame["sweep"] if s})
+    label = sweep or (sweeps[0] if len(sweeps) == 1 else "+".join(ids.values()))
+    doc = ReportDocument(
+        title=title or f"mcu_exp report · {label}",
+        facts={
+            "tracking URI": uri,
+            "experiments": ", ".join(ids.values()),
+            "selection": selection or "every run",
+            "runs": f"{len(frame)} ({len(rows)} configurations)",
+            "sweeps": ", ".join(sweeps) or "—",
+            "made": time.strftime("%Y-%m-%d %H:%M:%S"),
+        },
+        sections=[
+            Section("Alignment with human labels", tables.display_table(summary, keys),
+                    "Value [95 % stratified bootstrap CI] against the human ABU labels (all readers). "
+                    "F1 always-1: label every program understandable; F1 random: prevalence-matched random "
+                    "labeller (expected value)."),
+            Section("Per human reader subgroup", tables.display_subgroups(subgroup, keys),
+                    "F1 and AUC of the binary labels against each subgroup's labels, with 95 % CIs. "
+                    f"Programs per group: {tables.group_sizes(subgroup) or '—'}."),
+        ],
+        figures=[Figure(name, png, FIGURE_CAPTIONS[name]) for name, png in pngs.items()],
+        notes=[
+            "AUC (labels) is the ROC AUC of the High/Low labels (what the paper reports); AUC (score) the "
+            "threshold-free ROC AUC of −α_test.",
+            "A configuration run several times shows its newest run; the 'runs' column of summary.csv "
+            "counts them.",
+            "'—' marks a metric the run did not log (undefined on its data, or not computed).",
+        ],
+    )
+    out = out or outputs_dir() / "reports" / time.strftime("%Y-%m-%d_%H-%M-%S")
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    for fig in doc.figures:
+        (out / "figures" / fig.name).write_bytes(fig.png)
+    (out / "report.html").write_text(render_html(doc), encoding="utf-8")
+    (out / "report.md").write_text(render_markdown(doc), encoding="utf-8")
+    summary.to_csv(out / "summary.csv", index=False)
+    subgroup.to_csv(out / "subgroups.csv", index=False)
+    frame[[c for c in ("run_name", "status", "sweep", *tables.IDENTITY) if c in frame.columns]].to_csv(
+        out / "runs.csv")
+    if log:
+        log_report(client, str(rows["experiment_id"].iloc[0]), label, selection, len(frame), out)
+    return out
+
+
+def log_report(client: Any, experiment_id: str, label: str, selection: str, n_runs: int, folder: Path) -> str:
+    """Log the report folder as a FINISHED run ``report · <label>`` tagged ``mcu.kind=report``."""
+    run = client.create_run(experiment_id, run_name=f"report · {label}", tags={
+        "mcu.kind": REPORT_KIND, "mcu.report.sweep": label, "mcu.report.selection": selection[:4000],
+        "mcu.report.runs": str(n_runs)})
+    try:
+        client.log_artifacts(run.info.run_id, str(folder))
+    except BaseException:
+        client.set_terminated(run.info.run_id, status="FAILED")
+        raise
+    client.set_terminated(run.info.run_id, status="FINISHED")
+    return str(run.info.run_id)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of ``mcu-exp report``."""
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    uri = args.tracking_uri or default_tracking_uri()
+    try:
+        out = make_report(uri, args.experiment or ["mcu_exp"], args.sweep, args.filter, args.status, args.out,
+                          args.title, log=not args.no_log)
+    except ReportError as exc:
+        print(f"mcu-exp report: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(f"Report: {out / 'report.html'}")
+    print(f"  tables: {out / 'report.md'}, {out / 'summary.csv'}")

@@ -1,0 +1,199 @@
+"""Comparison figures across runs (matplotlib, headless), returned as PNG bytes.
+
+Inputs are plain frames: threshold curves (``run_id, threshold, f1, auc_binary``), ε curves
+(``run_id, epsilon, nominal, coverage``) and the tables of :mod:`mcu_exp.report.tables`.
+Curves that differ only in ε, θ or the quantile rule are the same curve (the threshold grid
+does not depend on them), so each figure draws one line per remaining configuration and
+marks each run's operating point on it.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from mcu_exp.report.tables import HEADERS, key_text
+
+DECISION_KEYS = ("epsilon", "theta", "quantile")
+DPI = 100
+
+
+def png_bytes(fig: Figure) -> bytes:
+    """The figure as PNG bytes; the figure is closed."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def curve_keys(keys: Sequence[str], keep: Sequence[str] = ()) -> list[str]:
+    """The identity keys that change a sensitivity curve: all but ε, θ and the quantile rule
+    (except those named in ``keep``)."""
+    return [k for k in keys if k not in DECISION_KEYS or k in keep]
+
+
+def curve_label(row: pd.Series, keys: Sequence[str], skip: Sequence[str] = ("proxy",)) -> str:
+    """A legend entry: the configuration's identity values joined by " · "."""
+    parts = [key_text(k, row[k]) if k not in ("epsilon", "theta") else f"{HEADERS[k]}={key_text(k, row[k])}"
+             for k in keys if k not in skip]
+    return " · ".join(parts) or "all runs"
+
+
+def representatives(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """One run per curve (the newest), indexed by run id, with a ``label`` column."""
+    ident = rows[list(keys)].astype(str)
+    reps = rows[~ident.duplicated(keep="first").to_numpy()].copy()
+    reps["label"] = [curve_label(r, keys) for _, r in reps.iterrows()]
+    return reps
+
+
+def _panels(reps: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(reps["proxy"].astype(str)))
+
+
+def _axes(n: int, width: float = 6.0, height: float = 4.2) -> tuple[Figure, list[plt.Axes]]:
+    fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
+    return fig, list(axes[0])
+
+
+def plot_threshold_metric(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str], metric: str,
+                          ylabel: str) -> Figure:
+    """``metric`` against the threshold on α_test, one line per model (and other curve key),
+    one panel per proxy; dots mark each run's calibrated τ and its value there."""
+    ckeys = curve_keys(keys)
+    reps = representatives(rows, ckeys)
+    proxies = _panels(reps)
+    fig, axes = _axes(len(proxies))
+    ident = rows[ckeys].astype(str).agg("\x1f".join, axis=1)
+    for ax, proxy in zip(axes, proxies, strict=True):
+        for run_id, rep in reps[reps["proxy"].astype(str) == proxy].iterrows():
+            curve = curves[curves["run_id"] == run_id].sort_values("threshold")
+            if curve.empty:
+                continue
+            (line,) = ax.plot(curve["threshold"], curve[metric], "-", lw=1.4, label=rep["label"])
+            same = rows[ident == "\x1f".join(str(rep[k]) for k in ckeys)]
+            points = same[["tau", metric]].dropna() if {"tau", metric} <= set(same.columns) else pd.DataFrame()
+            points = points[np.isfinite(points["tau"].to_numpy(dtype=float))] if len(points) else points
+            if len(points):
+                ax.plot(points["tau"], points[metric], "o", color=line.get_color(), ms=4)
+        ax.set_title(f"{proxy}: {ylabel} against the threshold")
+        ax.set_xlabel("threshold on α_test (High iff α_test ≤ threshold)")
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7, loc="best")
+        else:
+            ax.text(0.5, 0.5, "no threshold curves logged", ha="center", transform=ax.transAxes)
+    fig.tight_layout()
+    return fig
+
+
+def plot_subgroup_auc(table: pd.DataFrame, keys: Sequence[str]) -> Figure:
+    """Binary AUC per human reader subgroup with 95 % CI bars, one bar per configuration;
+    the dashed line is chance (0.5)."""
+    groups = list(dict.fromkeys(table["group"])) if not table.empty else []
+    configs = (table.apply(lambda r: curve_label(r, keys, skip=()), axis=1) if not table.empty
+               else pd.Series(dtype=str))
+    labels = list(dict.fromkeys(configs))
+    fig, (ax,) = _axes(1, width=max(6.0, 1.2 + 0.35 * max(1, len(groups)) * max(1, len(labels))), height=4.5)
+    width = 0.8 / max(1, len(labels))
+    x = np.arange(len(groups))
+    for i, label in enumerate(labels):
+        sub = table[configs == label].set_index("group").reindex(groups)
+        value = sub["auc_binary"].to_numpy(dtype=float)
+        low = np.clip(value - sub["auc_binary_ci_low"].to_numpy(dtype=float), 0, None)
+        high = np.clip(sub["auc_binary_ci_high"].to_numpy(dtype=float) - value, 0, None)
+        ax.bar(x - 0.4 + width * (i + 0.5), value, width, yerr=np.vstack([low, high]),
+               capsize=2, label=label)
+    ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+    names = []
+    for g in groups:
+        n = table.loc[table["group"] == g, "n"].dropna()
+        names.append(f"{g}\n(n={int(n.iloc[0])})" if len(n) else g)
+    ax.set_xticks(x, names)
+    ax.set_ylabel("AUC of the binary labels")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("AUC per human reader subgroup (95 % bootstrap CI)")
+    ax.grid(alpha=0.3, axis="y")
+    if labels:
+        ax.legend(fontsize=7, loc="lower right", ncol=1 + len(labels) // 8)
+    else:
+        ax.text(0.5, 0.5, "no subgroup metrics logged", ha="center", transform=ax.transAxes)
+    fig.tight_layout()
+    return fig
+
+
+def plot_coverage_epsilon(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str]) -> Figure:
+    """Empirical test coverage against ε, one line per configuration (the quantile rule
+    kept apart), with the nominal 1 − ε line."""
+    ckeys = curve_keys(keys, keep=("quantile",))
+    reps = representatives(rows, ckeys)
+    fig, (ax,) = _axes(1, width=6.5, height=4.5)
+    grid = np.sort(curves["epsilon"].dropna().unique()) if not curves.empty else np.array([])
+    for run_id, rep in reps.iterrows():
+        curve = curves[curves["run_id"] == run_id].sort_values("epsilon")
+        if not curve.empty:
+            label = curve_label(rep, ckeys, skip=())
+            ax.plot(curve["epsilon"], curve["coverage"], "o-", ms=3, lw=1.2, label=label)
+    if grid.size:
+        ax.plot(grid, 1 - grid, color="grey", lw=0.9, ls="--", label="nominal 1 − ε")
+        ax.legend(fontsize=7, loc="best")
+    else:
+        ax.text(0.5, 0.5, "no coverage curves logged", ha="center", transform=ax.transAxes)
+    ax.set_xlabel("ε")
+    ax.set_ylabel("fraction of programs with α_test ≤ τ")
+    ax.set_ylim(0, 1.02)
+    ax.set_title("Empirical coverage against ε")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_theta(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str]) -> Figure:
+    """P2's fixed rule: F1 and binary AUC against θ on SSC_meta, one line per model (and
+    other curve key); dots mark runs that decided with θ alone (rule ``theta``), at their θ."""
+    ckeys = curve_keys(keys)
+    reps = representatives(rows[rows.index.isin(curves["run_id"])], ckeys)
+    fig, axes = _axes(2)
+    uses_theta = rows[rows["rule"] == "theta"] if "rule" in rows.columns else rows.iloc[:0]
+    ident = uses_theta[ckeys].astype(str).agg("\x1f".join, axis=1)
+    for ax, metric, label in zip(axes, ("f1", "auc_binary"), ("F1", "AUC (labels)"), strict=True):
+        for run_id, rep in reps.iterrows():
+            curve = curves[curves["run_id"] == run_id].sort_values("theta")
+            (line,) = ax.plot(curve["theta"], curve[metric], "-", lw=1.4, label=curve_label(rep, ckeys, skip=()))
+            same = uses_theta[ident == "\x1f".join(str(rep[k]) for k in ckeys)]
+            if metric in same.columns and len(same):
+                ax.plot(same["theta"], same[metric], "o", color=line.get_color(), ms=4)
+        ax.set_title(f"{label} against θ (High iff SSC_meta ≥ θ)")
+        ax.set_xlabel("θ")
+        ax.set_ylabel(label)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def report_figures(rows: pd.DataFrame, keys: Sequence[str], threshold_curves: pd.DataFrame,
+                   epsilon_curves: pd.DataFrame, subgroup: pd.DataFrame,
+                   theta_curves: pd.DataFrame | None = None) -> dict[str, bytes]:
+    """Every figure of a report, by file name, as PNG bytes (the θ figure only when some run
+    logged θ curves)."""
+    figures: dict[str, Figure] = {
+        "f1_threshold.png": plot_threshold_metric(threshold_curves, rows, keys, "f1", "F1"),
+        "auc_threshold.png": plot_threshold_metric(threshold_curves, rows, keys, "auc_binary", "AUC (labels)"),
+        "auc_subgroups.png": plot_subgroup_auc(subgroup, keys),
+        "coverage_epsilon.png": plot_coverage_epsilon(epsilon_curves, rows, keys),
+    }
+    if theta_curves is not None and not theta_curves.empty:
+        figures["f1_auc_theta.png"] = plot_theta(theta_curves, rows, keys)
+    return {name: png_bytes(fig) for name, fig in figures.items()}

@@ -1,0 +1,108 @@
+"""A report as one self-contained HTML page (figures inlined as base64 PNG, no external
+CSS, script or font) and as its Markdown twin, which links the PNG files instead."""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from mcu_exp.report.tables import to_markdown
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1400px; color: #222; }
+h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
+table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0 1rem; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: right; white-space: nowrap; }
+th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
+dl { display: grid; grid-template-columns: max-content auto; gap: 0.2rem 1rem; font-size: 0.9rem; }
+dt { font-weight: 600; } figure { margin: 1rem 0; } figcaption { font-size: 0.85rem; color: #555; }
+img { max-width: 100%; border: 1px solid #eee; } .note { font-size: 0.85rem; color: #555; }
+.scroll { overflow-x: auto; }
+"""
+
+
+@dataclass
+class Section:
+    """A titled table with a caption."""
+
+    title: str
+    table: pd.DataFrame
+    caption: str = ""
+
+
+@dataclass
+class Figure:
+    """A PNG figure, its file name and caption."""
+
+    name: str
+    png: bytes
+    caption: str
+
+
+@dataclass
+class ReportDocument:
+    """Everything a report page shows, in order: facts, tables, figures, notes."""
+
+    title: str
+    facts: dict[str, str]
+    sections: list[Section]
+    figures: list[Figure]
+    notes: list[str] = field(default_factory=list)
+
+
+def data_uri(png: bytes) -> str:
+    """A ``data:image/png;base64,…`` URI."""
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def render_html(doc: ReportDocument) -> str:
+    """The document as a standalone HTML5 page."""
+    esc = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{esc(doc.title)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{esc(doc.title)}</h1>",
+        "<dl>" + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in doc.facts.items()) + "</dl>",
+    ]
+    for section in doc.sections:
+        parts.append(f"<h2>{esc(section.title)}</h2>")
+        if section.table.empty:
+            parts.append('<p class="note">nothing to show</p>')
+        else:
+            table = section.table.to_html(index=False, escape=True, border=0, na_rep="—")
+            parts.append(f'<div class="scroll">{table}</div>')
+        if section.caption:
+            parts.append(f'<p class="note">{esc(section.caption)}</p>')
+    if doc.figures:
+        parts.append("<h2>Figures</h2>")
+    for fig in doc.figures:
+        parts.append(
+            f'<figure id="{esc(fig.name)}"><img alt="{esc(fig.caption)}" src="{data_uri(fig.png)}">'
+            f"<figcaption>{esc(fig.caption)}</figcaption></figure>"
+        )
+    if doc.notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{esc(n)}</li>" for n in doc.notes) + "</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def render_markdown(doc: ReportDocument, figure_dir: str = "figures") -> str:
+    """The document as Markdown; figures are linked as ``<figure_dir>/<name>``."""
+    lines = [f"# {doc.title}", ""]
+    lines += [f"- **{k}**: {v}" for k, v in doc.facts.items()]
+    for section in doc.sections:
+        lines += ["", f"## {section.title}", ""]
+        lines.append(to_markdown(section.table) if not section.table.empty else "_nothing to show_\n")
+        if section.caption:
+            lines.append(f"_{section.caption}_")
+    if doc.figures:
+        lines += ["", "## Figures", ""]
+    for fig in doc.figures:
+        lines += [f"![{fig.caption}]({figure_dir}/{fig.name})", "", f"_{fig.caption}_", ""]
+    if doc.notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in doc.notes]
+    return "\n".join(lines).rstrip() + "\n"

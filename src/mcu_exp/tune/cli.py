@@ -1,0 +1,160 @@
+"""``mcu-exp tune``: tune ε or τ for F1 on a finished run's cached scores, in-sample and with
+nested cross-validation, and print how far apart the two are.
+
+The scores come from the run's ``per_program.csv`` (``--run-id``, fetched from MLflow) or a
+file (``--per-program``). No model is loaded. ``--storage`` keeps the Optuna studies in a
+SQLite file, so an interrupted or extended search (more ``--trials``) resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def outputs_dir() -> Path:
+    """``$MCU_EXP_OUTPUTS`` or ``./outputs``, as the app resolves ``paths.outputs``."""
+    return Path(os.environ.get("MCU_EXP_OUTPUTS") or "outputs")
+
+
+def build_parser(prog: str = "mcu-exp tune") -> argparse.ArgumentParser:
+    """The command's arguments."""
+    parser = argparse.ArgumentParser(prog=prog, description=(
+        "Tune ε or the threshold τ for F1 on a finished run's cached scores, in-sample and with nested "
+        "cross-validation over programs, and show how much in-sample tuning overstates alignment."))
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run-id", help="a finished MLflow run whose per_program.csv to use")
+    source.add_argument("--per-program", type=Path, metavar="CSV",
+                        help="a per_program.csv (columns alpha_cal, alpha_test, human_label)")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="default: $MLFLOW_TRACKING_URI, else sqlite:///<outputs>/mlflow.db")
+    parser.add_argument("--search", choices=("epsilon", "threshold", "both"), default="both",
+                        help="tune ε (τ from α_cal), the threshold τ on α_test directly, or both (default)")
+    parser.add_argument("--trials", type=int, default=100, help="Optuna trials per study (default 100)")
+    parser.add_argument("--folds", type=int, default=5, help="outer cross-validation folds (default 5)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the folds and the TPE samplers")
+    parser.add_argument("--quantile", choices=("empirical", "conformal"), default=None,
+                        help="quantile rule for τ in ε mode (default: the run's, else empirical)")
+    parser.add_argument("--epsilon-range", type=float, nargs=2, default=(0.01, 0.6), metavar=("LOW", "HIGH"))
+    parser.add_argument("--reference-epsilon", type=float, default=None,
+                        help="the untuned ε shown for reference (default: the run's, else 0.1)")
+    parser.add_argument("--storage", nargs="?", const="", default=None, metavar="DB",
+                        help="keep studies in SQLite to resume (default file: <outputs>/tune/optuna.db)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the results to this CSV")
+    return parser
+
+
+class TuneError(ValueError):
+    """A bad input to ``mcu-exp tune``; the message is one line."""
+
+
+def fetch_run(run_id: str, uri: str, folder: Path) -> tuple[Path, dict[str, str]]:
+    """Download the run's ``per_program.csv``; return it with the run's params."""
+    import mlflow.artifacts
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
+        raise TuneError(f"no MLflow store at {uri[len('sqlite:///'):]}: pass --tracking-uri or --per-program")
+    try:
+        run = MlflowClient(tracking_uri=uri).get_run(run_id)
+    except MlflowException as exc:
+        raise TuneError(f"run {run_id} not found in {uri}: {exc.message.splitlines()[0]}") from None
+    try:
+        path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="per_program.csv",
+                                                   dst_path=str(folder), tracking_uri=uri)
+    except Exception as exc:  # MLflow raises several types for a missing artifact
+        raise TuneError(f"run {run_id} has no per_program.csv artifact ({type(exc).__name__})") from None
+    return Path(path), dict(run.data.params)
+
+
+def storage_url(value: str | None) -> str | None:
+    """An Optuna storage URL: None, a given URL, or SQLite at a path (default under outputs)."""
+    if value is None:
+        return None
+    if "://" in value:
+        return value
+    path = Path(value) if value else outputs_dir() / "tune" / "optuna.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path.resolve()}"
+
+
+def render(results: Sequence[Any], folds: int, trials: int, seed: int, source: str) -> str:
+    """The results as a text table (rich, no colour) with a one-line caption."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    first = results[0]
+    table = Table(title=f"Tuning for F1 on {source}", caption=(
+        f"n = {first.n} programs, prevalence {100 * first.prevalence:.1f}%; {folds} stratified outer folds, "
+        f"{trials} TPE trials per study, seed {seed}. Held-out F1 pools the folds' held-out labels."))
+    for header in ("search", "tuned on all", "in-sample F1", "held-out F1", "per fold", "optimism",
+                   f"ε={first.reference_epsilon:g} F1", "always-1 F1", "random F1"):
+        table.add_column(header, justify="left" if header == "search" else "right")
+    for res in results:
+        mean, sd = res.fold_f1
+        value = f"ε={res.in_sample.value:.3f}" if res.search == "epsilon" else f"τ={res.in_sample.value:.4f}"
+        table.add_row(res.search, value, f"{100 * res.in_sample.f1:.1f}%", f"{100 * res.held_out_f1:.1f}%",
+                      f"{100 * mean:.1f} ± {100 * sd:.1f}%", f"{100 * res.optimism:+.1f} pts",
+                      f"{100 * res.reference_f1:.1f}%", f"{100 * res.baseline_always_f1:.1f}%",
+                      f"{100 * res.baseline_random_f1:.1f}%")
+    buffer = io.StringIO()
+    Console(file=buffer, width=130, color_system=None, force_terminal=False, soft_wrap=False).print(table)
+    return buffer.getvalue()
+
+
+def run(args: argparse.Namespace) -> list[Any]:
+    """Load the scores, run the searches, print and optionally save the table."""
+    import pandas as pd
+
+    from mcu_exp.report.cli import default_tracking_uri
+    from mcu_exp.tune.nested_cv import nested_cv, read_per_program
+
+    if args.trials < 1:
+        raise TuneError(f"--trials must be at least 1, got {args.trials}")
+    low, high = args.epsilon_range
+    if not 0.0 < low < high < 1.0:
+        raise TuneError(f"--epsilon-range must satisfy 0 < LOW < HIGH < 1, got {low} {high}")
+    params: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.run_id:
+            path, params = fetch_run(args.run_id, args.tracking_uri or default_tracking_uri(), Path(tmp))
+            source = f"run {args.run_id}"
+        else:
+            path, source = args.per_program, str(args.per_program)
+        scores = read_per_program(path)
+    quantile = args.quantile or params.get("decision.quantile", "empirical")
+    reference = args.reference_epsilon if args.reference_epsilon is not None else float(
+        params.get("decision.epsilon", 0.1))
+    if scores.dropped:
+        print(f"{scores.dropped} programs without scores or a human label left out")
+    searches = ("epsilon", "threshold") if args.search == "both" else (args.search,)
+    storage = storage_url(args.storage)
+    results = [nested_cv(scores, search, folds=args.folds, trials=args.trials, seed=args.seed, quantile=quantile,
+                         epsilon_range=(low, high), reference_epsilon=reference, storage=storage)
+               for search in searches]
+    print(render(results, args.folds, args.trials, args.seed, source))
+    if storage:
+        print(f"Optuna studies in {storage}")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame([r.row() for r in results]).to_csv(args.out, index=False)
+        print(f"Results: {args.out}")
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of ``mcu-exp tune``."""
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        run(args)
+    except (ValueError, FileNotFoundError) as exc:  # TuneError is a ValueError
+        print(f"mcu-exp tune: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -1,0 +1,28 @@
+"""The stand-in proxy that also writes to the shared generation cache, so parallel jobs can
+be checked for a consistent cache: every job writes the same 50 "shared" samples and 50 of
+its own, reads them back, and logs whether they came back intact (``cache.consistent``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support.standin_proxy import run as standin_run
+
+from mcu_exp.llm.cache import GenerationCache
+from mcu_exp.llm.contract import Sample
+from mcu_exp.proxies.base import JobContext, ProxyOutcome
+
+
+def run(ctx: JobContext) -> ProxyOutcome:
+    outcome = standin_run(ctx)
+    eps = float(ctx.cfg.decision.epsilon)
+    written: dict[str, str] = {}
+    with GenerationCache(Path(ctx.cache_dir) / "generations.sqlite") as cache:
+        for pid, alpha in zip(ctx.program_ids, outcome.alpha_test, strict=True):
+            for key, text in ((f"shared/{pid}", f"{alpha:.9f}"), (f"job/{eps:g}/{pid}", f"{pid}@{eps:g}")):
+                cache.put(key, Sample(text, "stop", 3, 5), parts={"test": key})
+                written[key] = text
+        back = cache.get_many(written)
+    consistent = all(key in back and back[key].text == text for key, text in written.items())
+    outcome.metrics["cache.consistent"] = float(consistent)
+    return outcome

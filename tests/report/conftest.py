@@ -1,0 +1,23 @@
+"""A real stand-in sweep (the app, no model) in its own MLflow store, shared by the report
+tests of a module."""
+
+from __future__ import annotations
+
+import pytest
+from sweep_helpers import Sweep, standin_sweep
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
+    """Two models × two ε through the paper grid's config (narrowed on the command line)."""
+    from mlflow.tracking import MlflowClient
+
+    outputs = tmp_path_factory.mktemp("sweep") / "outputs"
+    res = standin_sweep(outputs, "experiment=paper_grid", "model=gpt-4o,qwen3-14b", "decision.epsilon=0.05,0.2")
+    assert res.returncode == 0, res.stderr[-3000:]
+    uri = f"sqlite:///{outputs / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([client.get_experiment_by_name("mcu_exp").experiment_id])
+    tags = {r.data.tags["mcu.sweep"] for r in runs}
+    assert len(runs) == 4 and len(tags) == 1
+    return Sweep(outputs, uri, tags.pop())

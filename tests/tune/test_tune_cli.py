@@ -1,0 +1,101 @@
+"""`mcu-exp tune`: from a per_program.csv or an MLflow run, a table, a CSV, one-line errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mcu_exp.tune.cli import main, storage_url
+from mcu_exp.tune.nested_cv import nested_cv, read_per_program
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write_per_program(path: Path, n: int = 40, seed: int = 0) -> Path:
+    """A run's per_program.csv: the pipeline's columns, α loosely tied to the labels."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, n)
+    alpha_test = rng.uniform(0.05, 0.4, n) - 0.08 * labels
+    table = pd.DataFrame({
+        "program_id": [f"prog-{i}" for i in range(n)], "human_label": labels, "human_fraction": 0.5,
+        "n_evaluators": 9, "score": -alpha_test, "label": 1, "alpha_cal": alpha_test + rng.normal(0, 0.02, n),
+        "alpha_test": alpha_test,
+    })
+    table.to_csv(path, index=False)
+    return path
+
+
+def test_command_prints_both_searches_and_writes_the_same_numbers(tmp_path: Path) -> None:
+    csv = write_per_program(tmp_path / "per_program.csv")
+    out = tmp_path / "tune.csv"
+    res = subprocess.run([sys.executable, "-m", "mcu_exp", "tune", "--per-program", str(csv), "--trials", "12",
+                          "--folds", "3", "--seed", "4", "--out", str(out)],
+                         cwd=REPO, env={**os.environ, "MCU_EXP_OUTPUTS": str(tmp_path / "outputs")},
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "in-sample F1" in res.stdout and "held-out F1" in res.stdout and "3 stratified outer folds" in res.stdout
+    rows = pd.read_csv(out)
+    assert rows["search"].tolist() == ["epsilon", "threshold"]
+    expected = nested_cv(read_per_program(csv), "threshold", folds=3, trials=12, seed=4)
+    assert rows.loc[1, "held_out_f1"] == pytest.approx(expected.held_out_f1)
+    assert rows.loc[1, "in_sample_f1"] == pytest.approx(expected.in_sample.f1)
+    assert f"{100 * expected.held_out_f1:.1f}%" in res.stdout
+
+
+def test_run_id_reads_the_runs_artifact_and_decision_params(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.setenv("MCU_EXP_OUTPUTS", str(tmp_path / "outputs"))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("mcu_exp", artifact_location=(tmp_path / "artifacts").as_uri())
+    run = client.create_run(exp)
+    client.log_param(run.info.run_id, "decision.epsilon", "0.2")
+    client.log_param(run.info.run_id, "decision.quantile", "conformal")
+    client.log_artifact(run.info.run_id, str(write_per_program(tmp_path / "per_program.csv", seed=1)))
+    client.set_terminated(run.info.run_id)
+
+    main(["--run-id", run.info.run_id, "--tracking-uri", uri, "--search", "epsilon", "--trials", "8",
+          "--folds", "3"])
+    printed = capsys.readouterr().out
+    assert f"run {run.info.run_id}" in printed and "ε=0.2 F1" in printed  # the run's own ε for reference
+    threshold_row = [line for line in printed.splitlines() if "threshold" in line and "│" in line]
+    assert threshold_row == []  # --search epsilon only
+
+
+@pytest.mark.parametrize("content,message", [
+    ("program_id,human_label,alpha_test\np,1,0.2\n", "missing column(s) alpha_cal"),
+    ("program_id,human_label,alpha_cal,alpha_test\na,1,0.1,0.1\nb,2,0.1,0.1\n", "line 3: human_label must be 0 or 1"),
+])
+def test_bad_files_fail_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str,
+                                    message: str) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text(content)
+    with pytest.raises(SystemExit) as exc:
+        main(["--per-program", str(bad)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mcu-exp tune: error:") and str(bad) in err and message in err
+    assert len(err.splitlines()) == 1
+
+
+def test_storage_defaults_to_the_outputs_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCU_EXP_OUTPUTS", str(tmp_path / "out"))
+    assert storage_url(None) is None
+    assert storage_url("") == f"sqlite:///{(tmp_path / 'out' / 'tune' / 'optuna.db').resolve()}"
+    assert storage_url("postgresql://db/optuna") == "postgresql://db/optuna"
+    assert storage_url(str(tmp_path / "s.db")) == f"sqlite:///{tmp_path / 's.db'}"
+
+
+def test_unknown_run_and_missing_store_fail_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--run-id", "abc", "--tracking-uri", f"sqlite:///{tmp_path / 'none.db'}"])
+    assert "no MLflow store at" in capsys.readouterr().err
+    assert not (tmp_path / "none.db").exists()

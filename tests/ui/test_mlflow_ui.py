@@ -1,0 +1,185 @@
+"""The MLflow UI and the HTML report, checked in a real browser (headless Chromium).
+
+An ``mlflow server`` on 127.0.0.1 (free port, SQLite backend in a temp folder) receives a
+small stand-in sweep through its HTTP tracking URI; Chromium then renders the run-comparison
+page and the ``mcu-exp report`` page built from the same server. Needs the ``chromium``
+binary (Debian: ``apt-get install -y chromium``); without it these tests fail, on purpose.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+# Without these, headless Chromium stops before MLflow's single-page app has rendered.
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--virtual-time-budget=15000")
+
+
+def chromium_binary() -> str:
+    """The Chromium executable, or a failed test saying how to install it."""
+    for name in BROWSERS:
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.fail("Chromium is not installed, and the UI tests need it: install it with "
+                "`apt-get install -y chromium` (Debian/Ubuntu); CI must install it when missing")
+
+
+def chromium(url: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run headless Chromium on ``url`` with a fresh profile folder."""
+    return subprocess.run([chromium_binary(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, url],
+                          capture_output=True, text=True, timeout=180)
+
+
+def check_screenshot(path: Path, size: tuple[int, int]) -> None:
+    """The PNG exists, has the window's size, and is a picture rather than one flat colour."""
+    assert path.is_file(), f"no screenshot at {path}"
+    assert path.stat().st_size > 20_000
+    from PIL import Image
+
+    with Image.open(path) as image:
+        assert image.size == size
+        pixels = np.asarray(image.convert("RGB")).reshape(-1, 3)
+    colours = np.unique(pixels[:: max(1, len(pixels) // 200_000)], axis=0)
+    assert len(colours) > 64, f"{path} holds {len(colours)} colours: the page did not render"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An MLflow tracking server with a SQLite backend and local artifacts, stopped afterwards."""
+    chromium_binary()  # fail first, before the slow part, when the browser is missing
+    root = tmp_path_factory.mktemp("mlflow_server")
+    url = f"http://127.0.0.1:{free_port()}"
+    log = (root / "server.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+         "--artifacts-destination", (root / "artifacts").as_uri(), "--host", "127.0.0.1",
+         "--port", url.rsplit(":", 1)[1], "--workers", "1"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=root)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"mlflow server did not come up:\n{(root / 'server.log').read_text()[-3000:]}")
+            time.sleep(1)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # uvicorn's graceful shutdown can wait on idle connections
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        log.close()
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A stand-in sweep logged to the server."""
+
+    url: str
+    outputs: Path
+    experiment_id: str
+    runs: dict[str, str]  # run id -> run name
+
+
+@pytest.fixture(scope="module")
+def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
+    """Two decision-only stand-in jobs logged through the HTTP tracking URI."""
+    from mlflow.tracking import MlflowClient
+
+    outputs = tmp_path_factory.mktemp("ui_sweep") / "outputs"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "tests"), "MCU_EXP_OUTPUTS": str(outputs),
+           "MLFLOW_TRACKING_URI": server}
+    res = subprocess.run([sys.executable, "-m", "mcu_exp", "-m", "proxy.impl=support.standin_proxy:run",
+                          "quiet=true", "evaluation.bootstrap_resamples=1000", "decision.epsilon=0.05,0.2"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"in {server}" in res.stdout  # the jobs logged to the server, not to a local file
+    assert not (outputs / "mlflow.db").exists()
+    client = MlflowClient(tracking_uri=server)
+    exp = client.get_experiment_by_name("mcu_exp")
+    runs = client.search_runs([exp.experiment_id])
+    assert len(runs) == 2 and {r.info.status for r in runs} == {"FINISHED"}
+    return Sweep(server, outputs, exp.experiment_id, {r.info.run_id: r.info.run_name for r in runs})
+
+
+def test_run_comparison_page_renders_the_sweep(sweep: Sweep, tmp_path: Path) -> None:
+    query = urllib.parse.urlencode(
+        {"runs": json.dumps(list(sweep.runs)), "experiments": json.dumps([sweep.experiment_id])}, safe='[]",')
+    url = f"{sweep.url}/#/compare-runs?{query}"
+    res = chromium(url, tmp_path / "profile-dom", "--dump-dom")
+    assert res.returncode == 0, res.stderr[-2000:]
+    dom = html.unescape(res.stdout)
+    assert "Comparing 2 Runs" in dom
+    for run_id, name in sweep.runs.items():
+        assert run_id in dom and name in dom, f"run {name} ({run_id}) is not on the page"
+    shown = set(re.findall(r'metric=%22([\w.]+)%22', dom))
+    assert {"accuracy", "auc_binary"} <= shown, f"metrics on the page: {sorted(shown)}"
+    assert "decision.epsilon" in dom  # the swept parameter
+
+    shot = tmp_path / "compare.png"
+    res = chromium(url, tmp_path / "profile-shot", "--window-size=1400,1000", f"--screenshot={shot}")
+    assert res.returncode == 0, res.stderr[-2000:]
+    check_screenshot(shot, (1400, 1000))
+
+
+def test_html_report_renders_every_figure(sweep: Sweep, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    env = {**os.environ, "MCU_EXP_OUTPUTS": str(sweep.outputs), "MLFLOW_TRACKING_URI": sweep.url}
+    res = subprocess.run([sys.executable, "-m", "mcu_exp", "report", "--sweep", "latest", "--out", str(out)],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    page = out / "report.html"
+
+    # A copy of the page that records, once loaded, how many images the browser decoded.
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text().replace(
+        "</body>", "<script>window.addEventListener('load', () => { document.body.dataset.decoded = "
+                   "[...document.images].filter(i => i.complete && i.naturalWidth > 0).length; });</script></body>"))
+    res = chromium(probe.as_uri(), tmp_path / "profile-dom", "--dump-dom")
+    assert res.returncode == 0, res.stderr[-2000:]
+    images = re.findall(r'<img [^>]*src="data:image/png;base64,', res.stdout)
+    assert len(images) == 4
+    assert 'data-decoded="4"' in res.stdout, "the browser could not decode every figure"
+    for name in sweep.runs.values():
+        assert name.split(" · ")[0] in res.stdout
+    assert "Alignment with human labels" in res.stdout
+
+    shot = tmp_path / "report.png"
+    res = chromium(page.as_uri(), tmp_path / "profile-shot", "--window-size=1200,2400", f"--screenshot={shot}")
+    assert res.returncode == 0, res.stderr[-2000:]
+    check_screenshot(shot, (1200, 2400))
