@@ -1,0 +1,129 @@
+"""On-disk cache of BERTScore-F1 values, content-addressed, in one SQLite file (WAL mode).
+
+A pair's key is the sha256 of canonical JSON ``{"a": text, "b": text, "spec": spec_hash}``,
+where the spec hash names the encoder's identity, layer, idf, rescaling, baseline and library
+versions. F1 is symmetric (P and R swap when the texts do), so the two texts are put in
+sorted order and (a, b) and (b, a) share one entry. The cache also remembers each text's
+token count and whether the encoder truncated it, so a job served from the cache still
+reports how many of its inputs were truncated. Lookups and inserts go in chunks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = "1"
+_CHUNK = 900  # bound parameters per query (old SQLite builds allow 999)
+
+
+def _json_text(text: str) -> str:
+    return json.dumps(text, ensure_ascii=True)
+
+
+def pair_key(spec_hash: str, a: str, b: str, symmetric: bool = True) -> bytes:
+    """Cache key of the F1 of texts `a` and `b` under the scorer `spec_hash`."""
+    if symmetric and b < a:
+        a, b = b, a
+    payload = f'{{"a":{_json_text(a)},"b":{_json_text(b)},"spec":{_json_text(spec_hash)}}}'
+    return hashlib.sha256(payload.encode("ascii")).digest()
+
+
+def text_key(spec_hash: str, text: str) -> bytes:
+    """Cache key of one text's token count under the scorer `spec_hash`."""
+    payload = f'{{"spec":{_json_text(spec_hash)},"text":{_json_text(text)}}}'
+    return hashlib.sha256(payload.encode("ascii")).digest()
+
+
+class ScoreCache:
+    """Pair scores and text lengths in a SQLite file; `":memory:"` keeps them in RAM only."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=60.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(
+                """
+                CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS specs (hash TEXT PRIMARY KEY, spec TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS pair_scores (
+                    key BLOB PRIMARY KEY, f1 REAL NOT NULL) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS text_lengths (
+                    key BLOB PRIMARY KEY, n_tokens INTEGER NOT NULL, truncated INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                """
+            )
+            with self._db:
+                self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
+                                 (SCHEMA_VERSION,))
+            found = self._db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()[0]
+        except sqlite3.DatabaseError as err:
+            raise ValueError(f"{self.path}: not a usable score cache ({err})") from None
+        if found != SCHEMA_VERSION:
+            raise ValueError(
+                f"{self.path}: score cache schema {found}, expected {SCHEMA_VERSION}; "
+                "move the file away to start a new cache"
+            )
+
+    @classmethod
+    def in_dir(cls, cache_dir: str | Path) -> ScoreCache:
+        """The score cache file inside a job's cache folder."""
+        return cls(Path(cache_dir) / "bertscore.sqlite")
+
+    def get_scores(self, keys: Sequence[bytes]) -> dict[bytes, float]:
+        """The cached F1 of each key that has one."""
+        return dict(self._select("SELECT key, f1 FROM pair_scores", keys))
+
+    def put_scores(self, items: Iterable[tuple[bytes, float]]) -> None:
+        """Store F1 values (a key already present keeps its value)."""
+        self._insert("INSERT OR IGNORE INTO pair_scores VALUES (?, ?)", list(items))
+
+    def get_lengths(self, keys: Sequence[bytes]) -> dict[bytes, tuple[int, bool]]:
+        """Token count and truncation flag of each text key that has them."""
+        rows = self._select("SELECT key, n_tokens, truncated FROM text_lengths", keys)
+        return {k: (int(n), bool(t)) for k, n, t in rows}
+
+    def put_lengths(self, items: Iterable[tuple[bytes, int, bool]]) -> None:
+        self._insert("INSERT OR IGNORE INTO text_lengths VALUES (?, ?, ?)",
+                     [(k, int(n), int(t)) for k, n, t in items])
+
+    def put_spec(self, spec_hash: str, spec: dict[str, Any]) -> None:
+        """Record what a spec hash stands for (for people reading the cache)."""
+        self._insert("INSERT OR IGNORE INTO specs VALUES (?, ?)",
+                     [(spec_hash, json.dumps(spec, sort_keys=True))])
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM pair_scores").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> ScoreCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _select(self, query: str, keys: Sequence[bytes]) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = []
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), _CHUNK):
+            chunk = unique[start:start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows.extend(self._db.execute(f"{query} WHERE key IN ({marks})", chunk).fetchall())
+        return rows
+
+    def _insert(self, statement: str, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        with self._db:
+            for start in range(0, len(rows), 10_000):
+                self._db.executemany(statement, rows[start:start + 10_000])
