@@ -107,6 +107,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scorer", default=str(REPO / "conf/scorer/minilm.yaml"))
     parser.add_argument("--repeat", type=int, default=2, help="timings keep the best of N runs")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (1 gives steadier figures on a shared machine)")
     args = parser.parse_args()
 
     groups, generated = summaries(args.programs, args.k, args.seed, Path(args.cache_dir))
@@ -121,6 +123,8 @@ def main() -> int:
     from mcu_exp.config import ScorerConfig
     from mcu_exp.scoring import BertScorer, pair_key
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     cfg = load_config(ScorerConfig, Path(args.scorer))
     subsets = split(groups, args.k_cal, args.seed)
     distinct = list(dict.fromkeys(t for g in subsets for t in g))
@@ -140,8 +144,9 @@ def main() -> int:
         tok.build_inputs_with_special_tokens = lambda ids: [tok.cls_token_id, *ids,
                                                             tok.sep_token_id]
         print("empty summaries present: gave bert-score's tokenizer the method it needs for them")
-    for _ in range(max(1, args.repeat)):
-        score_dir = Path(tempfile.mkdtemp(prefix="bench_score_"))
+    scratch = tempfile.TemporaryDirectory(prefix="bench_score_")
+    for run in range(max(1, args.repeat)):
+        score_dir = Path(scratch.name) / f"run{run}"
         cold = BertScorer(cfg, cache=score_dir)
         with timed(times, "ours: cold ssc_many"):
             ssc_cold = cold.ssc_many(subsets)
@@ -170,10 +175,12 @@ def main() -> int:
                                       batch_size=1)
         alone_diff = float(np.abs(ours[over] - alone.numpy()).max())
     rss_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20)
+    spec = cold.spec()
+    warm.close()
+    scratch.cleanup()
 
     for name, (wall, cpu) in times.items():
         print(f"{name:38s} wall {wall:8.3f} s   cpu {cpu:8.3f} s")
-    spec = cold.spec()
     print(f"n_truncated {spec['n_truncated']} of {spec['n_inputs']} inputs; "
           f"warm loaded encoder: {warm_loaded}; SSC cold == warm: {ssc_cold == ssc_warm}")
     print(f"max |ours - BERTScorer| {diff.max():.2e} over {len(pairs)} pairs; {over.size} pairs "

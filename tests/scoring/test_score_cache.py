@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import LONG, REPO, SUMMARIES, scorer_config
+from scorer_data import LONG, REPO, SUMMARIES, scorer_config
 
 from mcu_exp.scoring import BertScorer, ScoreCache, pair_key, text_key
 
@@ -41,7 +41,7 @@ def test_spec_hash_names_everything_that_changes_scores(minilm_cfg: Any) -> None
 
 _WARM_JOB = """
 import json, sys
-from conftest import scorer_config
+from scorer_data import scorer_config
 from mcu_exp.scoring import BertScorer
 s = BertScorer(scorer_config(), cache=sys.argv[1])
 values = s.ssc_many(json.loads(sys.argv[2]))

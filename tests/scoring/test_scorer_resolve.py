@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import LONG, SUMMARIES, scorer_config
+from scorer_data import LONG, SUMMARIES, scorer_config
 
 from mcu_exp.scoring import BertScorer, ScorerUnavailableError
 from mcu_exp.scoring.resolve import max_length
@@ -33,6 +32,16 @@ def test_hub_model_not_in_cache_says_how_to_get_it() -> None:
     with pytest.raises(ScorerUnavailableError) as err:
         BertScorer(cfg)
     assert "huggingface-cli download mcu-exp-tests/absent-encoder" in _one_line(err)
+
+
+def test_paper_encoder_absent_says_how_to_get_it() -> None:
+    from huggingface_hub import try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache("microsoft/deberta-base", "config.json"), str):
+        pytest.skip("microsoft/deberta-base is in the local cache here")
+    with pytest.raises(ScorerUnavailableError) as err:
+        BertScorer(scorer_config("deberta_base"))
+    assert "huggingface-cli download microsoft/deberta-base" in _one_line(err)
 
 
 def test_package_not_installed() -> None:

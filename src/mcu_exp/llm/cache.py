@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from mcu_exp.llm.contract import GenerationRequest, Sample
+from mcu_exp.sqlite_store import open_shared
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS samples (
@@ -32,7 +32,6 @@ CREATE TABLE IF NOT EXISTS samples (
 )
 """
 _CHUNK = 500
-_BUSY_TIMEOUT_S = 120.0
 
 
 def key_parts(identity: Mapping[str, Any], request: GenerationRequest, index: int) -> dict[str, Any]:
@@ -60,14 +59,7 @@ class GenerationCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
-        self._conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
-        mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise RuntimeError(f"generation cache {self.path}: cannot switch SQLite to WAL mode (got {mode!r})")
-        self._conn.execute("PRAGMA synchronous = NORMAL")
-        self._conn.execute(_SCHEMA)
+        self._conn = open_shared(self.path, _SCHEMA, autocommit=True)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Sample]:
         """The cached samples among ``keys`` (absent keys are left out)."""

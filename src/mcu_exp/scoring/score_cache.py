@@ -17,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from mcu_exp.sqlite_store import open_shared
+
 SCHEMA_VERSION = "1"
 _CHUNK = 900  # bound parameters per query (old SQLite builds allow 999)
 
@@ -39,28 +41,23 @@ def text_key(spec_hash: str, text: str) -> bytes:
     return hashlib.sha256(payload.encode("ascii")).digest()
 
 
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS specs (hash TEXT PRIMARY KEY, spec TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pair_scores (key BLOB PRIMARY KEY, f1 REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS text_lengths (
+    key BLOB PRIMARY KEY, n_tokens INTEGER NOT NULL, truncated INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+
 class ScoreCache:
     """Pair scores and text lengths in a SQLite file; `":memory:"` keeps them in RAM only."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._db = sqlite3.connect(self.path, timeout=60.0)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(
-                """
-                CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-                CREATE TABLE IF NOT EXISTS specs (hash TEXT PRIMARY KEY, spec TEXT NOT NULL);
-                CREATE TABLE IF NOT EXISTS pair_scores (
-                    key BLOB PRIMARY KEY, f1 REAL NOT NULL) WITHOUT ROWID;
-                CREATE TABLE IF NOT EXISTS text_lengths (
-                    key BLOB PRIMARY KEY, n_tokens INTEGER NOT NULL, truncated INTEGER NOT NULL
-                ) WITHOUT ROWID;
-                """
-            )
+            self._db = open_shared(self.path, _SCHEMA)
             with self._db:
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
                                  (SCHEMA_VERSION,))
