@@ -105,37 +105,29 @@ def theta_sensitivity(cfg: DictConfig, outcome: ProxyOutcome, groups: dict[str, 
     return pd.concat(frames, ignore_index=True)
 
 
-def theta_series(theta: pd.DataFrame) -> dict[str, list[float]]:
-    """Metric series ``sens.theta.<metric>[.<group>]`` (step = index into the θ grid)."""
+def grid_series(frame: pd.DataFrame, name: str, x: str, per_group: tuple[str, ...],
+                overall: tuple[str, ...] = ()) -> dict[str, list[float]]:
+    """Metric series ``sens.<name>.<column>[.<group>]`` from a sweep frame (step = grid index):
+    the grid itself as ``sens.<name>.value``, ``overall`` columns for all readers only, and
+    ``per_group`` columns for all readers and each subgroup."""
     series: dict[str, list[float]] = {}
-    for group, frame in theta.groupby("group", sort=False):
+    for group, rows in frame.groupby("group", sort=False):
         suffix = "" if group == "all" else f".{group}"
         if group == "all":
-            series["sens.theta.value"] = frame["theta"].tolist()
-        for col in SERIES_COLUMNS:
-            series[f"sens.theta.{col}{suffix}"] = frame[col].tolist()
+            series[f"sens.{name}.value"] = rows[x].tolist()
+            for col in overall:
+                series[f"sens.{name}.{col}"] = rows[col].tolist()
+        for col in per_group:
+            series[f"sens.{name}.{col}{suffix}"] = rows[col].tolist()
     return series
 
 
 def sensitivity_series(thr: pd.DataFrame, eps: pd.DataFrame) -> dict[str, list[float]]:
     """Metric series for MLflow: ``sens.threshold.<metric>[.<group>]`` and ``sens.epsilon.…``."""
-    series: dict[str, list[float]] = {}
-    for group, frame in thr.groupby("group", sort=False):
-        suffix = "" if group == "all" else f".{group}"
-        if group == "all":
-            series["sens.threshold.value"] = frame["threshold"].tolist()
-        for col in SERIES_COLUMNS:
-            series[f"sens.threshold.{col}{suffix}"] = frame[col].tolist()
-    for group, frame in eps.groupby("group", sort=False):
-        suffix = "" if group == "all" else f".{group}"
-        if group == "all":
-            series["sens.epsilon.value"] = frame["epsilon"].tolist()
-            series["sens.epsilon.nominal"] = frame["nominal"].tolist()
-            series["sens.epsilon.coverage"] = frame["coverage"].tolist()
-            series["sens.epsilon.tau"] = frame["tau"].tolist()
-        for col in ("f1", "auc_binary"):
-            series[f"sens.epsilon.{col}{suffix}"] = frame[col].tolist()
-    return series
+    return {
+        **grid_series(thr, "threshold", "threshold", SERIES_COLUMNS),
+        **grid_series(eps, "epsilon", "epsilon", ("f1", "auc_binary"), overall=("nominal", "coverage", "tau")),
+    }
 
 
 def write_outputs(
@@ -176,5 +168,5 @@ def write_outputs(
         if cfg.evaluation.plots:
             plot_threshold_curves(theta, folder / "sensitivity_theta.png", tau=float(cfg.decision.theta),
                                   x="theta", xlabel="θ on SSC_meta(test) (High iff SSC_meta ≥ θ)")
-        artifacts.series.update(theta_series(theta))
+        artifacts.series.update(grid_series(theta, "theta", "theta", SERIES_COLUMNS))
     return artifacts

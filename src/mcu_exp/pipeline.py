@@ -114,7 +114,8 @@ def run_job(cfg: DictConfig) -> float:
 
     with mlflow_run(cfg, run_name(cfg), run_tags(cfg)) as tracker:
         tracker.log_params(flatten_config(cfg))
-        OmegaConf.save(cfg, run_dir / "config.resolved.yaml", resolve=True)
+        (run_dir / "results").mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(cfg, run_dir / "results" / "config.yaml", resolve=True)
         ctx = JobContext(
             cfg=cfg, dataset=dataset, program_ids=program_ids, run_dir=run_dir,
             cache_dir=Path(cfg.cache.dir), progress=progress,

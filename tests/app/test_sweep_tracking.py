@@ -74,7 +74,7 @@ def test_single_run_prints_table_and_logs_artifacts(outputs: Path) -> None:
     (run,) = runs_in(outputs)
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     names = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert {"per_program.csv", "sensitivity_threshold.csv", "sensitivity_epsilon.csv",
+    assert {"config.yaml", "per_program.csv", "sensitivity_threshold.csv", "sensitivity_epsilon.csv",
             "sensitivity_threshold.png", "coverage_epsilon.png"} <= names
     alignment = pd.read_csv(Path(run.data.tags["mcu.output_dir"]) / "results" / "alignment.csv")
     assert {"metric", "value", "ci_low", "ci_high", "group"} <= set(alignment.columns)

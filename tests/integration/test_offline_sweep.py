@@ -1,0 +1,85 @@
+"""The README's promise, end to end on the embedded stack: an offline sweep over P1, P2, P3
+and three ε values, decision-only jobs that load no model, and a report that renders."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from support.browser import check_screenshot, chromium
+
+pytestmark = [pytest.mark.slow, pytest.mark.llm]
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = ["debug=quick", "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "model.max_new_tokens=12",
+        "experts.m=3", "experts.top_n=1", "proxy.r=2", "quiet=true", "evaluation.plots=false"]
+
+
+def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    res = subprocess.run([sys.executable, "-m", "mcu_exp", *args], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=1500)
+    assert res.returncode == 0, res.stderr[-4000:]
+    return res
+
+
+def test_offline_sweep_reuses_caches_and_reports(tmp_path: Path) -> None:
+    outputs = tmp_path / "outputs"
+    env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    run("-m", "proxy=p1,p2,p3", "decision.epsilon=0.05,0.1,0.2", *TINY, env=env)
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("mcu_exp")
+    runs = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("mcu.kind") != "report"]
+    assert len(runs) == 9 and {r.info.status for r in runs} == {"FINISHED"}
+    by_proxy: dict[str, list] = {}
+    for r in runs:
+        by_proxy.setdefault(r.data.tags["mcu.proxy"], []).append(r)
+    assert sorted(by_proxy) == ["p1", "p2", "p3"]
+    # P1 at the first ε generates the target summaries; every later P1 job and P2/P3's use of
+    # those summaries comes from the cache. Decision-only jobs load neither model nor encoder.
+    p1 = sorted(by_proxy["p1"], key=lambda r: float(r.data.params["decision.epsilon"]))
+    assert p1[0].data.metrics["model_loaded"] == 1.0
+    for r in p1[1:]:
+        assert r.data.metrics["model_loaded"] == 0.0 and r.data.metrics["scorer_loaded"] == 0.0
+        assert r.data.metrics["generation_cache_misses"] == 0.0
+    taus = [r.data.metrics["tau"] for r in p1]
+    assert taus == sorted(taus, reverse=True)
+
+    # A second sweep over ε alone is served entirely from the caches.
+    run("-m", "decision.epsilon=0.3,0.4", *TINY, env=env)
+    newest = [r for r in client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"],
+                                            max_results=2)]
+    assert {float(r.data.params["decision.epsilon"]) for r in newest} == {0.3, 0.4}
+    assert all(r.data.metrics["model_loaded"] == 0.0 and r.data.metrics["scorer_loaded"] == 0.0
+               for r in newest)
+
+    # The report over the first sweep: tables and every figure, rendered in Chromium.
+    sweep = p1[0].data.tags["mcu.sweep"]
+    out = tmp_path / "report"
+    run("report", "--sweep", sweep, "--out", str(out), env=env)
+    summary = (out / "summary.csv").read_text()
+    assert summary.count("\n") >= 1 + 9
+    page = out / "report.html"
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text().replace(
+        "</body>", "<script>window.addEventListener('load', () => { document.body.dataset.decoded = "
+                   "[...document.images].filter(i => i.complete && i.naturalWidth > 0).length; });"
+                   "</script></body>"))
+    res = chromium(probe.as_uri(), tmp_path / "profile-dom", "--dump-dom")
+    assert res.returncode == 0, res.stderr[-2000:]
+    images = re.findall(r'<img [^>]*src="data:image/png;base64,', res.stdout)
+    assert len(images) >= 4
+    assert f'data-decoded="{len(images)}"' in res.stdout, "the browser could not decode every figure"
+    for proxy in ("p1", "p2", "p3"):
+        assert proxy in res.stdout
+    shot = tmp_path / "report.png"
+    res = chromium(page.as_uri(), tmp_path / "profile-shot", "--window-size=1200,2400", f"--screenshot={shot}")
+    assert res.returncode == 0, res.stderr[-2000:]
+    check_screenshot(shot, (1200, 2400))
