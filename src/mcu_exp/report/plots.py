@@ -15,15 +15,15 @@ def plot_threshold_curves(frame: pd.DataFrame, path: Path, tau: float | None = N
                           xlabel: str = "threshold on α_test (High iff α_test ≤ threshold)") -> Path:
     """F1, precision, recall and binary AUC against the threshold (all readers), and F1 and
     AUC per human subgroup. ``x`` names the threshold column (``theta`` for P2's θ)."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.5))
     overall = frame[frame["group"] == "all"]
     for col, style in (("f1", "-"), ("precision", "--"), ("recall", ":"), ("auc_binary", "-.")):
         left.plot(overall[x], overall[col], style, label=col)
     right_lines = 0
-    for group, sub in frame[frame["group"] != "all"].groupby("group", sort=False):
-        n = int(sub["n"].iloc[0])
-        right.plot(sub[x], sub["f1"], "-", label=f"F1 {group} (n={n})")
-        right.plot(sub[x], sub["auc_binary"], "--", label=f"AUC {group}")
+    for i, (group, sub) in enumerate(frame[frame["group"] != "all"].groupby("group", sort=False)):
+        n, colour = int(sub["n"].iloc[0]), f"C{i}"
+        right.plot(sub[x], sub["f1"], "-", color=colour, label=f"F1 {group} (n={n})")
+        right.plot(sub[x], sub["auc_binary"], "--", color=colour, label=f"AUC {group}")
         right_lines += 1
     for ax, title in ((left, "All readers"), (right, "Per reader subgroup")):
         if tau is not None:
@@ -33,9 +33,9 @@ def plot_threshold_curves(frame: pd.DataFrame, path: Path, tau: float | None = N
         ax.set_title(title)
         ax.grid(alpha=0.3)
         if ax is left or right_lines:
-            ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, frameon=False)
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.26, top=0.94, wspace=0.15)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 
@@ -51,8 +51,8 @@ def plot_coverage(frame: pd.DataFrame, path: Path) -> Path:
     ax.set_xlim(0.45, 1.0)
     ax.set_ylim(0.0, 1.02)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.subplots_adjust(left=0.14, right=0.97, bottom=0.12, top=0.96)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
