@@ -166,7 +166,8 @@ def _fetch(url: str, dest: Path, timeout: float) -> None:
         raise DatasetError(f"downloading {url} failed: HTTP {err.code} {err.reason}") from err
     except (urllib.error.URLError, OSError) as err:
         reason = getattr(err, "reason", err)
-        raise DatasetError(f"downloading {url} failed: {reason}") from err
+        raise DatasetError(f"downloading {url} failed: {reason} (offline? point MCU_EXP_DATA or "
+                           "dataset.root at a local copy of the data)") from err
 
 
 def download(dest: Path | None = None, url: str | None = None, timeout: float = 60.0) -> Path:
