@@ -9,6 +9,7 @@ creating a client, so a warm rerun touches no SDK).
 from __future__ import annotations
 
 import importlib
+from collections import OrderedDict
 from types import ModuleType
 from typing import Any
 
@@ -40,13 +41,35 @@ def _provider_module(name: str) -> ModuleType:
         ) from None
 
 
+_LOCAL_KEPT = 2  # loaded local models kept per process (most recently used)
+_local_backends: OrderedDict[str, Backend] = OrderedDict()
+
+
+def _local_backend(cfg: Any) -> Backend:
+    """One loaded local model per process and configuration: every generator of a job (target,
+    experts under other seeds, the P0 reference) and later jobs of a sequential sweep reuse it
+    instead of loading the weights again."""
+    from mcu_exp.llm.cache import canonical_json
+    from mcu_exp.llm.local import LocalBackend, local_identity
+
+    key = canonical_json({
+        "identity": local_identity(cfg),
+        "device": str(getattr(cfg, "device", "auto")),
+        "max_batch_size": getattr(cfg, "max_batch_size", None),
+        "num_threads": getattr(cfg, "num_threads", None),
+    })
+    backend = _local_backends.pop(key, None) or LocalBackend(cfg)
+    _local_backends[key] = backend
+    while len(_local_backends) > _LOCAL_KEPT:
+        _local_backends.popitem(last=False)
+    return backend
+
+
 def build_backend(cfg: Any) -> Backend:
     """The backend serving ``cfg`` (a ModelConfig or a DictConfig with its fields)."""
     name = _backend_name(cfg)
     if name == "local":
-        from mcu_exp.llm.local import LocalBackend
-
-        return LocalBackend(cfg)
+        return _local_backend(cfg)
     module = _provider_module(name)
     create = getattr(module, "create_backend", None)
     if create is None:
