@@ -5,24 +5,20 @@ negatives from the negatives as the data hold. Stratification therefore fixes th
 prevalence (and n) in every resample: the intervals describe the uncertainty of the metrics
 at the observed class balance, and no resample lacks a class when the data have both.
 
-All resamples are scored at once from an index matrix (resamples × n) with NumPy; the score
-AUC uses the rank-sum (Mann–Whitney) form with mid-ranks for ties, which equals
-scikit-learn's ``roc_auc_score``. Conventions match :mod:`mcu_exp.evaluation.metrics`
-(``zero_division=0``; AUC 0.5 when a resample has one class).
+All resamples are scored at once from an index matrix (resamples × n) with each registered
+rate and AUC's vectorised implementation (:mod:`mcu_exp.evaluation.registry`): the label
+metrics from per-row confusion counts, the score AUC in the rank-sum (Mann–Whitney) form
+with mid-ranks for ties, which equals scikit-learn's ``roc_auc_score``. Conventions match
+:mod:`mcu_exp.evaluation.metrics` (``zero_division=0``; AUC 0.5 when a resample has one
+class).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from mcu_exp.evaluation.metrics import (
-    UNDEFINED_AUC,
-    ArrayLike,
-    as_score,
-    batch_metrics,
-    check_pair,
-    safe_ratio,
-)
+from mcu_exp.evaluation.metrics import ArrayLike, as_score, check_pair
+from mcu_exp.evaluation.registry import INTERVAL_KINDS, Counts, Ranking, compute
 
 MIN_RESAMPLES = 1000
 _CELLS_PER_CHUNK = 2_000_000  # resamples × n cells scored at once, bounds memory
@@ -39,38 +35,19 @@ def stratified_indices(y_true: ArrayLike, resamples: int, rng: np.random.Generat
     return np.concatenate(parts, axis=1)
 
 
-def _score_auc(score: np.ndarray, indices: np.ndarray, truth_rows: np.ndarray) -> np.ndarray:
-    """ROC AUC of ``score`` per resample row: (rank sum of positives − n₊(n₊+1)/2) / (n₊n₋)."""
-    uniques, codes = np.unique(score, return_inverse=True)
-    m = uniques.size
-    rows = indices.shape[0]
-    flat = (codes[indices] + m * np.arange(rows)[:, None]).ravel()
-    total = np.bincount(flat, minlength=rows * m).reshape(rows, m)
-    positives = np.bincount(flat, weights=truth_rows.ravel(),
-                            minlength=rows * m).reshape(rows, m)
-    n_pos = truth_rows.sum(axis=1)
-    n_neg = indices.shape[1] - n_pos
-    midrank = np.cumsum(total, axis=1) - total + (total + 1) / 2.0
-    u_stat = (positives * midrank).sum(axis=1) - n_pos * (n_pos + 1) / 2.0
-    return safe_ratio(u_stat, n_pos * n_neg, UNDEFINED_AUC)
-
-
 def resample_metrics(
     y_true: ArrayLike, y_pred: ArrayLike, indices: np.ndarray, score: ArrayLike | None = None
 ) -> dict[str, np.ndarray]:
-    """Accuracy, precision, recall, F1, ``auc_binary`` (and ``auc_score`` when ``score`` is
-    given) of every resample row of ``indices``, vectorised; any index matrix works."""
+    """Every registered rate and AUC (score metrics such as ``auc_score`` only when
+    ``score`` is given) of every resample row of ``indices``, vectorised; any index matrix
+    works."""
     truth, pred = check_pair(y_true, y_pred)
     idx = np.asarray(indices)
     if idx.ndim != 2:
         raise ValueError(f"indices must be a (resamples, n) matrix, got shape {idx.shape}")
     t = truth[idx]
-    out = batch_metrics(t, pred[idx])
-    del out["positive_rate"]
-    if score is not None:
-        values = as_score(score, "score", truth.size)
-        out["auc_score"] = _score_auc(values, idx, t)
-    return out
+    ranking = None if score is None else Ranking(as_score(score, "score", truth.size), idx, t)
+    return compute(Counts.from_labels(t, pred[idx]), ranking, kinds=INTERVAL_KINDS)
 
 
 def bootstrap_distribution(

@@ -1,7 +1,9 @@
 """Alignment between binary proxy labels and human labels, positive class = understandable.
 
-Point metrics come from scikit-learn with ``zero_division=0``: a precision with no predicted
-positives, or a recall with no actual positives, is 0 rather than undefined. AUC comes two
+Every metric comes from :mod:`mcu_exp.evaluation.registry`: one vectorised implementation
+from the confusion counts (or the score), with the conventions of
+:mod:`mcu_exp.evaluation.definitions`: ``zero_division=0`` (a precision with no predicted
+positives, or a recall with no actual positives, is 0 rather than undefined). AUC comes two
 ways: ``auc_binary`` is the ROC AUC of the 0/1 predictions (what the paper reports; for
 binary predictions it equals balanced accuracy), ``auc_score`` the ROC AUC of a continuous
 score where higher means more understandable (e.g. ``-alpha_test``). When ``y_true`` has a
@@ -16,22 +18,17 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
-from sklearn.metrics import (
-    accuracy_score,
-    confusion_matrix,
-    f1_score,
-    precision_score,
-    recall_score,
-    roc_auc_score,
+
+from mcu_exp.evaluation.registry import (
+    INTERVAL_KINDS,
+    UNDEFINED_AUC,
+    Counts,
+    Ranking,
+    compute,
+    metric,
 )
 
 ArrayLike = Sequence[float] | Sequence[int] | np.ndarray
-
-RATE_METRICS = ("accuracy", "precision", "recall", "f1")
-AUC_METRICS = ("auc_binary", "auc_score")
-COUNT_METRICS = ("tn", "fp", "fn", "tp")
-UNDEFINED_AUC = 0.5
-
 
 class DegenerateMetricWarning(UserWarning):
     """A metric is undefined on these inputs and was given its conventional value."""
@@ -105,65 +102,39 @@ def degeneracy_messages(truth: np.ndarray, pred: np.ndarray) -> list[tuple[type[
 def alignment_metrics(
     y_true: ArrayLike, y_pred: ArrayLike, score: ArrayLike | None = None
 ) -> dict[str, float]:
-    """Accuracy, precision, recall, F1, AUCs and the confusion matrix of ``y_pred`` vs ``y_true``.
+    """Every registered metric of ``y_pred`` vs ``y_true`` (rates, AUCs, the confusion
+    counts), then ``n`` and ``prevalence``.
 
-    ``auc_score`` is present only when ``score`` is given (higher = more understandable).
-    Degenerate inputs get the conventional values of the module docstring and a warning.
+    Score metrics such as ``auc_score`` are present only when ``score`` is given (higher =
+    more understandable). Degenerate inputs get the conventional values of the module
+    docstring and a warning.
     """
     truth, pred = check_pair(y_true, y_pred)
     n = truth.size
     values = None if score is None else as_score(score, "score", n)
     for category, message in degeneracy_messages(truth, pred):
         warnings.warn(message, category, stacklevel=2)
-    single_class = truth.min() == truth.max()
-    tn, fp, fn, tp = confusion_matrix(truth, pred, labels=[0, 1]).ravel()
-    result = {
-        "accuracy": float(accuracy_score(truth, pred)),
-        "precision": float(precision_score(truth, pred, zero_division=0)),
-        "recall": float(recall_score(truth, pred, zero_division=0)),
-        "f1": float(f1_score(truth, pred, zero_division=0)),
-        "auc_binary": UNDEFINED_AUC if single_class else float(roc_auc_score(truth, pred)),
-    }
-    if values is not None:
-        result["auc_score"] = (UNDEFINED_AUC if single_class
-                               else float(roc_auc_score(truth, values)))
-    result.update({"tn": float(tn), "fp": float(fp), "fn": float(fn), "tp": float(tp),
-                   "n": float(n), "prevalence": float(truth.mean())})
+    ranking = None if values is None else Ranking.single(values, truth)
+    result = {name: float(value[0])
+              for name, value in compute(Counts.from_labels(truth[None], pred[None]), ranking).items()}
+    result.update({"n": float(n), "prevalence": float(truth.mean())})
     return result
 
 
-def safe_ratio(num: np.ndarray, den: np.ndarray, default: float) -> np.ndarray:
-    """num / den elementwise, ``default`` where den is 0 (scikit-learn's zero_division)."""
-    out = np.full(np.shape(num), default, dtype=float)
-    np.divide(num, den, out=out, where=den > 0)
-    return out
+def label_metric(name: str, y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    """Registered label metric ``name`` of one labelling, unchecked and without warnings
+    (for hot loops such as a tuning objective; inputs are 0/1 arrays of equal length)."""
+    return float(metric(name).compute(Counts.from_labels(y_true, y_pred)))  # type: ignore[arg-type]
 
 
 def batch_metrics(truth_rows: np.ndarray, pred_rows: np.ndarray) -> dict[str, np.ndarray]:
-    """Accuracy, precision, recall, F1, ``auc_binary`` and positive rate of each row of two
-    (rows, n) 0/1 matrices at once, with the conventions of :func:`alignment_metrics`.
-
-    For 0/1 predictions the ROC curve has one inner point, so AUC = (1 + TPR − FPR) / 2.
-    """
-    t = np.asarray(truth_rows, dtype=np.int64)
-    p = np.asarray(pred_rows, dtype=np.int64)
-    n = t.shape[-1]
-    tp = (t & p).sum(axis=-1)
-    predicted = p.sum(axis=-1)
-    fp = predicted - tp
-    n_pos = t.sum(axis=-1)
-    n_neg = n - n_pos
-    tpr = safe_ratio(tp, n_pos, 0.0)
-    fpr = safe_ratio(fp, n_neg, 0.0)
-    return {
-        "accuracy": (tp + n_neg - fp) / n,
-        "precision": safe_ratio(tp, predicted, 0.0),
-        "recall": tpr,
-        "f1": safe_ratio(2 * tp, n_pos + predicted, 0.0),
-        "auc_binary": np.where((n_pos > 0) & (n_neg > 0), 0.5 * (1.0 + tpr - fpr),
-                               UNDEFINED_AUC),
-        "positive_rate": predicted / n,
-    }
+    """Every registered label rate and AUC (not the counts, not score metrics) and the
+    positive rate of each row of two (rows, n) 0/1 matrices at once, with the conventions
+    of :func:`alignment_metrics`."""
+    counts = Counts.from_labels(truth_rows, pred_rows)
+    out = compute(counts, kinds=INTERVAL_KINDS)
+    out["positive_rate"] = counts.predicted / np.shape(pred_rows)[-1]
+    return out
 
 
 @contextmanager

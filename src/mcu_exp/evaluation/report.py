@@ -18,17 +18,19 @@ from rich.table import Table
 
 from mcu_exp.evaluation.baselines import always_positive, random_expected
 from mcu_exp.evaluation.bootstrap import bootstrap_ci
-from mcu_exp.evaluation.metrics import (
-    AUC_METRICS,
-    COUNT_METRICS,
-    RATE_METRICS,
-    ArrayLike,
-    alignment_metrics,
-    unique_warnings,
-)
+from mcu_exp.evaluation.metrics import ArrayLike, alignment_metrics, unique_warnings
+from mcu_exp.evaluation.registry import DEFAULT_FORMAT, INTERVAL_KINDS, metric, metric_names
 
 ALWAYS = "always_positive"
 RANDOM = "random_expected"
+BASELINE_SHORT = {ALWAYS: "always", RANDOM: "random"}  # in the MLflow keys
+CI_LOW, CI_HIGH = "_ci_low", "_ci_high"  # suffixes of a metric's interval bounds in MLflow
+
+
+def baseline_key(baseline: str, name: str) -> str:
+    """MLflow key of metric ``name`` of ``baseline`` (ALWAYS or RANDOM):
+    ``baseline_always_<m>`` or ``baseline_random_<m>``."""
+    return f"baseline_{BASELINE_SHORT[baseline]}_{name}"
 
 
 @dataclass(frozen=True)
@@ -51,9 +53,9 @@ class AlignmentReport:
 
     @property
     def metric_names(self) -> list[str]:
-        """The reported metrics in table order (``auc_score`` only when a score was given)."""
-        names = [*RATE_METRICS, *AUC_METRICS, *COUNT_METRICS]
-        return [name for name in names if name in self.metrics]
+        """The registered metrics in table order (score metrics such as ``auc_score`` only
+        when a score was given)."""
+        return [name for name in metric_names() if name in self.metrics]
 
     def rows(self) -> list[dict[str, object]]:
         """One dict per metric: metric, value, ci_low, ci_high, always_positive,
@@ -98,15 +100,15 @@ def evaluate(
 
 
 def format_value(name: str, value: float | None, expected: bool = False) -> str:
-    """A metric for display: rates as percentages (1 decimal), AUCs with 3 decimals, counts
-    as integers (expected counts with 1 decimal); "—" when missing."""
+    """A metric for display in its registered format: rates as percentages (1 decimal),
+    AUCs with 3 decimals, counts as integers (expected counts with 1 decimal); other
+    numbers with 3 decimals; "—" when missing."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
-    if name in RATE_METRICS:
-        return f"{100.0 * value:.1f}%"
-    if name in COUNT_METRICS:
-        return f"{value:.1f}" if expected else f"{value:.0f}"
-    return f"{value:.3f}"
+    try:
+        return metric(name).format(value, expected)
+    except KeyError:
+        return format(value, DEFAULT_FORMAT)
 
 
 def format_interval(name: str, interval: tuple[float, float] | None) -> str:
@@ -146,14 +148,14 @@ def render_table(report: AlignmentReport, title: str = "Alignment with human lab
 def metrics_for_mlflow(report: AlignmentReport, prefix: str = "") -> dict[str, float]:
     """Flat name → value for ``mlflow.log_metrics``: each metric (with n and prevalence),
     ``<m>_ci_low``/``<m>_ci_high``, ``baseline_always_<m>`` and ``baseline_random_<m>`` for
-    the rates and AUCs; non-finite values are left out."""
-    flat: dict[str, float] = dict(report.metrics)
+    the registered rates and AUCs; non-finite or missing values are left out."""
+    flat: dict[str, float | None] = dict(report.metrics)
     for name, (low, high) in report.ci.items():
-        flat[f"{name}_ci_low"] = low
-        flat[f"{name}_ci_high"] = high
-    for short, key in (("always", ALWAYS), ("random", RANDOM)):
-        for name in (*RATE_METRICS, *AUC_METRICS):
+        flat[f"{name}{CI_LOW}"] = low
+        flat[f"{name}{CI_HIGH}"] = high
+    for baseline in (ALWAYS, RANDOM):
+        for name in metric_names(INTERVAL_KINDS):
             if name in report.metrics:
-                flat[f"baseline_{short}_{name}"] = report.baselines[key][name]
+                flat[baseline_key(baseline, name)] = report.baselines[baseline].get(name)
     return {f"{prefix}{name}": float(value) for name, value in flat.items()
-            if math.isfinite(value)}
+            if value is not None and math.isfinite(value)}

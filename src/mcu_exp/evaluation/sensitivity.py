@@ -1,9 +1,12 @@
 """Sensitivity grids: alignment as the decision threshold (τ or θ) or ε moves, per subgroup.
 
-Every grid point relabels the programs and scores the labels against ``y_true`` with the
-conventions of :mod:`mcu_exp.evaluation.metrics`. Grid ends usually label every program
-alike; such degenerate points get their conventional values, and each distinct warning is
-emitted once per sweep (once per group in :func:`by_subgroup`).
+Every grid point relabels the programs and scores the labels against ``y_true`` with every
+registered label rate and AUC (:mod:`mcu_exp.evaluation.registry`), with the conventions of
+:mod:`mcu_exp.evaluation.metrics`. Frames lead with F1 and its two parts, then the other
+label metrics in registry order, then the positive rate; the ε grid keeps the metrics marked
+``series`` (not accuracy). Grid ends usually label every program alike; such degenerate
+points get their conventional values, and each distinct warning is emitted once per sweep
+(once per group in :func:`by_subgroup`).
 """
 
 from __future__ import annotations
@@ -24,8 +27,23 @@ from mcu_exp.evaluation.metrics import (
     degeneracy_messages,
     unique_warnings,
 )
+from mcu_exp.evaluation.registry import INTERVAL_KINDS, PRIMARY, metric_names
 
-SWEEP_METRICS = ("f1", "precision", "recall", "accuracy", "auc_binary", "positive_rate")
+SWEEP_LEAD = (PRIMARY, "precision", "recall")  # column order only: every label metric is swept
+POSITIVE_RATE = "positive_rate"
+
+
+def sweep_metrics(series: bool | None = None) -> list[str]:
+    """The registered label rates and AUCs in grid-frame column order (``series``: only
+    those on the ε grid and in the MLflow series)."""
+    names = metric_names(INTERVAL_KINDS, score=False, series=series)
+    return [*[n for n in SWEEP_LEAD if n in names], *[n for n in names if n not in SWEEP_LEAD]]
+
+
+def series_columns() -> list[str]:
+    """The metrics a grid logs as MLflow series: those of :func:`sweep_metrics` marked
+    ``series`` (f1, precision, recall, auc_binary for the built-ins)."""
+    return sweep_metrics(series=True)
 
 
 def _sweep(truth: np.ndarray, labels: np.ndarray, key: str, grid: np.ndarray) -> pd.DataFrame:
@@ -35,7 +53,8 @@ def _sweep(truth: np.ndarray, labels: np.ndarray, key: str, grid: np.ndarray) ->
             for category, message in degeneracy_messages(truth, row):
                 warnings.warn(message, category, stacklevel=2)
     metrics = batch_metrics(np.broadcast_to(truth, labels.shape), labels)
-    return pd.DataFrame({key: grid, **{name: metrics[name] for name in SWEEP_METRICS}})
+    columns = [*sweep_metrics(), POSITIVE_RATE]
+    return pd.DataFrame({key: grid, **{name: metrics[name] for name in columns}})
 
 
 def _labels_and_values(y_true: ArrayLike, values: ArrayLike, name: str
@@ -52,8 +71,9 @@ def threshold_sweep(
 ) -> pd.DataFrame:
     """Metrics of the rule High iff α_test ≤ threshold, over thresholds spanning the observed
     α range (``n_points`` evenly spaced, min and max included) plus any explicit ``grid``
-    values (e.g. the calibrated τ). Columns: threshold, f1, precision, recall, accuracy,
-    auc_binary, positive_rate; sorted by threshold."""
+    values (e.g. the calibrated τ). Columns: threshold, then :func:`sweep_metrics` (f1,
+    precision, recall, accuracy, auc_binary for the built-ins), positive_rate; sorted by
+    threshold."""
     if n_points < 2:
         raise ValueError(f"evaluation.threshold_grid must be at least 2, got {n_points}")
     truth, alpha = _labels_and_values(y_true, alpha_test, "alpha_test")
@@ -90,7 +110,8 @@ def epsilon_sweep(
 ) -> pd.DataFrame:
     """For each ε: τ = the calibrated threshold under ``quantile_rule``, and the empirical
     coverage (fraction with α_test ≤ τ) beside the nominal 1 − ε; with ``y_true`` also the
-    alignment (f1, precision, recall, auc_binary) of the labels α_test ≤ τ."""
+    alignment (:func:`series_columns`: f1, precision, recall, auc_binary for the built-ins)
+    of the labels α_test ≤ τ."""
     alpha = np.asarray(alpha_test, dtype=float)
     if alpha.ndim != 1 or not np.isfinite(alpha).all():
         raise ValueError("alpha_test must be a 1-D array of finite nonconformity scores")
@@ -109,7 +130,7 @@ def epsilon_sweep(
     truth, alpha = _labels_and_values(y_true, alpha, "alpha_test")
     labels = (alpha[None, :] <= taus[:, None]).astype(np.int64)
     aligned = _sweep(truth, labels, "epsilon", np.asarray(eps))
-    return frame.join(aligned[["f1", "precision", "recall", "auc_binary"]])
+    return frame.join(aligned[series_columns()])
 
 
 SweepName = Literal["threshold", "similarity", "epsilon"]

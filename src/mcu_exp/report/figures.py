@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header
 from mcu_exp.report.tables import HEADERS, key_text
 
 DECISION_KEYS = ("epsilon", "theta", "quantile")
@@ -159,14 +160,16 @@ def plot_coverage_epsilon(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequen
 
 
 def plot_theta(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str]) -> Figure:
-    """P2's fixed rule: F1 and binary AUC against θ on SSC_meta, one line per model (and
-    other curve key); dots mark runs that decided with θ alone (rule ``theta``), at their θ."""
+    """P2's fixed rule: the headline metrics (F1 and binary AUC) against θ on SSC_meta, one
+    line per model (and other curve key); dots mark runs that decided with θ alone (rule
+    ``theta``), at their θ."""
     ckeys = curve_keys(keys)
     reps = representatives(rows[rows.index.isin(curves["run_id"])], ckeys)
-    fig, axes = _axes(2)
+    fig, axes = _axes(len(HEADLINE))
     uses_theta = rows[rows["rule"] == "theta"] if "rule" in rows.columns else rows.iloc[:0]
     ident = uses_theta[ckeys].astype(str).agg("\x1f".join, axis=1)
-    for ax, metric, label in zip(axes, ("f1", "auc_binary"), ("F1", "AUC (labels)"), strict=True):
+    for ax, metric in zip(axes, HEADLINE, strict=True):
+        label = header(metric)
         for run_id, rep in reps.iterrows():
             curve = curves[curves["run_id"] == run_id].sort_values("theta")
             (line,) = ax.plot(curve["theta"], curve[metric], "-", lw=1.4, label=curve_label(rep, ckeys, skip=()))
@@ -189,8 +192,9 @@ def report_figures(rows: pd.DataFrame, keys: Sequence[str], threshold_curves: pd
     """Every figure of a report, by file name, as PNG bytes (the θ figure only when some run
     logged θ curves)."""
     figures: dict[str, Figure] = {
-        "f1_threshold.png": plot_threshold_metric(threshold_curves, rows, keys, "f1", "F1"),
-        "auc_threshold.png": plot_threshold_metric(threshold_curves, rows, keys, "auc_binary", "AUC (labels)"),
+        "f1_threshold.png": plot_threshold_metric(threshold_curves, rows, keys, PRIMARY, header(PRIMARY)),
+        "auc_threshold.png": plot_threshold_metric(threshold_curves, rows, keys, "auc_binary",
+                                                   header("auc_binary")),
         "auc_subgroups.png": plot_subgroup_auc(subgroup, keys),
         "coverage_epsilon.png": plot_coverage_epsilon(epsilon_curves, rows, keys),
     }

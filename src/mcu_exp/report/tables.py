@@ -13,7 +13,17 @@ from typing import Any
 
 import pandas as pd
 
-from mcu_exp.evaluation.report import format_interval, format_value
+from mcu_exp.evaluation.registry import HEADLINE, INTERVAL_KINDS, PRIMARY, header, metric, metric_names
+from mcu_exp.evaluation.report import (
+    ALWAYS,
+    CI_HIGH,
+    CI_LOW,
+    RANDOM,
+    baseline_key,
+    format_interval,
+    format_value,
+)
+from mcu_exp.names import ALL_READERS, VS_P0_PREFIX, group_prefix
 
 # Identity of a configuration, in table order. model and proxy always show; the others only
 # when they differ between the runs of a report.
@@ -22,14 +32,19 @@ ALWAYS_SHOWN = ("model", "proxy")
 HEADERS = {"model": "model", "proxy": "proxy", "dataset": "dataset", "scorer": "scorer",
            "labels_group": "readers", "rule": "rule", "quantile": "quantile", "epsilon": "ε", "theta": "θ"}
 RUN_COLUMNS = ("run_id", "run_name", "experiment_id", "status", "start_time", "sweep")
-MAIN_METRICS = ("accuracy", "precision", "recall", "f1", "auc_binary", "auc_score")
-METRIC_HEADERS = {"accuracy": "accuracy", "precision": "precision", "recall": "recall", "f1": "F1",
-                  "auc_binary": "AUC (labels)", "auc_score": "AUC (score)"}
-BASELINES = ("baseline_always_f1", "baseline_random_f1")
-BASELINE_HEADERS = {"baseline_always_f1": "F1 always-1", "baseline_random_f1": "F1 random"}
-VS_P0 = "vs_p0."
+BASELINE_PREFIX = "baseline_"
+BASELINE_HEADERS = {ALWAYS: "always-1", RANDOM: "random"}  # after the metric's header
 THETA_RULES = ("theta", "p1_and_theta")
-SUBGROUP_METRICS = ("f1", "auc_binary")
+_GROUP_HEAD, _GROUP_TAIL = group_prefix("\0").split("\0")  # "group.", "." around a group name
+
+
+def main_metrics() -> list[str]:
+    """Every registered rate and AUC, in table order: the summary's metric columns."""
+    return metric_names(INTERVAL_KINDS)
+
+
+def _with_ci(name: str) -> list[str]:
+    return [name, f"{name}{CI_LOW}", f"{name}{CI_HIGH}"]
 
 
 def _param(params: Mapping[str, str], key: str) -> str | None:
@@ -128,9 +143,9 @@ def config_order(rows: pd.DataFrame, keys: Sequence[str], runs: pd.DataFrame | N
 
 def vs_p0_metrics(frame: pd.DataFrame) -> list[str]:
     """The "against P0" metrics the runs logged (``vs_p0.f1`` …), CI bounds left out."""
-    names = [c for c in frame.columns if c.startswith(VS_P0) and not c.endswith(("_ci_low", "_ci_high"))]
-    order = {m: i for i, m in enumerate(MAIN_METRICS)}
-    return sorted(names, key=lambda c: (order.get(c[len(VS_P0):], len(order)), c))
+    names = [c for c in frame.columns if c.startswith(VS_P0_PREFIX) and not c.endswith((CI_LOW, CI_HIGH))]
+    order = {m: i for i, m in enumerate(main_metrics())}
+    return sorted(names, key=lambda c: (order.get(c[len(VS_P0_PREFIX):], len(order)), c))
 
 
 def summary_table(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
@@ -138,12 +153,12 @@ def summary_table(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     bounds, every baseline, τ, coverage, n and any ``vs_p0.*`` metric the runs logged."""
     rows = latest_per_config(frame, keys)
     columns: list[str] = [*keys, "runs"]
-    for metric in MAIN_METRICS:
-        columns += [metric, f"{metric}_ci_low", f"{metric}_ci_high"]
-    columns += sorted(c for c in rows.columns if c.startswith("baseline_"))
+    for name in main_metrics():
+        columns += _with_ci(name)
+    columns += sorted(c for c in rows.columns if c.startswith(BASELINE_PREFIX))
     columns += ["tau", "coverage", "n", "prevalence"]
-    for metric in vs_p0_metrics(rows):
-        columns += [metric, f"{metric}_ci_low", f"{metric}_ci_high"]
+    for name in vs_p0_metrics(rows):
+        columns += _with_ci(name)
     table = rows.reindex(columns=columns)
     table.insert(len(keys) + 1, "run_id", rows.index)
     table.insert(len(keys) + 2, "run_name", rows["run_name"])
@@ -151,28 +166,30 @@ def summary_table(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 
 
 def subgroup_table(frame: pd.DataFrame, keys: Sequence[str], groups: Sequence[str] | None = None) -> pd.DataFrame:
-    """Per human reader subgroup, F1 and binary AUC with CIs: one row per configuration and
-    group ("all" plus each ``group.<name>.*`` the runs logged)."""
+    """Per human reader subgroup, the headline metrics (F1 and binary AUC) with CIs: one row
+    per configuration and group ("all" plus each ``group.<name>.*`` the runs logged)."""
     rows = latest_per_config(frame, keys)
     found = groups or subgroups(rows)
     out = []
     for run_id, row in rows.iterrows():
-        for group in ["all", *found]:
-            prefix = "" if group == "all" else f"group.{group}."
-            if f"{prefix}f1" not in row or pd.isna(row.get(f"{prefix}f1")):
+        for group in [ALL_READERS, *found]:
+            prefix = group_prefix(group)
+            if f"{prefix}{PRIMARY}" not in row or pd.isna(row.get(f"{prefix}{PRIMARY}")):
                 continue
             item: dict[str, Any] = {k: row[k] for k in keys}
             item.update({"group": group, "n": row.get(f"{prefix}n"), "run_id": run_id})
-            for metric in SUBGROUP_METRICS:
-                for suffix in ("", "_ci_low", "_ci_high"):
-                    item[f"{metric}{suffix}"] = row.get(f"{prefix}{metric}{suffix}")
+            for name in HEADLINE:
+                for column in _with_ci(name):
+                    item[column] = row.get(f"{prefix}{column}")
             out.append(item)
     return pd.DataFrame(out)
 
 
 def subgroups(frame: pd.DataFrame) -> list[str]:
     """Reader subgroups with metrics in the runs (``group.<name>.f1``), in first-seen order."""
-    names = [c[len("group."):-len(".f1")] for c in frame.columns if c.startswith("group.") and c.endswith(".f1")]
+    tail = f"{_GROUP_TAIL}{PRIMARY}"
+    names = [c[len(_GROUP_HEAD):-len(tail)] for c in frame.columns
+             if c.startswith(_GROUP_HEAD) and c.endswith(tail)]
     return list(dict.fromkeys(names))
 
 
@@ -196,37 +213,39 @@ def key_text(key: str, value: Any) -> str:
 
 def display_table(summary: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """:func:`summary_table` as text cells: "67.7% [58.1%, 77.4%]", AUCs with 3 decimals,
-    the F1 baselines, and "F1 vs P0" (…) columns when the runs logged them."""
+    the baselines of the headline metric (F1), and "F1 vs P0" (…) columns when the runs
+    logged them; headers and formats come from the metric registry."""
     table = pd.DataFrame({HEADERS.get(k, k): [key_text(k, v) for v in summary[k]] for k in keys})
-    for metric in MAIN_METRICS:
-        if summary[metric].notna().any():
-            table[METRIC_HEADERS[metric]] = [
-                _cell(metric, v, lo, hi) for v, lo, hi in
-                zip(summary[metric], summary[f"{metric}_ci_low"], summary[f"{metric}_ci_high"], strict=True)
-            ]
-    for base in BASELINES:
-        if base in summary.columns:
-            table[BASELINE_HEADERS[base]] = [_cell("f1", v) for v in summary[base]]
-    for metric in vs_p0_metrics(summary):
-        short = metric[len(VS_P0):]
-        table[f"{METRIC_HEADERS.get(short, short)} vs P0"] = [
-            _cell(short, v, lo, hi) for v, lo, hi in
-            zip(summary[metric], summary[f"{metric}_ci_low"], summary[f"{metric}_ci_high"], strict=True)
-        ]
+    for name in main_metrics():
+        if name in summary.columns and summary[name].notna().any():
+            table[header(name)] = _cells(summary, name)
+    for baseline, suffix in BASELINE_HEADERS.items():
+        column = baseline_key(baseline, PRIMARY)
+        if column in summary.columns:
+            table[f"{header(PRIMARY)} {suffix}"] = [_cell(PRIMARY, v) for v in summary[column]]
+    for column in vs_p0_metrics(summary):
+        short = column[len(VS_P0_PREFIX):]
+        table[f"{header(short)} vs P0"] = _cells(summary, column, short)
     return table
 
 
+def _cells(summary: pd.DataFrame, column: str, name: str | None = None) -> list[str]:
+    """Text cells of ``column`` with its CI columns, formatted as metric ``name``."""
+    low, high = (summary[c] for c in _with_ci(column)[1:])
+    return [_cell(name or column, v, lo, hi) for v, lo, hi in zip(summary[column], low, high, strict=True)]
+
+
 def display_subgroups(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """:func:`subgroup_table` as text: one row per configuration, F1 and AUC per group."""
+    """:func:`subgroup_table` as text: one row per configuration, the headline metrics (F1
+    and AUC) per group."""
     if table.empty:
         return table
     out: dict[tuple[str, ...], dict[str, str]] = {}
     for _, row in table.iterrows():
         ident = tuple(key_text(k, row[k]) for k in keys)
         cells = out.setdefault(ident, {})
-        cells[f"F1 {row['group']}"] = _cell("f1", row["f1"], row["f1_ci_low"], row["f1_ci_high"])
-        cells[f"AUC {row['group']}"] = _cell("auc_binary", row["auc_binary"], row["auc_binary_ci_low"],
-                                             row["auc_binary_ci_high"])
+        for name in HEADLINE:
+            cells[f"{metric(name).short} {row['group']}"] = _cell(name, *(row[c] for c in _with_ci(name)))
     rows = [{**{HEADERS.get(k, k): v for k, v in zip(keys, ident, strict=True)}, **cells}
             for ident, cells in out.items()]
     return pd.DataFrame(rows).fillna("—")

@@ -1,0 +1,249 @@
+"""The metric registry: every alignment metric is defined once, by one decorated function.
+
+A :class:`Metric` carries its name, table header, kind, display format, one vectorised
+implementation and, optionally, its closed-form expected value under the prevalence-matched
+random labeller. Every consumer (point metrics, bootstrap, sensitivity grids, the report
+table, MLflow keys, the comparison tables, tuning) asks the registry for names, headers and
+implementations, so adding a metric is one function::
+
+    @register("balanced_accuracy", header="balanced accuracy", kind="rate")
+    def balanced_accuracy(c: Counts) -> np.ndarray:
+        return 0.5 * (safe_ratio(c.tp, c.tp + c.fn, 0.0) + safe_ratio(c.tn, c.tn + c.fp, 0.0))
+
+A label metric takes :class:`Counts` (tp, fp, fn, tn arrays of any shape: one labelling,
+a (resamples,) bootstrap or a (grid,) sweep) and returns an array of that shape; a score
+metric (``uses_score=True``) takes a :class:`Ranking` (a continuous score and a
+(rows, n) index matrix) and returns one value per row. Kinds: ``rate`` and ``auc`` metrics
+get bootstrap CIs and baselines (rates shown as percentages, AUCs with 3 decimals);
+``count`` metrics (the confusion counts) are reported as they are. Listings follow kind
+order (rate, auc, count), then registration order. The built-ins, with their conventions
+(``zero_division=0``; AUC 0.5 when undefined), live in :mod:`mcu_exp.evaluation.definitions`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+from scipy import stats
+
+Kind = Literal["rate", "auc", "count"]
+KINDS: tuple[Kind, ...] = ("rate", "auc", "count")
+INTERVAL_KINDS: tuple[Kind, ...] = ("rate", "auc")  # bootstrapped, compared with the baselines
+FORMATS: dict[str, tuple[str, str]] = {"rate": (".1%", ".1%"), "auc": (".3f", ".3f"),
+                                       "count": (".0f", ".1f")}  # (observed, expected value)
+DEFAULT_FORMAT = ".3f"  # any other number (n, prevalence, an unregistered name)
+UNDEFINED_AUC = 0.5
+PRIMARY = "f1"  # the headline metric: a job's result, the tuning objective, the baseline columns
+HEADLINE = (PRIMARY, "auc_binary")  # shown per reader subgroup and in the θ and ε figures
+
+
+def safe_ratio(num: np.ndarray, den: np.ndarray, default: float) -> np.ndarray:
+    """num / den elementwise, ``default`` where den is 0 (scikit-learn's zero_division)."""
+    out = np.full(np.shape(num), default, dtype=float)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Confusion counts of one or many labellings (arrays of one shape; positive class = 1)."""
+
+    tp: np.ndarray
+    fp: np.ndarray
+    fn: np.ndarray
+    tn: np.ndarray
+
+    @classmethod
+    def from_labels(cls, truth: np.ndarray, pred: np.ndarray) -> Counts:
+        """Counts of each row (last axis) of two 0/1 arrays of equal shape."""
+        t = np.asarray(truth, dtype=np.int64)
+        p = np.asarray(pred, dtype=np.int64)
+        tp = (t & p).sum(axis=-1)
+        n_pos = t.sum(axis=-1)
+        fp = p.sum(axis=-1) - tp
+        return cls(tp=tp, fp=fp, fn=n_pos - tp, tn=t.shape[-1] - n_pos - fp)
+
+    @property
+    def n_pos(self) -> np.ndarray:
+        """Actual positives, tp + fn."""
+        return self.tp + self.fn
+
+    @property
+    def n_neg(self) -> np.ndarray:
+        """Actual negatives, fp + tn."""
+        return self.fp + self.tn
+
+    @property
+    def predicted(self) -> np.ndarray:
+        """Predicted positives, tp + fp."""
+        return self.tp + self.fp
+
+    @property
+    def n(self) -> np.ndarray:
+        """Programs per labelling."""
+        return self.tp + self.fp + self.fn + self.tn
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A continuous score (higher = more understandable) and the rows to score it on: row r
+    holds programs ``indices[r]`` (e.g. a bootstrap resample) with 0/1 truth ``truth[r]``."""
+
+    score: np.ndarray
+    indices: np.ndarray
+    truth: np.ndarray
+
+    @classmethod
+    def single(cls, score: np.ndarray, truth: np.ndarray) -> Ranking:
+        """One row: every program once, in order."""
+        return cls(score=score, indices=np.arange(truth.size)[None, :], truth=truth[None, :])
+
+
+@dataclass(frozen=True)
+class RandomLabeller:
+    """Labels each of ``n`` programs 1 with probability p = n₊/n, independently of the truth.
+
+    The predicted positives are K ~ Binomial(n, p) and, given K = k, TP ~ Hypergeometric(n,
+    n₊, k), so E[TP | k] = k·p; closed forms average a metric's value given k over K.
+    """
+
+    n: int
+    n_pos: int
+
+    @property
+    def n_neg(self) -> int:
+        """Actual negatives."""
+        return self.n - self.n_pos
+
+    @property
+    def p(self) -> float:
+        """The prevalence, which is also each program's chance of label 1."""
+        return self.n_pos / self.n
+
+    @cached_property
+    def k(self) -> np.ndarray:
+        """Every possible number of predicted positives, 0..n."""
+        return np.arange(self.n + 1)
+
+    @cached_property
+    def p_k(self) -> np.ndarray:
+        """P(K = k) for each k."""
+        return stats.binom.pmf(self.k, self.n, self.p)
+
+    @cached_property
+    def tp_given_k(self) -> np.ndarray:
+        """E[TP | K = k] for each k."""
+        with np.errstate(divide="ignore", invalid="ignore"):  # scipy also computes the kurtosis,
+            return stats.hypergeom.mean(self.n, self.n_pos, self.k)  # which divides by 0 at k = 0, n
+
+
+Compute = Callable[[Counts], np.ndarray] | Callable[[Ranking], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One registered metric (see the module docstring).
+
+    ``random`` gives the expected value under :class:`RandomLabeller` (None: no baseline);
+    ``short`` is a compact header (per-group columns); ``series`` puts the metric on the ε
+    grid and in the MLflow series; ``fmt``/``expected_fmt`` are format specs for an observed
+    and an expected value (defaults by kind).
+    """
+
+    name: str
+    header: str
+    kind: Kind
+    compute: Compute
+    uses_score: bool = False
+    random: Callable[[RandomLabeller], float] | None = None
+    short: str = ""
+    series: bool = True
+    fmt: str = ""
+    expected_fmt: str = ""
+    order: int = field(default=0, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"metric {self.name!r}: kind must be one of {KINDS}, got {self.kind!r}")
+        observed, expected = FORMATS[self.kind]
+        object.__setattr__(self, "expected_fmt", self.expected_fmt or self.fmt or expected)
+        object.__setattr__(self, "fmt", self.fmt or observed)
+        object.__setattr__(self, "short", self.short or self.header)
+
+    def format(self, value: float, expected: bool = False) -> str:
+        """``value`` for display (``expected``: a baseline's expected value)."""
+        return format(value, self.expected_fmt if expected else self.fmt)
+
+
+_REGISTRY: dict[str, Metric] = {}
+_ORDER = itertools.count()  # registration order, kept across unregister()
+
+
+def register(name: str, *, header: str | None = None, kind: Kind = "rate", uses_score: bool = False,
+             random: Callable[[RandomLabeller], float] | None = None, short: str = "",
+             series: bool = True, fmt: str = "", expected_fmt: str = "") -> Callable[[Compute], Compute]:
+    """Decorator registering its function as the implementation of metric ``name``."""
+    if name in _REGISTRY:
+        raise ValueError(f"metric {name!r} is already registered; unregister it first")
+
+    def add(compute: Compute) -> Compute:
+        _REGISTRY[name] = Metric(name=name, header=header or name, kind=kind, compute=compute,
+                                 uses_score=uses_score, random=random, short=short, series=series,
+                                 fmt=fmt, expected_fmt=expected_fmt, order=next(_ORDER))
+        return compute
+
+    return add
+
+
+def unregister(name: str) -> Metric:
+    """Remove metric ``name`` (e.g. one a test registered) and return it."""
+    return _REGISTRY.pop(name)
+
+
+def metric(name: str) -> Metric:
+    """The metric registered as ``name``, or a KeyError listing the known names."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"no metric {name!r}; registered: {', '.join(_REGISTRY)}") from None
+
+
+def registered(kinds: tuple[Kind, ...] = KINDS, score: bool | None = None,
+               series: bool | None = None) -> list[Metric]:
+    """Registered metrics of ``kinds`` in kind order, then registration order; ``score``
+    True/False keeps only score/label metrics, ``series`` True only those on the ε grid."""
+    chosen = [m for m in _REGISTRY.values() if m.kind in kinds
+              and (score is None or m.uses_score == score) and (series is None or m.series == series)]
+    return sorted(chosen, key=lambda m: (KINDS.index(m.kind), m.order))
+
+
+def metric_names(kinds: tuple[Kind, ...] = KINDS, score: bool | None = None,
+                 series: bool | None = None) -> list[str]:
+    """Names of :func:`registered` metrics."""
+    return [m.name for m in registered(kinds, score, series)]
+
+
+def header(name: str) -> str:
+    """The table header of ``name`` (the name itself when it is not a registered metric)."""
+    return _REGISTRY[name].header if name in _REGISTRY else name
+
+
+def compute(counts: Counts, ranking: Ranking | None = None,
+            kinds: tuple[Kind, ...] = KINDS) -> dict[str, np.ndarray]:
+    """Every registered metric of ``kinds``, in order: label metrics from ``counts``, score
+    metrics from ``ranking`` (left out when it is None)."""
+    out: dict[str, np.ndarray] = {}
+    for m in registered(kinds):
+        if not m.uses_score:
+            out[m.name] = m.compute(counts)  # type: ignore[arg-type]
+        elif ranking is not None:
+            out[m.name] = m.compute(ranking)  # type: ignore[arg-type]
+    return out
+
+
+from mcu_exp.evaluation import definitions as _definitions  # noqa: E402,F401  (registers the built-ins)
