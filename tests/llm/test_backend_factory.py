@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import (BackendError, CachedGenerator, GenerationRequest, LocalBackend, Message, UnknownBackendError,
@@ -45,7 +44,7 @@ def test_wrong_model_path_says_what_to_fix(tmp_path: Path):
 
 
 def test_identity_names_package_weights_and_dtype_without_loading():
-    backend = build_backend(OmegaConf.structured(CFG))
+    backend = build_backend(CFG, progress=False)
     identity = backend.identity()
     assert isinstance(backend, LocalBackend) and not backend.model_loaded
     assert identity == backend_identity(CFG)

@@ -5,9 +5,9 @@ Importing this package is light: torch and transformers load only when a local m
 
 from mcu_exp.llm.cache import GenerationCache, sample_key
 from mcu_exp.llm.contract import Backend, GenerationRequest, GenerationResult, Message, Sample, SampleJob
-from mcu_exp.llm.errors import BackendError, RateLimitError, TransientBackendError, UnknownBackendError
+from mcu_exp.llm.errors import BackendError, UnknownBackendError
 from mcu_exp.llm.factory import KNOWN_BACKENDS, backend_identity, build_backend
-from mcu_exp.llm.generator import CachedGenerator, request_for
+from mcu_exp.llm.generator import CachedGenerator, request_for, sum_usage
 from mcu_exp.llm.local import LocalBackend
 
 __all__ = [
@@ -20,13 +20,12 @@ __all__ = [
     "GenerationResult",
     "LocalBackend",
     "Message",
-    "RateLimitError",
     "Sample",
     "SampleJob",
-    "TransientBackendError",
     "UnknownBackendError",
     "backend_identity",
     "build_backend",
     "request_for",
     "sample_key",
+    "sum_usage",
 ]

@@ -78,7 +78,12 @@ class SampleJob:
 
 
 class Backend(Protocol):
-    """What a model backend provides."""
+    """What a model backend provides.
+
+    A backend may also offer ``usage() -> dict[str, int | float]``, running totals of what
+    its calls spent (remote backends: requests, retries, samples, tokens, cost); the
+    generator reports the part spent on its own samples.
+    """
 
     def identity(self) -> dict[str, Any]:
         """Backend name, model id and weights identity: the model part of every cache key."""

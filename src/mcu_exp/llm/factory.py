@@ -1,9 +1,10 @@
 """Pick the backend named by ``model.backend``; each is imported only when used.
 
 ``local`` lives in :mod:`mcu_exp.llm.local`. Every other backend is a module
-``mcu_exp.llm.providers.<name>`` exposing ``create_backend(cfg) -> Backend`` and,
-optionally, ``identity(cfg) -> dict`` (the model part of cache keys, computed without
-creating a client, so a warm rerun touches no SDK).
+``mcu_exp.llm.providers.<name>`` exposing ``create_backend(cfg, *, progress) -> Backend`` and
+``identity(cfg) -> dict`` (the model part of cache keys, computed without creating a
+client, so a warm rerun touches no SDK). ``cfg`` is the model's ``ModelConfig`` (a
+DictConfig with the same fields works too).
 """
 
 from __future__ import annotations
@@ -11,18 +12,30 @@ from __future__ import annotations
 import importlib
 from collections import OrderedDict
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.contract import Backend
 from mcu_exp.llm.errors import BackendError, UnknownBackendError
 
-PROVIDERS = ("openai", "anthropic", "google", "vllm", "openai_compatible")
+if TYPE_CHECKING:
+    from mcu_exp.config import ModelConfig
+
+def _provider_names() -> tuple[str, ...]:
+    """Every public module of :mod:`mcu_exp.llm.providers`: adding a backend is adding one."""
+    import pkgutil
+
+    from mcu_exp.llm import providers
+
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(providers.__path__) if not m.name.startswith("_")))
+
+
+PROVIDERS = _provider_names()
 KNOWN_BACKENDS = ("local", *PROVIDERS)
 _EXTRAS = {"vllm": "vllm"}  # optional-dependency group per provider; the rest are in [api]
 
 
-def _backend_name(cfg: Any) -> str:
-    name = str(getattr(cfg, "backend", "") or "")
+def _backend_name(cfg: ModelConfig) -> str:
+    name = str(cfg.backend)
     if name not in KNOWN_BACKENDS:
         raise UnknownBackendError(f"model.backend {name!r} is unknown; known: {', '.join(KNOWN_BACKENDS)}")
     return name
@@ -41,11 +54,19 @@ def _provider_module(name: str) -> ModuleType:
         ) from None
 
 
+def _provider_function(name: str, function: str) -> Any:
+    module = _provider_module(name)
+    found = getattr(module, function, None)
+    if found is None:
+        raise BackendError(f"model.backend {name!r}: {module.__name__} defines no {function}(cfg)")
+    return found
+
+
 _LOCAL_KEPT = 2  # loaded local models kept per process (most recently used)
 _local_backends: OrderedDict[str, Backend] = OrderedDict()
 
 
-def _local_backend(cfg: Any) -> Backend:
+def _local_backend(cfg: ModelConfig) -> Backend:
     """One loaded local model per process and configuration: every generator of a job (target,
     experts under other seeds, the P0 reference) and later jobs of a sequential sweep reuse it
     instead of loading the weights again."""
@@ -54,9 +75,9 @@ def _local_backend(cfg: Any) -> Backend:
 
     key = canonical_json({
         "identity": local_identity(cfg),
-        "device": str(getattr(cfg, "device", "auto")),
-        "max_batch_size": getattr(cfg, "max_batch_size", None),
-        "num_threads": getattr(cfg, "num_threads", None),
+        "device": str(cfg.device),
+        "max_batch_size": cfg.max_batch_size,
+        "num_threads": cfg.num_threads,
     })
     backend = _local_backends.pop(key, None) or LocalBackend(cfg)
     _local_backends[key] = backend
@@ -65,39 +86,22 @@ def _local_backend(cfg: Any) -> Backend:
     return backend
 
 
-def build_backend(cfg: Any) -> Backend:
-    """The backend serving ``cfg`` (a ModelConfig or a DictConfig with its fields)."""
+def build_backend(cfg: ModelConfig, *, progress: bool = True) -> Backend:
+    """The backend serving ``cfg``; ``progress=False`` keeps a remote backend's progress bar off.
+
+    The local backend draws no bar of its own (the generator's bar covers it).
+    """
     name = _backend_name(cfg)
     if name == "local":
         return _local_backend(cfg)
-    module = _provider_module(name)
-    create = getattr(module, "create_backend", None)
-    if create is None:
-        raise BackendError(f"model.backend {name!r}: {module.__name__} defines no create_backend(cfg)")
-    return create(cfg)
+    return _provider_function(name, "create_backend")(cfg, progress=progress)
 
 
-def backend_identity(cfg: Any) -> dict[str, Any]:
-    """The model part of cache keys for ``cfg``, without creating the backend or loading a model.
-
-    Providers without an ``identity(cfg)`` function are identified by backend name, model id,
-    base URL and quirks (the fields that choose which model answers and how it is called).
-    """
+def backend_identity(cfg: ModelConfig) -> dict[str, Any]:
+    """The model part of cache keys for ``cfg``, without creating the backend or loading a model."""
     name = _backend_name(cfg)
     if name == "local":
         from mcu_exp.llm.local import local_identity
 
         return local_identity(cfg)
-    module = _provider_module(name)
-    identity = getattr(module, "identity", None)
-    if identity is not None:
-        return dict(identity(cfg))
-    result: dict[str, Any] = {"backend": name, "model_id": str(cfg.model_id)}
-    if getattr(cfg, "base_url", None):
-        result["base_url"] = str(cfg.base_url)
-    quirks = getattr(cfg, "quirks", None)
-    if quirks:
-        from omegaconf import OmegaConf
-
-        result["quirks"] = OmegaConf.to_container(quirks, resolve=True) if OmegaConf.is_config(quirks) else dict(quirks)
-    return result
+    return dict(_provider_function(name, "identity")(cfg))

@@ -4,14 +4,17 @@ A warm rerun, or a sweep over thresholds that reuses earlier generations, finds 
 in the cache and never creates a backend (so never loads a model or opens a client). New
 samples are written to the cache one by one as the backend finishes them, so a crash or a
 kill loses only the samples in flight, and the rerun generates exactly those.
+
+:meth:`CachedGenerator.usage` reports what this generator spent (tokens, requests, retries,
+cost); samples served from the cache cost nothing and are not counted.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
@@ -19,16 +22,29 @@ from mcu_exp.llm.cache import GenerationCache, key_parts, sample_key
 from mcu_exp.llm.contract import Backend, GenerationRequest, GenerationResult, Message, Sample, SampleJob
 from mcu_exp.llm.errors import BackendError
 
+if TYPE_CHECKING:
+    from mcu_exp.config import ModelConfig
+
 log = logging.getLogger(__name__)
 
 CACHE_FILE = "generations.sqlite"
+USAGE_PREFIX = "usage."
 
 
-def request_for(model_cfg: Any, messages: Sequence[Message], n: int, seed: int) -> GenerationRequest:
+def sum_usage(usages: Iterable[Mapping[str, float]]) -> dict[str, float]:
+    """Several :meth:`CachedGenerator.usage` dicts added key by key (e.g. a job's target and experts)."""
+    total: dict[str, float] = {}
+    for usage in usages:
+        for key, value in usage.items():
+            total[key] = total.get(key, 0.0) + float(value)
+    return total
+
+
+def request_for(model_cfg: ModelConfig, messages: Sequence[Message], n: int, seed: int) -> GenerationRequest:
     """A request with the model config's decoding defaults (temperature, top_p,
     max_new_tokens, stop). ``model.system_prompt``, when set, replaces the messages' system turn."""
     turns = tuple(messages)
-    system = getattr(model_cfg, "system_prompt", None)
+    system = model_cfg.system_prompt
     if system is not None:
         turns = (Message("system", str(system)), *(m for m in turns if m.role != "system"))
     return GenerationRequest(
@@ -46,10 +62,11 @@ class CachedGenerator:
     """Generate through a :class:`GenerationCache` stored in ``cache_dir``.
 
     ``backend`` overrides the one built from ``model_cfg`` (its ``identity()`` then keys the
-    cache); otherwise the backend is created only when some sample is missing.
+    cache; ``model_cfg`` may then be None); otherwise the backend is created only when some
+    sample is missing. ``progress=False`` draws no progress bar, the backend's included.
     """
 
-    def __init__(self, model_cfg: Any, cache_dir: str | Path, progress: bool = True,
+    def __init__(self, model_cfg: ModelConfig | None, cache_dir: str | Path, progress: bool = True,
                  backend: Backend | None = None) -> None:
         self.model_cfg = model_cfg
         self.cache = GenerationCache(Path(cache_dir) / CACHE_FILE)
@@ -57,6 +74,7 @@ class CachedGenerator:
         self._given_backend = backend
         self.backend: Backend | None = None
         self.stats = {"hits": 0, "misses": 0, "generated": 0, "errors": 0}
+        self._usage: dict[str, float] = {}
 
     @property
     def backend_created(self) -> bool:
@@ -74,7 +92,22 @@ class CachedGenerator:
             return self._given_backend.identity()
         from mcu_exp.llm.factory import backend_identity
 
-        return backend_identity(self.model_cfg)
+        return backend_identity(self._config())
+
+    def usage(self) -> dict[str, float]:
+        """What this generator's backend calls spent, as MLflow-ready metrics.
+
+        Keys are ``usage.<name>``: for a remote backend ``requests``, ``retries``, ``samples``,
+        ``prompt_tokens``, ``completion_tokens`` and ``cost_usd`` (its billing); for a backend
+        without ``usage()`` (local) the ``samples`` and token counts of the samples it made.
+        Cached samples are not counted; empty when nothing was generated.
+        """
+        return {USAGE_PREFIX + key: value for key, value in self._usage.items()}
+
+    def _config(self) -> ModelConfig:
+        if self.model_cfg is None:
+            raise BackendError("CachedGenerator needs a model config or a backend")
+        return self.model_cfg
 
     def _get_backend(self) -> Backend:
         if self.backend is None:
@@ -83,7 +116,7 @@ class CachedGenerator:
             else:
                 from mcu_exp.llm.factory import build_backend
 
-                self.backend = build_backend(self.model_cfg)
+                self.backend = build_backend(self._config(), progress=self.progress)
         return self.backend
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
@@ -117,10 +150,17 @@ class CachedGenerator:
     def _run(self, identity: dict[str, Any], jobs: list[SampleJob], slots: list[list[Sample | None]],
              waiting: dict[str, list[tuple[int, int]]], total: int, hits: int) -> None:
         backend = self._get_backend()
+        billing = getattr(backend, "usage", None)
+        before = dict(billing()) if billing is not None else {}
+        made = {"samples": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0}
         bar = tqdm(total=total, initial=hits, desc="generate", unit="sample", disable=not self.progress,
                    dynamic_ncols=True)
+        stream = backend.stream(jobs)
         try:
-            for job_pos, index, sample in backend.stream(jobs):
+            for job_pos, index, sample in stream:
+                made["samples"] += 1
+                made["prompt_tokens"] += sample.prompt_tokens
+                made["completion_tokens"] += sample.completion_tokens
                 request = jobs[job_pos].request
                 parts = key_parts(identity, request, index)
                 key = sample_key(identity, request, index)
@@ -135,7 +175,16 @@ class CachedGenerator:
                     slots[pos][idx] = sample
                 bar.update(len(wanted))
         finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()  # a generator's cleanup (worker threads, usage totals) runs now
             bar.close()
+            if billing is not None:
+                after = billing()
+                made = {k: float(v) - float(before.get(k, 0)) for k, v in after.items()
+                        if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            for name, value in made.items():
+                self._usage[name] = self._usage.get(name, 0.0) + value
         absent = sum(s is None for ss in slots for s in ss)
         if absent:
             raise BackendError(f"backend {identity.get('backend')!r} returned {absent} fewer samples than requested")

@@ -256,7 +256,7 @@ def base_url(provider: str, server: FakeServer) -> str:
 
 
 def model_cfg(provider: str, server: FakeServer, **fields: Any) -> Any:
-    """A ModelConfig for ``provider`` pointed at ``server``, with tiny timeouts."""
+    """A ModelConfig for ``provider`` pointed at ``server``, with tiny timeouts and backoff."""
     from mcu_exp.config import ModelConfig
 
     values: dict[str, Any] = {
@@ -265,7 +265,7 @@ def model_cfg(provider: str, server: FakeServer, **fields: Any) -> Any:
         "model_id": "fake-model",
         "base_url": base_url(provider, server),
         "timeout_s": 0.5,
-        "max_retries": FAST["max_retries"],
+        **FAST,
         "max_new_tokens": 16,
         "stop": [],
     }
@@ -275,17 +275,11 @@ def model_cfg(provider: str, server: FakeServer, **fields: Any) -> Any:
     return ModelConfig(**values)
 
 
-def make_backend(cfg: Any, **policy: Any) -> Any:
-    """The provider's backend with a fast retry policy and no progress bar (unless asked)."""
-    import importlib
+def make_backend(cfg: Any, progress: bool = False) -> Any:
+    """The provider's backend for ``cfg`` (whose backoff is fast), with no progress bar unless asked."""
+    from mcu_exp.llm.factory import build_backend
 
-    from mcu_exp.llm.providers._retry import RetryPolicy
-
-    progress = policy.pop("progress", False)
-    settings = {"max_retries": cfg.max_retries, "initial_s": FAST["backoff_initial_s"],
-                "max_s": FAST["backoff_max_s"], **policy}
-    module = importlib.import_module(f"mcu_exp.llm.providers.{cfg.backend}")
-    return module.create_backend(cfg, progress=progress, policy=RetryPolicy(**settings))
+    return build_backend(cfg, progress=progress)
 
 
 @pytest.fixture

@@ -129,3 +129,53 @@ def test_the_key_appears_in_no_log_error_cache_or_repr(
     assert "retry" in texts["logs"]  # the retries were logged, scrubbed
     for where, text in texts.items():
         assert remote.key not in text, where
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_progress_reaches_the_remote_bar_through_the_generator(
+    remote: Any, tmp_path: Path, progress: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = remote.cfg("openai", n_per_request=2)
+    gen = CachedGenerator(cfg, tmp_path, progress=progress)  # builds its own backend
+    gen.generate(requests("A", "B"))
+    gen.close()
+    err = capsys.readouterr().err
+    assert gen.backend_created and len(remote.server.answered()) == 2
+    if progress:
+        assert "openai:fake-model" in err and "generate" in err
+    else:
+        assert err == ""
+
+
+def test_usage_is_what_the_server_billed_for_this_run_only(remote: Any, tmp_path: Path) -> None:
+    cfg = remote.cfg("openai", n_per_request=2, max_concurrency=1,
+                     price_input_per_mtok=1.0, price_output_per_mtok=2.0)
+
+    def billed(log: list[Any]) -> tuple[int, int]:
+        # The fake server bills 10 prompt tokens and 5 completion tokens per sample of a request.
+        answered = [e for e in log if e.answered]
+        return 10 * len(answered), sum(5 * int(e.body.get("n") or 1) for e in answered)
+
+    remote.server.push(remote.action(503, remote.error(503, "overloaded")))
+    gen = CachedGenerator(cfg, tmp_path, progress=False)
+    gen.generate(requests("A", "B", n=3))  # 2 + 1 samples per prompt: 4 requests, one retried
+    prompt, completion = billed(remote.server.log)
+    assert (prompt, completion) == (40, 30)
+    assert gen.usage() == {
+        "usage.requests": 5.0, "usage.retries": 1.0, "usage.samples": 6.0,
+        "usage.prompt_tokens": float(prompt), "usage.completion_tokens": float(completion),
+        "usage.cost_usd": pytest.approx((prompt * 1.0 + completion * 2.0) / 1e6),
+    }
+
+    sent_before = len(remote.server.log)
+    again = CachedGenerator(cfg, tmp_path, progress=False)
+    again.generate(requests("A", "B", n=3))  # all cached: nothing spent
+    assert again.usage() == {} and len(remote.server.log) == sent_before
+    again.generate(requests("A", n=4))  # one new sample: only its request counts
+    prompt, completion = billed(remote.server.log[sent_before:])
+    assert (prompt, completion) == (10, 5)
+    assert again.usage() == {
+        "usage.requests": 1.0, "usage.retries": 0.0, "usage.samples": 1.0,
+        "usage.prompt_tokens": 10.0, "usage.completion_tokens": 5.0,
+        "usage.cost_usd": pytest.approx((10 * 1.0 + 5 * 2.0) / 1e6),
+    }

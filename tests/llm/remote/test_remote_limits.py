@@ -74,9 +74,11 @@ def test_backoff_grows_exponentially_with_jitter_and_caps() -> None:
     assert policy.delay(1, 10_000.0, rng) == policy.max_retry_after_s
 
 
-def test_policy_reads_optional_backoff_fields() -> None:
+def test_policy_comes_from_the_model_config_and_its_schema_defaults() -> None:
     assert RetryPolicy.from_config(ModelConfig(name="m", backend="openai", model_id="x", max_retries=3)) == (
         RetryPolicy(max_retries=3, initial_s=1.0, max_s=60.0))
+    fast = ModelConfig(name="m", backend="openai", model_id="x", backoff_initial_s=0.01, backoff_max_s=0.02)
+    assert RetryPolicy.from_config(fast) == RetryPolicy(max_retries=6, initial_s=0.01, max_s=0.02)
 
 
 def test_token_bucket_paces_and_lets_large_requests_through_in_debt() -> None:

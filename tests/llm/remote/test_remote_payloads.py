@@ -28,8 +28,10 @@ REQ = GenerationRequest(
 )
 
 
-def model(name: str) -> Any:
-    return OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(CONF / f"{name}.yaml"))
+def model(name: str) -> ModelConfig:
+    """A shipped model config as the pipeline hands it to the LLM layer: a ModelConfig instance."""
+    merged = OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(CONF / f"{name}.yaml"))
+    return OmegaConf.to_object(merged)  # type: ignore[return-value]
 
 
 def cfg(**fields: Any) -> ModelConfig:
@@ -187,3 +189,17 @@ def test_identity_leaves_out_key_limits_and_official_base_url() -> None:
     assert ident == {"backend": "openai", "model_id": "mid"}
     assert openai_p.identity(cfg(max_concurrency=1, timeout_s=1.0, max_retries=0)) == ident
     assert openai_p.identity(cfg(quirks={"params": {"reasoning_effort": "low"}})) != ident
+
+
+@pytest.mark.parametrize("name", ["gpt-5", "gemini-2.5-pro", "phi-4-reasoning"])
+def test_a_dictconfig_gives_the_same_payload_and_identity_as_the_dataclass(name: str) -> None:
+    typed = model(name)
+    assert isinstance(typed, ModelConfig) and isinstance(typed.quirks, dict)
+    node = OmegaConf.structured(typed)
+    assert backend_identity(node) == backend_identity(typed)
+    if typed.backend == "vllm":
+        assert vllm_p.sampling_kwargs(REQ, node, 1) == vllm_p.sampling_kwargs(REQ, typed, 1)
+    elif typed.backend == "google":
+        assert google_p.build_generate_params(REQ, node, 2, 0) == google_p.build_generate_params(REQ, typed, 2, 0)
+    else:
+        assert openai_p.build_chat_params(REQ, node, 2, 0) == openai_p.build_chat_params(REQ, typed, 2, 0)

@@ -1,4 +1,4 @@
-"""Helpers every provider shares: config access, API keys, lazy SDK imports, prompt shaping.
+"""Helpers every provider shares: quirks, cache identity, API keys, lazy SDK imports, prompt shaping.
 
 Keys come only from environment variables; :class:`Secret` keeps them out of reprs and
 :func:`scrub` out of any text we log or raise.
@@ -12,12 +12,15 @@ import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from mcu_exp.llm.contract import GenerationRequest, Message, Sample
 from mcu_exp.llm.providers._errors import AuthenticationFailed, MalformedResponse, MissingDependency
+
+if TYPE_CHECKING:
+    from mcu_exp.config import ModelConfig
 
 REDACTED = "***"
 
@@ -53,47 +56,35 @@ def scrub(text: str, secrets: Iterable[Secret | str | None]) -> str:
     return text
 
 
-def plain(value: Any) -> Any:
-    """An OmegaConf node as plain Python containers; anything else unchanged."""
-    if isinstance(value, (DictConfig, ListConfig)):
-        return OmegaConf.to_container(value, resolve=True)
-    return value
+def quirks(cfg: ModelConfig) -> dict[str, Any]:
+    """The model's provider quirks as a plain dict (also from a DictConfig)."""
+    value = cfg.quirks
+    if OmegaConf.is_config(value):
+        return dict(OmegaConf.to_container(value, resolve=True))  # type: ignore[arg-type]
+    return dict(value)
 
 
-def cfg_get(cfg: Any, name: str, default: Any = None) -> Any:
-    """``cfg.name`` for a dataclass or DictConfig, ``default`` when absent or None."""
-    try:
-        value = getattr(cfg, name)
-    except (AttributeError, KeyError):
-        return default
-    return default if value is None else plain(value)
-
-
-def quirks(cfg: Any) -> dict[str, Any]:
-    """The model's provider quirks as a plain dict."""
-    return dict(cfg_get(cfg, "quirks", {}) or {})
-
-
-def remote_identity(cfg: Any, backend: str, with_base_url: bool = False) -> dict[str, Any]:
+def remote_identity(cfg: ModelConfig, backend: str, with_base_url: bool = False) -> dict[str, Any]:
     """The model part of cache keys: backend, model id, quirks (they change what is sent).
 
     ``base_url`` only counts for self-hosted servers, where it says which weights answer; for
     the official APIs it is a proxy or test hook. Keys, timeouts and limits never count.
     """
-    ident: dict[str, Any] = {"backend": backend, "model_id": str(cfg_get(cfg, "model_id"))}
-    if with_base_url and cfg_get(cfg, "base_url"):
-        ident["base_url"] = str(cfg_get(cfg, "base_url"))
-    if quirks(cfg):
-        ident["quirks"] = quirks(cfg)
+    ident: dict[str, Any] = {"backend": backend, "model_id": str(cfg.model_id)}
+    if with_base_url and cfg.base_url:
+        ident["base_url"] = str(cfg.base_url)
+    q = quirks(cfg)
+    if q:
+        ident["quirks"] = q
     return ident
 
 
-def resolve_api_key(cfg: Any, defaults: Sequence[str], provider: str) -> Secret:
+def resolve_api_key(cfg: ModelConfig, defaults: Sequence[str], provider: str) -> Secret:
     """The API key from ``cfg.api_key_env`` (or the provider's default variables).
 
     Raises :class:`AuthenticationFailed` naming the variable(s) to set when none holds a key.
     """
-    explicit = cfg_get(cfg, "api_key_env")
+    explicit = cfg.api_key_env
     names = [explicit] if explicit else list(defaults)
     for name in names:
         value = os.environ.get(name, "").strip()

@@ -5,7 +5,7 @@ Each message says what to do, and none carries an API key: provider texts are sc
 
 from __future__ import annotations
 
-from mcu_exp.llm.errors import BackendError, TransientBackendError
+from mcu_exp.llm.errors import BackendError
 
 __all__ = [
     "AuthenticationFailed",
@@ -34,7 +34,7 @@ class RetriesExhausted(BackendError):
     """A request kept failing transiently (429, 5xx, timeout, malformed response) past the limit."""
 
 
-class MalformedResponse(TransientBackendError):
+class MalformedResponse(BackendError):
     """A 200 response whose body could not be read as a completion (retried, then reported)."""
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
-from mcu_exp.llm.providers._common import cfg_get
 from mcu_exp.llm.providers._errors import BackendError
+
+if TYPE_CHECKING:
+    from mcu_exp.config import ModelConfig
 
 
 class TokenBucket:
@@ -86,17 +88,17 @@ class Budget:
     reason: str | None = None  # why the cap stopped the stage
 
     @classmethod
-    def from_config(cls, cfg: Any) -> Budget:
+    def from_config(cls, cfg: ModelConfig) -> Budget:
         """The caps and prices of a model config; a cost cap without prices is a config error."""
         budget = cls(
-            max_requests=cfg_get(cfg, "max_requests"),
-            max_cost_usd=cfg_get(cfg, "max_cost_usd"),
-            price_input_per_mtok=cfg_get(cfg, "price_input_per_mtok"),
-            price_output_per_mtok=cfg_get(cfg, "price_output_per_mtok"),
+            max_requests=cfg.max_requests,
+            max_cost_usd=cfg.max_cost_usd,
+            price_input_per_mtok=cfg.price_input_per_mtok,
+            price_output_per_mtok=cfg.price_output_per_mtok,
         )
         if budget.max_cost_usd is not None and not budget.priced:
             raise BackendError(
-                f"model '{cfg_get(cfg, 'name', '?')}': max_cost_usd needs "
+                f"model '{cfg.name}': max_cost_usd needs "
                 "price_input_per_mtok and price_output_per_mtok"
             )
         return budget

@@ -14,10 +14,12 @@ import random
 import time
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcu_exp.llm.providers._common import cfg_get
 from mcu_exp.llm.providers._errors import MalformedResponse
+
+if TYPE_CHECKING:
+    from mcu_exp.config import ModelConfig
 
 
 class Failure(Enum):
@@ -38,20 +40,23 @@ _TRANSIENT_4XX = {408, 409, 425}
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """At most ``max_retries`` retries per request, waiting ``initial_s * 2**k`` (jittered)."""
+    """At most ``max_retries`` retries per request, waiting ``initial_s * 2**k`` (jittered).
 
-    max_retries: int = 6
-    initial_s: float = 1.0
-    max_s: float = 60.0
+    Built from a model config by :meth:`from_config`; the defaults live in ``ModelConfig``.
+    """
+
+    max_retries: int
+    initial_s: float
+    max_s: float
     max_retry_after_s: float = 300.0  # a longer Retry-After is capped, not obeyed blindly
 
     @classmethod
-    def from_config(cls, cfg: Any) -> RetryPolicy:
-        """The policy from a model config (``backoff_initial_s``/``backoff_max_s`` if present)."""
+    def from_config(cls, cfg: ModelConfig) -> RetryPolicy:
+        """The policy of a model config (``max_retries``, ``backoff_initial_s``, ``backoff_max_s``)."""
         return cls(
-            max_retries=int(cfg_get(cfg, "max_retries", 6)),
-            initial_s=float(cfg_get(cfg, "backoff_initial_s", 1.0)),
-            max_s=float(cfg_get(cfg, "backoff_max_s", 60.0)),
+            max_retries=int(cfg.max_retries),
+            initial_s=float(cfg.backoff_initial_s),
+            max_s=float(cfg.backoff_max_s),
         )
 
     def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:

@@ -16,12 +16,12 @@ import random
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tqdm.auto import tqdm
 
 from mcu_exp.llm.contract import GenerationRequest, Sample, SampleJob
-from mcu_exp.llm.providers._common import Secret, cfg_get, estimate_tokens, scrub
+from mcu_exp.llm.providers._common import Secret, estimate_tokens, scrub
 from mcu_exp.llm.providers._errors import (
     AuthenticationFailed,
     BackendError,
@@ -32,6 +32,9 @@ from mcu_exp.llm.providers._errors import (
 )
 from mcu_exp.llm.providers._limits import Budget, RateLimiter
 from mcu_exp.llm.providers._retry import Failure, RetryPolicy, classify, retry_after, status_of
+
+if TYPE_CHECKING:
+    from mcu_exp.config import ModelConfig
 
 log = logging.getLogger("mcu_exp.llm.providers")
 
@@ -82,28 +85,31 @@ class Usage:
 
 
 class RemoteBackend:
-    """A :class:`~mcu_exp.llm.contract.Backend` over one provider's async API."""
+    """A :class:`~mcu_exp.llm.contract.Backend` over one provider's async API.
+
+    Concurrency, timeouts, retries, rate limits and budget caps all come from ``cfg``;
+    ``progress=False`` draws no progress bar.
+    """
 
     def __init__(
         self,
-        cfg: Any,
+        cfg: ModelConfig,
         provider: Provider,
         secret: Secret | None,
         identity: dict[str, Any],
         *,
-        policy: RetryPolicy | None = None,
         progress: bool = True,
     ) -> None:
         self.cfg = cfg
         self.provider = provider
         self._secret = secret
         self._identity = dict(identity)
-        self.policy = policy or RetryPolicy.from_config(cfg)
-        self.per_request = max(1, min(int(cfg_get(cfg, "n_per_request", 1)), provider.max_per_request))
-        self.max_concurrency = max(1, int(cfg_get(cfg, "max_concurrency", 8)))
-        self.timeout_s = float(cfg_get(cfg, "timeout_s", 120.0))
+        self.policy = RetryPolicy.from_config(cfg)
+        self.per_request = max(1, min(int(cfg.n_per_request), provider.max_per_request))
+        self.max_concurrency = max(1, int(cfg.max_concurrency))
+        self.timeout_s = float(cfg.timeout_s)
         self.budget = Budget.from_config(cfg)
-        self.limiter = RateLimiter(cfg_get(cfg, "requests_per_minute"), cfg_get(cfg, "tokens_per_minute"))
+        self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
         self.progress = progress
         self.totals = Usage()
 
@@ -112,13 +118,13 @@ class RemoteBackend:
 
     @property
     def model_id(self) -> str:
-        return str(cfg_get(self.cfg, "model_id", "?"))
+        return str(self.cfg.model_id)
 
     def identity(self) -> dict[str, Any]:
         """The model part of cache keys (the provider module's ``identity(cfg)``)."""
         return dict(self._identity)
 
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> dict[str, int | float]:
         """Requests, retries, samples, tokens and cost so far (for logs and MLflow metrics)."""
         return asdict(self.totals)
 

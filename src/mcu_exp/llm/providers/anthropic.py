@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.contract import GenerationRequest
 from mcu_exp.llm.providers._common import (
     Secret,
     as_dict,
-    cfg_get,
     drop,
     merged,
     quirks,
@@ -29,25 +28,27 @@ from mcu_exp.llm.providers._common import (
     truncate_at_stop,
 )
 from mcu_exp.llm.providers._errors import MalformedResponse
-from mcu_exp.llm.providers._retry import RetryPolicy
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
+
+if TYPE_CHECKING:
+    from mcu_exp.config import ModelConfig
 
 DEFAULT_KEY_ENVS = ("ANTHROPIC_API_KEY",)
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}  # refusal...: error
 
 
-def output_tokens(request: GenerationRequest, cfg: Any) -> int:
+def output_tokens(request: GenerationRequest, cfg: ModelConfig) -> int:
     """The per-sample output ceiling (``max_tokens``) sent to the API."""
     return request.max_new_tokens + int(quirks(cfg).get("extra_output_tokens", 0))
 
 
-def build_message_params(request: GenerationRequest, cfg: Any, sampling_args: bool) -> dict[str, Any]:
+def build_message_params(request: GenerationRequest, cfg: ModelConfig, sampling_args: bool) -> dict[str, Any]:
     """Keyword arguments for ``messages.create``; sampling goes in ``extra_body`` unless ``sampling_args``."""
     q = quirks(cfg)
     dropped = list(q.get("drop_params", []))
     system, rest = split_system(request)
     params: dict[str, Any] = {
-        "model": str(cfg_get(cfg, "model_id")),
+        "model": str(cfg.model_id),
         "max_tokens": output_tokens(request, cfg),
         "messages": [{"role": m.role, "content": m.content} for m in rest],
     }
@@ -85,17 +86,17 @@ class AnthropicProvider:
     name = "anthropic"
     max_per_request = 1  # the API has no `n`: samples are concurrent requests
 
-    def __init__(self, cfg: Any) -> None:
+    def __init__(self, cfg: ModelConfig) -> None:
         self.sdk = require("anthropic", "api", self.name)
         self.cfg = cfg
-        self.timeout_s = float(cfg_get(cfg, "timeout_s", 120.0))
+        self.timeout_s = float(cfg.timeout_s)
         self.transient_types: tuple[type[BaseException], ...] = (self.sdk.APIConnectionError,)
         self.sampling_args = False
 
     def open(self, secret: Secret | None) -> Any:
         client = self.sdk.AsyncAnthropic(
             api_key=secret.reveal() if secret else None,
-            base_url=cfg_get(self.cfg, "base_url"),
+            base_url=self.cfg.base_url,
             max_retries=0,  # retries are ours: counted, backed off, shown
             timeout=self.timeout_s,
         )
@@ -114,15 +115,13 @@ class AnthropicProvider:
         return parse_message(as_dict(response), request.stop)
 
 
-def identity(cfg: Any) -> dict[str, Any]:
+def identity(cfg: ModelConfig) -> dict[str, Any]:
     """The model part of cache keys, without a client: backend, model id, quirks."""
     return remote_identity(cfg, "anthropic")
 
 
-def create_backend(
-    cfg: Any, *, progress: bool = True, policy: RetryPolicy | None = None
-) -> RemoteBackend:
+def create_backend(cfg: ModelConfig, *, progress: bool = True) -> RemoteBackend:
     """The ``anthropic`` backend: key from ``api_key_env`` (default ANTHROPIC_API_KEY)."""
     provider = AnthropicProvider(cfg)
     secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "anthropic")
-    return RemoteBackend(cfg, provider, secret, identity(cfg), policy=policy, progress=progress)
+    return RemoteBackend(cfg, provider, secret, identity(cfg), progress=progress)

@@ -8,13 +8,12 @@ Quirks: ``thinking_budget`` (Gemini 2.5 Pro thinks, and thinking tokens count ag
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.contract import GenerationRequest
 from mcu_exp.llm.providers._common import (
     Secret,
     as_dict,
-    cfg_get,
     drop,
     merged,
     quirks,
@@ -27,8 +26,10 @@ from mcu_exp.llm.providers._common import (
     truncate_at_stop,
 )
 from mcu_exp.llm.providers._errors import MalformedResponse
-from mcu_exp.llm.providers._retry import RetryPolicy
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
+
+if TYPE_CHECKING:
+    from mcu_exp.config import ModelConfig
 
 DEFAULT_KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 MAX_CANDIDATES = 8  # the API's ceiling on candidate_count
@@ -37,12 +38,12 @@ _FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}  # SAFETY, RECITATION, ...: e
 _ROLES = {"user": "user", "assistant": "model"}
 
 
-def output_tokens(request: GenerationRequest, cfg: Any) -> int:
+def output_tokens(request: GenerationRequest, cfg: ModelConfig) -> int:
     """The per-sample output ceiling (``max_output_tokens``, thinking included) sent to the API."""
     return request.max_new_tokens + int(quirks(cfg).get("extra_output_tokens", 0))
 
 
-def build_generate_params(request: GenerationRequest, cfg: Any, count: int, first: int) -> dict[str, Any]:
+def build_generate_params(request: GenerationRequest, cfg: ModelConfig, count: int, first: int) -> dict[str, Any]:
     """Keyword arguments for ``models.generate_content`` asking ``count`` candidates."""
     q = quirks(cfg)
     system, rest = split_system(request)
@@ -62,7 +63,7 @@ def build_generate_params(request: GenerationRequest, cfg: Any, count: int, firs
         config["thinking_config"] = {"thinking_budget": int(q["thinking_budget"])}
     config = merged(drop(config, q.get("drop_params", [])), q.get("params"))
     contents = [{"role": _ROLES.get(m.role, "user"), "parts": [{"text": m.content}]} for m in rest]
-    return {"model": str(cfg_get(cfg, "model_id")), "contents": contents, "config": config}
+    return {"model": str(cfg.model_id), "contents": contents, "config": config}
 
 
 def parse_generate_response(data: Mapping[str, Any], stop: Sequence[str], count: int) -> CallResult:
@@ -106,10 +107,10 @@ class GoogleProvider:
     name = "google"
     max_per_request = MAX_CANDIDATES
 
-    def __init__(self, cfg: Any) -> None:
+    def __init__(self, cfg: ModelConfig) -> None:
         require("google.genai", "api", self.name)
         self.cfg = cfg
-        self.timeout_s = float(cfg_get(cfg, "timeout_s", 120.0))
+        self.timeout_s = float(cfg.timeout_s)
         self.transient_types = _transport_errors()
 
     def open(self, secret: Secret | None) -> Any:
@@ -117,7 +118,7 @@ class GoogleProvider:
         from google.genai import types
 
         options: dict[str, Any] = {
-            "base_url": cfg_get(self.cfg, "base_url"),
+            "base_url": self.cfg.base_url,
             "api_version": str(quirks(self.cfg).get("api_version", "v1beta")),
             "timeout": int(self.timeout_s * 1000),  # milliseconds
         }
@@ -145,15 +146,13 @@ class GoogleProvider:
         return parse_generate_response(as_dict(response), request.stop, count)
 
 
-def identity(cfg: Any) -> dict[str, Any]:
+def identity(cfg: ModelConfig) -> dict[str, Any]:
     """The model part of cache keys, without a client: backend, model id, quirks."""
     return remote_identity(cfg, "google")
 
 
-def create_backend(
-    cfg: Any, *, progress: bool = True, policy: RetryPolicy | None = None
-) -> RemoteBackend:
+def create_backend(cfg: ModelConfig, *, progress: bool = True) -> RemoteBackend:
     """The ``google`` backend: key from ``api_key_env`` (default GEMINI_API_KEY, then GOOGLE_API_KEY)."""
     provider = GoogleProvider(cfg)
     secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "google")
-    return RemoteBackend(cfg, provider, secret, identity(cfg), policy=policy, progress=progress)
+    return RemoteBackend(cfg, provider, secret, identity(cfg), progress=progress)

@@ -10,13 +10,12 @@ for GPT-5), ``params`` (extra keyword arguments, e.g. ``reasoning_effort``), ``e
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.contract import GenerationRequest
 from mcu_exp.llm.providers._common import (
     Secret,
     as_dict,
-    cfg_get,
     drop,
     merged,
     quirks,
@@ -29,8 +28,10 @@ from mcu_exp.llm.providers._common import (
     truncate_at_stop,
 )
 from mcu_exp.llm.providers._errors import MalformedResponse
-from mcu_exp.llm.providers._retry import RetryPolicy
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
+
+if TYPE_CHECKING:
+    from mcu_exp.config import ModelConfig
 
 DEFAULT_KEY_ENVS = ("OPENAI_API_KEY",)
 MAX_N = 128  # the API's ceiling on `n`
@@ -39,19 +40,19 @@ MAX_STOPS = 4  # the API takes at most four stop strings; the rest are applied h
 _FINISH = {"stop": "stop", "length": "length"}  # content_filter, tool_calls...: error
 
 
-def output_tokens(request: GenerationRequest, cfg: Any) -> int:
+def output_tokens(request: GenerationRequest, cfg: ModelConfig) -> int:
     """The per-sample output ceiling sent to the API."""
     return request.max_new_tokens + int(quirks(cfg).get("extra_output_tokens", 0))
 
 
-def build_chat_params(request: GenerationRequest, cfg: Any, count: int, first: int) -> dict[str, Any]:
+def build_chat_params(request: GenerationRequest, cfg: ModelConfig, count: int, first: int) -> dict[str, Any]:
     """Keyword arguments for ``chat.completions.create`` asking ``count`` samples from index ``first``."""
     q = quirks(cfg)
     system, rest = split_system(request)
     messages = [{"role": q.get("system_role", "system"), "content": system}] if system else []
     messages += [{"role": m.role, "content": m.content} for m in rest]
     params: dict[str, Any] = {
-        "model": str(cfg_get(cfg, "model_id")),
+        "model": str(cfg.model_id),
         "messages": messages,
         "temperature": request.temperature,
         "top_p": request.top_p,
@@ -92,12 +93,12 @@ class OpenAIProvider:
 
     max_per_request = MAX_N
 
-    def __init__(self, cfg: Any, name: str = "openai", base_url: str | None = None) -> None:
+    def __init__(self, cfg: ModelConfig, name: str = "openai", base_url: str | None = None) -> None:
         self.sdk = require("openai", "api", name)
         self.cfg = cfg
         self.name = name
         self.base_url = base_url
-        self.timeout_s = float(cfg_get(cfg, "timeout_s", 120.0))
+        self.timeout_s = float(cfg.timeout_s)
         self.transient_types: tuple[type[BaseException], ...] = (self.sdk.APIConnectionError,)
 
     def open(self, secret: Secret | None) -> Any:
@@ -120,15 +121,13 @@ class OpenAIProvider:
         return parse_chat_completion(as_dict(response), request.stop)
 
 
-def identity(cfg: Any) -> dict[str, Any]:
+def identity(cfg: ModelConfig) -> dict[str, Any]:
     """The model part of cache keys, without a client: backend, model id, quirks."""
     return remote_identity(cfg, "openai")
 
 
-def create_backend(
-    cfg: Any, *, progress: bool = True, policy: RetryPolicy | None = None
-) -> RemoteBackend:
+def create_backend(cfg: ModelConfig, *, progress: bool = True) -> RemoteBackend:
     """The ``openai`` backend: key from ``api_key_env`` (default OPENAI_API_KEY)."""
-    provider = OpenAIProvider(cfg, "openai", cfg_get(cfg, "base_url"))
+    provider = OpenAIProvider(cfg, "openai", cfg.base_url)
     secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "openai")
-    return RemoteBackend(cfg, provider, secret, identity(cfg), policy=policy, progress=progress)
+    return RemoteBackend(cfg, provider, secret, identity(cfg), progress=progress)

@@ -7,31 +7,31 @@ are OpenAI's (:mod:`mcu_exp.llm.providers.openai`), quirks included.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcu_exp.llm.providers._common import cfg_get, remote_identity, resolve_api_key
+from mcu_exp.llm.providers._common import remote_identity, resolve_api_key
 from mcu_exp.llm.providers._errors import BackendError
-from mcu_exp.llm.providers._retry import RetryPolicy
 from mcu_exp.llm.providers._runner import RemoteBackend
 from mcu_exp.llm.providers.openai import OpenAIProvider
 
+if TYPE_CHECKING:
+    from mcu_exp.config import ModelConfig
 
-def identity(cfg: Any) -> dict[str, Any]:
+
+def identity(cfg: ModelConfig) -> dict[str, Any]:
     """The model part of cache keys, without a client: backend, model id, quirks and base_url."""
     return remote_identity(cfg, "openai_compatible", with_base_url=True)
 
 
-def create_backend(
-    cfg: Any, *, progress: bool = True, policy: RetryPolicy | None = None
-) -> RemoteBackend:
+def create_backend(cfg: ModelConfig, *, progress: bool = True) -> RemoteBackend:
     """The ``openai_compatible`` backend; ``model.base_url`` is required (e.g. http://host:8000/v1)."""
-    base_url = cfg_get(cfg, "base_url")
+    base_url = cfg.base_url
     if not base_url:
         raise BackendError(
-            f"model '{cfg_get(cfg, 'name', '?')}': backend openai_compatible needs model.base_url "
+            f"model '{cfg.name}': backend openai_compatible needs model.base_url "
             "(e.g. http://127.0.0.1:8000/v1 for `vllm serve`)"
         )
     provider = OpenAIProvider(cfg, "openai_compatible", str(base_url))
-    env = cfg_get(cfg, "api_key_env")
+    env = cfg.api_key_env
     secret = resolve_api_key(cfg, (env,), "openai_compatible") if env else None
-    return RemoteBackend(cfg, provider, secret, identity(cfg), policy=policy, progress=progress)
+    return RemoteBackend(cfg, provider, secret, identity(cfg), progress=progress)

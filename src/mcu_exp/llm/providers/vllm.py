@@ -16,14 +16,13 @@ answer after that marker, and the stop strings then apply to the answer alone. O
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
 from mcu_exp.llm.contract import GenerationRequest, Sample, SampleJob
 from mcu_exp.llm.local import plain_prompt
 from mcu_exp.llm.providers._common import (
-    cfg_get,
     framed_prompt,
     quirks,
     require,
@@ -32,11 +31,14 @@ from mcu_exp.llm.providers._common import (
 )
 from mcu_exp.llm.providers._errors import BackendError
 
+if TYPE_CHECKING:
+    from mcu_exp.config import ModelConfig
+
 DEFAULT_CHUNK = 256
 _FINISH = {"stop": "stop", "length": "length"}
 
 
-def sampling_kwargs(request: GenerationRequest, cfg: Any, index: int) -> dict[str, Any]:
+def sampling_kwargs(request: GenerationRequest, cfg: ModelConfig, index: int) -> dict[str, Any]:
     """``SamplingParams`` arguments for sample ``index`` of ``request`` (stop strings are left
     to :func:`parse_output` for reasoning models, whose thinking must not trigger them)."""
     q = quirks(cfg)
@@ -55,24 +57,24 @@ def chat_messages(request: GenerationRequest) -> list[dict[str, str]]:
     return [{"role": m.role, "content": m.content} for m in request.messages]
 
 
-def completion_prompt(request: GenerationRequest, cfg: Any) -> str:
+def completion_prompt(request: GenerationRequest, cfg: ModelConfig) -> str:
     """The prompt for a model without a chat template: the quirk's frame, else the local
     backend's role-tagged turns (so both backends prompt an untemplated model alike)."""
     template = quirks(cfg).get("completion_template")
     return framed_prompt(request, str(template)) if template else plain_prompt(request.messages)
 
 
-def engine_kwargs(cfg: Any) -> dict[str, Any]:
+def engine_kwargs(cfg: ModelConfig) -> dict[str, Any]:
     """``vllm.LLM(...)`` arguments: model, tensor parallelism, context length, dtype, quirks."""
     q = quirks(cfg)
     engine: dict[str, Any] = {
-        "model": str(cfg_get(cfg, "model_id")),
-        "tensor_parallel_size": int(cfg_get(cfg, "tensor_parallel_size", 1)),
+        "model": str(cfg.model_id),
+        "tensor_parallel_size": int(cfg.tensor_parallel_size),
     }
-    if cfg_get(cfg, "max_model_len"):
-        engine["max_model_len"] = int(cfg_get(cfg, "max_model_len"))
-    if cfg_get(cfg, "dtype", "auto") != "auto":
-        engine["dtype"] = str(cfg_get(cfg, "dtype"))
+    if cfg.max_model_len:
+        engine["max_model_len"] = int(cfg.max_model_len)
+    if cfg.dtype != "auto":
+        engine["dtype"] = str(cfg.dtype)
     if q.get("revision"):
         engine["revision"] = str(q["revision"])
     return {**engine, **dict(q.get("engine_args") or {})}
@@ -101,21 +103,21 @@ def parse_output(output: Any, reasoning_end: str | None = None, stop: Sequence[s
 class VLLMBackend:
     """A :class:`~mcu_exp.llm.contract.Backend` over ``vllm.LLM`` on the local GPU(s)."""
 
-    def __init__(self, cfg: Any, *, progress: bool = True) -> None:
+    def __init__(self, cfg: ModelConfig, *, progress: bool = True) -> None:
         self.vllm = require("vllm", "vllm", "vllm")
         self.cfg = cfg
         self.progress = progress
         self.chunk_size = max(1, int(quirks(cfg).get("chunk_size", DEFAULT_CHUNK)))
         self.llm = self.vllm.LLM(**engine_kwargs(cfg))
-        self.use_chat = bool(cfg_get(cfg, "chat_template", True))
+        self.use_chat = bool(cfg.chat_template)
         if self.use_chat and not getattr(self.llm.get_tokenizer(), "chat_template", None):
             raise BackendError(
-                f"model '{cfg_get(cfg, 'name', '?')}': {cfg_get(cfg, 'model_id')} has no chat template; "
+                f"model '{cfg.name}': {cfg.model_id} has no chat template; "
                 "set chat_template: false (plain prompts, optionally quirks.completion_template)"
             )
 
     def __repr__(self) -> str:
-        return f"VLLMBackend(model_id={cfg_get(self.cfg, 'model_id')!r})"
+        return f"VLLMBackend(model_id={self.cfg.model_id!r})"
 
     def identity(self) -> dict[str, Any]:
         """The model part of cache keys (see :func:`identity`)."""
@@ -136,7 +138,7 @@ class VLLMBackend:
     def stream(self, jobs: Sequence[SampleJob]) -> Iterator[tuple[int, int, Sample]]:
         """Yield ``(job position, sample index, sample)``, one chunk of samples at a time."""
         todo = [(pos, index) for pos, job in enumerate(jobs) for index in job.indices]
-        with tqdm(total=len(todo), desc=f"vllm:{cfg_get(self.cfg, 'model_id')}", unit="sample",
+        with tqdm(total=len(todo), desc=f"vllm:{self.cfg.model_id}", unit="sample",
                   disable=not self.progress) as bar:
             for start in range(0, len(todo), self.chunk_size):
                 chunk = todo[start : start + self.chunk_size]
@@ -147,13 +149,13 @@ class VLLMBackend:
                     yield pos, index, parse_output(output, quirks(self.cfg).get("reasoning_end"), request.stop)
 
 
-def identity(cfg: Any) -> dict[str, Any]:
+def identity(cfg: ModelConfig) -> dict[str, Any]:
     """Backend, model id, dtype, prompt format and output-changing quirks, without loading vLLM."""
     ident: dict[str, Any] = {
         "backend": "vllm",
-        "model_id": str(cfg_get(cfg, "model_id")),
-        "dtype": str(cfg_get(cfg, "dtype", "auto")),
-        "chat_template": bool(cfg_get(cfg, "chat_template", True)),
+        "model_id": str(cfg.model_id),
+        "dtype": str(cfg.dtype),
+        "chat_template": bool(cfg.chat_template),
     }
     q = {k: v for k, v in quirks(cfg).items() if k != "chunk_size"}
     if q:
@@ -161,6 +163,6 @@ def identity(cfg: Any) -> dict[str, Any]:
     return ident
 
 
-def create_backend(cfg: Any, *, progress: bool = True) -> VLLMBackend:
+def create_backend(cfg: ModelConfig, *, progress: bool = True) -> VLLMBackend:
     """The ``vllm`` backend (needs a GPU and ``pip install 'mcu_exp[vllm]'``, see docs/remote-backends.md)."""
     return VLLMBackend(cfg, progress=progress)
