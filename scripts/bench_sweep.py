@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-STANDIN = "proxy.impl=support.standin_proxy:run"
+STANDIN = "proxy._target_=support.standin_proxy.StandInProxy"
 
 
 def epsilons(n: int) -> str:

@@ -1,30 +1,31 @@
 """Value checks the typed schema cannot express, run before any data or model is loaded.
 
-Types and key names are Hydra's job (the structured config); ranges and choices are
-checked here so a bad value fails in the first second with the key it concerns.
+Types and key names are Hydra's job (the structured config); ranges and choices of the
+shared sections are checked here so a bad value fails in the first second with the key it
+concerns. A proxy checks its own section (:meth:`mcu_exp.proxies.base.Proxy.problems`).
 """
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
+from collections.abc import Iterator
 
-from mcu_exp.calibration import QUANTILE_RULES
+from mcu_exp.calibration import QUANTILE_RULES, RULES as DECISION_RULES
+from mcu_exp.config import Config
 from mcu_exp.data import GROUPS, RULES
 
-DECISION_RULES = ("conformal", "theta", "p1_and_theta")
 MIN_RESAMPLES = 1000
 
 
-def check_config(cfg: DictConfig) -> None:
+def check_config(cfg: Config) -> None:
     """Raise ``ValueError`` naming the first key whose value is out of range."""
     problems = list(config_problems(cfg))
     if problems:
         raise ValueError(problems[0])
 
 
-def config_problems(cfg: DictConfig):  # noqa: ANN201 - a generator of messages
+def config_problems(cfg: Config) -> Iterator[str]:
     """Every out-of-range value, as ``key=value: what is expected`` messages."""
-    d, ev, lab, p = cfg.decision, cfg.evaluation, cfg.labels, cfg.proxy
+    d, ev, lab = cfg.decision, cfg.evaluation, cfg.labels
     if not 0.0 < d.epsilon < 1.0:
         yield f"decision.epsilon={d.epsilon}: expected a value in (0, 1)"
     if d.quantile not in QUANTILE_RULES:
@@ -51,8 +52,5 @@ def config_problems(cfg: DictConfig):  # noqa: ANN201 - a generator of messages
         yield f"labels.group={lab.group!r}: expected all or one of {', '.join(GROUPS)}"
     if not 0.0 <= lab.min_fraction <= 1.0:
         yield f"labels.min_fraction={lab.min_fraction}: expected a value in [0, 1]"
-    if p.name in ("p1", "p2", "p3") and p.impl is None and (p.k_cal < 2 or p.k - p.k_cal < 2):
-        yield (f"proxy.k={p.k}, proxy.k_cal={p.k_cal}: the calibration and test subsets "
-               "each need at least 2 summaries")
     if cfg.dataset.limit is not None and cfg.dataset.limit < 1:
         yield f"dataset.limit={cfg.dataset.limit}: expected a positive number of programs (or null)"

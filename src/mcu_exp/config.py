@@ -88,41 +88,26 @@ class CacheConfig:
 
 
 @dataclass
-class ProxyConfig:
-    """A behavioural proxy turning model behaviour into High/Low labels."""
-
-    name: str = MISSING  # p0 | p1 | p2 | p3
-    k: int = 20  # summaries per program
-    k_cal: int = 10  # of which calibration; the rest are test
-    split_seed: int = 0
-    sample_seed: int = 0  # seed of the generation requests
-    prompt: str = "summarize_intent"  # key into mcu_exp.proxies.prompts
-    impl: Optional[str] = None  # "module:function" running this proxy; None: the built-in for `name`
-    r: int = 5  # P3: judgments per summary
-    judge_seed: int = 0  # P3: which expert judges which program
-    judge_max_new_tokens: int = 8  # P3: room for the one-word verdict
-    samples: int = 5  # P0: samples per question and rotation
-    rotate: bool = True  # P0: one run per option position of the correct answer
-    answer_max_new_tokens: int = 8  # P0
-
-
-@dataclass
 class ExpertMember:
-    """One expert of the pool: a model config name plus optional decoding overrides."""
+    """One expert of the pool: a model config composed by Hydra from ``conf/model/`` (see
+    ``conf/experts/*.yaml``: ``/model@members.<label>.model: <name>``) and its sampling seed."""
 
-    label: str = MISSING  # name shown in records and artifacts
-    model: str = MISSING  # a file name under conf/model/ (without .yaml)
-    temperature: Optional[float] = None
-    top_p: Optional[float] = None
+    model: ModelConfig = field(default_factory=ModelConfig)
     seed: int = 0
+    label: Optional[str] = None  # shown in records and metric names; None: the member's key
 
 
 @dataclass
 class ExpertsConfig:
-    """The expert pool of P2 (meta-reviewers) and P3 (judges)."""
+    """The expert pool of P2 (meta-reviewers) and P3 (judges), members keyed by a short name
+    (config keys cannot hold dots: `gemini-2_5-pro` with `label: gemini-2.5-pro`)."""
 
     name: str = MISSING
-    members: list[ExpertMember] = field(default_factory=list)
+    members: dict[str, ExpertMember] = field(default_factory=dict)
+
+    def labelled(self) -> dict[str, ExpertMember]:
+        """The members by their display label, in config order."""
+        return {member.label or key: member for key, member in self.members.items()}
     m: int = 30  # P2: summaries per expert
     top_n: int = 3  # P2: most central summaries kept per expert
     ranking: str = "centrality"  # mean BERTScore to the same expert's other summaries
@@ -145,7 +130,7 @@ class ScorerConfig:
     batch_size: int = 64
     device: str = "auto"
     allow_fallback: bool = False  # if the model is absent locally, use `fallback` instead of failing
-    fallback: Optional[str] = None  # name of a scorer config to fall back to
+    fallback: Optional[Any] = None  # a scorer config composed by Hydra (e.g. `minilm@fallback`)
 
 
 @dataclass
@@ -194,7 +179,11 @@ class Config:
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     labels: LabelsConfig = field(default_factory=LabelsConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
-    proxy: ProxyConfig = field(default_factory=ProxyConfig)
+    # A proxy's section is typed by the config class of the proxy its `_target_` names (see
+    # mcu_exp.proxies.base.build_proxy); `reference` is the proxy P1-P3 are also scored
+    # against (cross-proxy reliability, P0 by default; null: none).
+    proxy: Any = MISSING
+    reference: Any = None
     scorer: ScorerConfig = field(default_factory=ScorerConfig)
     experts: ExpertsConfig = field(default_factory=ExpertsConfig)
     decision: DecisionConfig = field(default_factory=DecisionConfig)

@@ -17,15 +17,22 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from omegaconf import DictConfig
 
+from mcu_exp import names
+from mcu_exp.config import DecisionConfig, EvaluationConfig
 from mcu_exp.data import HumanLabels
-from mcu_exp.evaluation import DegenerateMetricWarning, epsilon_sweep, similarity_sweep, threshold_sweep
+from mcu_exp.evaluation import (
+    HEADLINE,
+    DegenerateMetricWarning,
+    epsilon_sweep,
+    series_columns,
+    similarity_sweep,
+    threshold_sweep,
+)
 from mcu_exp.proxies.base import ProxyOutcome
 
 log = logging.getLogger(__name__)
 
-SERIES_COLUMNS = ("f1", "precision", "recall", "auc_binary")
 
 
 @dataclass
@@ -41,30 +48,46 @@ def per_program_table(outcome: ProxyOutcome, labels: HumanLabels) -> pd.DataFram
     table = outcome.table.copy()
     human = pd.DataFrame(
         {
-            "human_label": labels.labels,
-            "human_fraction": labels.fraction,
-            "n_evaluators": labels.n_evaluators,
+            names.HUMAN_LABEL: labels.labels,
+            names.HUMAN_FRACTION: labels.fraction,
+            names.N_EVALUATORS: labels.n_evaluators,
         }
     )
-    front = ["human_label", "human_fraction", "n_evaluators", "score", "label"]
+    front = list(names.PER_PROGRAM_FRONT)
     merged = human.join(table, how="right")
     rest = [c for c in merged.columns if c not in front]
     merged = merged[front + rest]
-    merged.index.name = "program_id"
+    merged.index.name = names.PROGRAM_ID
     return merged
 
 
+def scores_table(outcome: ProxyOutcome, labels: HumanLabels) -> pd.DataFrame | None:
+    """The arrays the decision rule used (``alpha_cal``, ``alpha_test``, ``similarity_test``…,
+    named as :class:`mcu_exp.calibration.Scores`), with the human label: the one input
+    ``mcu-exp tune`` and other re-analyses need, whatever the proxy. None for uncalibrated proxies."""
+    if outcome.scores is None:
+        return None
+    index = outcome.table.index
+    frame = pd.DataFrame({name: getattr(outcome.scores, name) for name in outcome.scores.offered()}, index=index)
+    frame.insert(0, names.HUMAN_LABEL, labels.labels.reindex(index))
+    frame.index.name = names.PROGRAM_ID
+    return frame
+
+
 def sensitivity(
-    cfg: DictConfig, outcome: ProxyOutcome, groups: dict[str, HumanLabels]
+    ev: EvaluationConfig, outcome: ProxyOutcome, groups: dict[str, HumanLabels]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """F1/precision/recall/AUC over a threshold grid and coverage over an ε grid, per group.
 
     The threshold grid spans the observed α_test range (plus the calibrated τ) and is the
     same for every group, so a metric series' step means the same threshold everywhere.
     """
-    alpha_test = pd.Series(outcome.alpha_test, index=outcome.table.index)
+    scores = outcome.scores
+    if scores is None or scores.alpha_cal is None or scores.alpha_test is None:
+        raise ValueError("threshold and ε sensitivity need the proxy's alpha_cal and alpha_test")
+    alpha_test = pd.Series(scores.alpha_test, index=outcome.table.index)
     lo, hi = float(alpha_test.min()), float(alpha_test.max())
-    points = np.linspace(lo, hi, int(cfg.evaluation.threshold_grid))
+    points = np.linspace(lo, hi, ev.threshold_grid)
     tau = outcome.params.get("tau")
     if tau is not None and math.isfinite(float(tau)):
         points = np.unique(np.append(points, float(tau)))
@@ -76,29 +99,31 @@ def sensitivity(
         y = labels.labels.loc[common].to_numpy()
         a = alpha_test.loc[common].to_numpy()
         frame = threshold_sweep(y, a, grid=points, n_points=2)
-        frame = frame[np.isin(frame["threshold"].to_numpy(), points)].reset_index(drop=True)
+        frame = frame[np.isin(frame[names.THRESHOLD_GRID].to_numpy(), points)].reset_index(drop=True)
         frame.insert(0, "group", name)
         frame.insert(1, "n", len(common))
         thresholds.append(frame)
-        eps = epsilon_sweep(
-            outcome.alpha_cal, a, list(cfg.evaluation.epsilon_grid), outcome.quantile, y_true=y
-        )
+        eps = epsilon_sweep(scores.alpha_cal, a, list(ev.epsilon_grid), outcome.quantile, y_true=y)
         eps.insert(0, "group", name)
         eps.insert(1, "n", len(common))
         epsilons.append(eps)
     return pd.concat(thresholds, ignore_index=True), pd.concat(epsilons, ignore_index=True)
 
 
-def theta_sensitivity(cfg: DictConfig, outcome: ProxyOutcome, groups: dict[str, HumanLabels]) -> pd.DataFrame:
-    """P2's fixed rule High iff SSC_meta(test) ≥ θ over ``evaluation.theta_grid``, per group."""
-    similarity = outcome.table["ssc_meta_test"].astype(float)
+def theta_sensitivity(ev: EvaluationConfig, outcome: ProxyOutcome,
+                      groups: dict[str, HumanLabels]) -> pd.DataFrame:
+    """The fixed rule High iff similarity_test ≥ θ (P2: SSC_meta(test)) over
+    ``evaluation.theta_grid``, per group."""
+    if outcome.scores is None or outcome.scores.similarity_test is None:
+        raise ValueError("θ sensitivity needs the proxy's similarity_test")
+    similarity = pd.Series(outcome.scores.similarity_test, index=outcome.table.index, dtype=float)
     frames = []
     for name, labels in groups.items():
         common = [p for p in similarity.index if p in labels.labels.index]
         if not common:
             continue
         frame = similarity_sweep(labels.labels.loc[common].to_numpy(), similarity.loc[common].to_numpy(),
-                                 list(cfg.evaluation.theta_grid))
+                                 list(ev.theta_grid))
         frame.insert(0, "group", name)
         frame.insert(1, "n", len(common))
         frames.append(frame)
@@ -112,26 +137,27 @@ def grid_series(frame: pd.DataFrame, name: str, x: str, per_group: tuple[str, ..
     ``per_group`` columns for all readers and each subgroup."""
     series: dict[str, list[float]] = {}
     for group, rows in frame.groupby("group", sort=False):
-        suffix = "" if group == "all" else f".{group}"
-        if group == "all":
-            series[f"sens.{name}.value"] = rows[x].tolist()
+        if group == names.ALL_READERS:
+            series[names.series_key(name, names.GRID_VALUE)] = rows[x].tolist()
             for col in overall:
-                series[f"sens.{name}.{col}"] = rows[col].tolist()
+                series[names.series_key(name, col)] = rows[col].tolist()
         for col in per_group:
-            series[f"sens.{name}.{col}{suffix}"] = rows[col].tolist()
+            series[names.series_key(name, col, str(group))] = rows[col].tolist()
     return series
 
 
 def sensitivity_series(thr: pd.DataFrame, eps: pd.DataFrame) -> dict[str, list[float]]:
     """Metric series for MLflow: ``sens.threshold.<metric>[.<group>]`` and ``sens.epsilon.…``."""
     return {
-        **grid_series(thr, "threshold", "threshold", SERIES_COLUMNS),
-        **grid_series(eps, "epsilon", "epsilon", ("f1", "auc_binary"), overall=("nominal", "coverage", "tau")),
+        **grid_series(thr, names.THRESHOLD_GRID, names.THRESHOLD_GRID, series_columns()),
+        **grid_series(eps, names.EPSILON_GRID, names.EPSILON_GRID, HEADLINE,
+                      overall=("nominal", "coverage", "tau")),
     }
 
 
 def write_outputs(
-    cfg: DictConfig,
+    ev: EvaluationConfig,
+    decision: DecisionConfig,
     run_dir: Path,
     outcome: ProxyOutcome,
     groups: dict[str, HumanLabels],
@@ -140,33 +166,37 @@ def write_outputs(
     """Write the job's result files; return them with the metric series to log."""
     from mcu_exp.report.plots import plot_coverage, plot_threshold_curves
 
-    folder = run_dir / "results"
+    folder = run_dir / names.RESULTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    per_program_table(outcome, groups["all"]).to_csv(folder / "per_program.csv")
+    per_program_table(outcome, groups[names.ALL_READERS]).to_csv(folder / names.PER_PROGRAM_FILE)
     summary = pd.concat([rep.to_frame().reset_index().assign(group=name) for name, rep in reports.items()],
                         ignore_index=True)
-    summary.to_csv(folder / "alignment.csv", index=False)
+    summary.to_csv(folder / names.ALIGNMENT_FILE, index=False)
     for name, frame in outcome.records.items():
-        frame.to_csv(folder / f"{name}.csv", index=False)
-    (folder / "specs.json").write_text(json.dumps(outcome.specs, indent=2, sort_keys=True, default=str))
+        frame.to_csv(folder / names.records_file(name), index=False)
+    scores_frame = scores_table(outcome, groups[names.ALL_READERS])
+    if scores_frame is not None:
+        scores_frame.to_csv(folder / names.SCORES_FILE)
+    (folder / names.SPECS_FILE).write_text(json.dumps(outcome.specs, indent=2, sort_keys=True, default=str))
     artifacts = Artifacts(folder=folder)
-    if outcome.alpha_test is not None and outcome.alpha_cal is not None:
+    scores = outcome.scores
+    if scores is not None and scores.alpha_test is not None and scores.alpha_cal is not None:
         with warnings.catch_warnings():  # grid ends label every program alike, by design
             warnings.simplefilter("ignore", DegenerateMetricWarning)
-            thr, eps = sensitivity(cfg, outcome, groups)
-        thr.to_csv(folder / "sensitivity_threshold.csv", index=False)
-        eps.to_csv(folder / "sensitivity_epsilon.csv", index=False)
-        if cfg.evaluation.plots:
+            thr, eps = sensitivity(ev, outcome, groups)
+        thr.to_csv(folder / names.sensitivity_file(names.THRESHOLD_GRID), index=False)
+        eps.to_csv(folder / names.sensitivity_file(names.EPSILON_GRID), index=False)
+        if ev.plots:
             plot_threshold_curves(thr, folder / "sensitivity_threshold.png", tau=outcome.params.get("tau"))
             plot_coverage(eps, folder / "coverage_epsilon.png")
         artifacts.series = sensitivity_series(thr, eps)
-    if "ssc_meta_test" in outcome.table.columns:
+    if scores is not None and scores.similarity_test is not None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DegenerateMetricWarning)
-            theta = theta_sensitivity(cfg, outcome, groups)
-        theta.to_csv(folder / "sensitivity_theta.csv", index=False)
-        if cfg.evaluation.plots:
-            plot_threshold_curves(theta, folder / "sensitivity_theta.png", tau=float(cfg.decision.theta),
+            theta = theta_sensitivity(ev, outcome, groups)
+        theta.to_csv(folder / names.sensitivity_file(names.THETA_GRID), index=False)
+        if ev.plots:
+            plot_threshold_curves(theta, folder / "sensitivity_theta.png", tau=decision.theta,
                                   x="theta", xlabel="θ on SSC_meta(test) (High iff SSC_meta ≥ θ)")
-        artifacts.series.update(grid_series(theta, "theta", "theta", SERIES_COLUMNS))
+        artifacts.series.update(grid_series(theta, names.THETA_GRID, names.THETA_GRID, series_columns()))
     return artifacts

@@ -1,4 +1,5 @@
-"""The `mcu-exp` command: composition, typed-config errors, and an installed wheel."""
+"""The `mcu-exp` command: typed-config errors, one-line value errors, and an installed wheel
+(composition itself is checked in-process in test_config_groups.py)."""
 
 from __future__ import annotations
 
@@ -17,21 +18,6 @@ def mcu_exp(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
             python: str = sys.executable) -> subprocess.CompletedProcess[str]:
     return subprocess.run([python, "-m", "mcu_exp", *args], cwd=cwd or REPO, env=env or os.environ.copy(),
                           capture_output=True, text=True, timeout=300)
-
-
-def test_default_config_composes(outputs: Path) -> None:
-    res = mcu_exp("--cfg", "job")
-    assert res.returncode == 0, res.stderr
-    for needle in ("name: scalabrino", "name: smollm2-135m", "name: p1", "name: minilm", "epsilon: 0.1"):
-        assert needle in res.stdout
-
-
-def test_experiment_and_debug_groups_override(outputs: Path) -> None:
-    res = mcu_exp("--cfg", "job", "experiment=paper_p1", "debug=quick")
-    assert res.returncode == 0, res.stderr
-    assert "k: 6" in res.stdout and "limit: 6" in res.stdout  # debug applies after the experiment
-    res = mcu_exp("--cfg", "job", "experiment=paper_p1")
-    assert "k: 50" in res.stdout and "k_cal: 25" in res.stdout
 
 
 @pytest.mark.parametrize(

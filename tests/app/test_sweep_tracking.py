@@ -11,7 +11,7 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 REPO = Path(__file__).resolve().parents[2]
-STANDIN = "proxy.impl=support.standin_proxy:run"
+STANDIN = "proxy._target_=support.standin_proxy.StandInProxy"
 
 
 def run_app(*args: str) -> subprocess.CompletedProcess[str]:

@@ -1,27 +1,52 @@
-"""Helpers for the proxy tests: composing the real configs, a synthetic dataset."""
+"""Helpers for the proxy tests: composing the real configs, building proxies from them, a
+synthetic dataset, and the generation cache filled as if a model had written it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from mcu_exp.app import config_dir
+from mcu_exp.config import register_configs
 from mcu_exp.data import Dataset, Program, Question
 from mcu_exp.data.types import evaluations_frame
 from mcu_exp.llm import GenerationRequest, Sample
 from mcu_exp.llm.cache import GenerationCache, key_parts, sample_key
 from mcu_exp.llm.factory import backend_identity
 from mcu_exp.llm.generator import CACHE_FILE
+from mcu_exp.pipeline import typed_config
+from mcu_exp.proxies.base import Proxy, ProxyContext, build_proxy
+from mcu_exp.proxies.stages import Generators, Stage, StageResults, run_stages
+
+REPO = Path(__file__).resolve().parents[2]
+CONF = REPO / "conf"
 
 
 def compose_cfg(*overrides: str) -> DictConfig:
     """The job config the app would build from ``overrides`` (nothing loaded, nothing run)."""
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+    register_configs()  # the `mcu_schema` node config.yaml names in its defaults
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose("config", overrides=list(overrides))
+
+
+def context(cfg: DictConfig, dataset: Dataset, cache_dir: Path | str,
+            program_ids: Sequence[str] | None = None) -> ProxyContext:
+    """The :class:`ProxyContext` a job of ``cfg`` on ``dataset`` gives its proxies."""
+    typed = typed_config(cfg)
+    return ProxyContext(dataset=dataset, program_ids=list(dataset.program_ids if program_ids is None else program_ids),
+                        model=typed.model, scorer=typed.scorer, experts=typed.experts, decision=typed.decision,
+                        cache_dir=Path(cache_dir), progress=False)
+
+
+def make_proxy(cfg: DictConfig, dataset: Dataset, cache_dir: Path | str,
+               program_ids: Sequence[str] | None = None, key: str = "proxy") -> Proxy:
+    """The proxy (``key="proxy"``) or cross-proxy reference (``key="reference"``) of a
+    composed config, on ``dataset``, with the typed sections as a job builds them."""
+    section = getattr(typed_config(cfg), key)
+    return build_proxy(section, context(cfg, dataset, cache_dir, program_ids), key)
 
 
 def synthetic_dataset(n_programs: int = 50, n_questions: int = 3, n_options: int = 4) -> Dataset:
@@ -46,3 +71,20 @@ def prefill(cache_dir: Path, model_cfg: Any, requests: Sequence[GenerationReques
             cache.put(sample_key(identity, request, i), Sample(text(pos, i), "stop", 100, 3),
                       key_parts(identity, request, i))
     cache.close()
+
+
+def walk_stages(proxy: Proxy, texts: Callable[[Stage], list[list[str]]]) -> Iterator[Stage]:
+    """Every stage of ``proxy``, each given ``texts(stage)`` as its output before the next is
+    asked for (what a driver does, without a cache or a model)."""
+    done = StageResults()
+    for stage in proxy.stages(done):
+        yield stage
+        done.put(stage.key, texts(stage))
+
+
+def run_cached(proxy: Proxy) -> tuple[StageResults, dict[str, float]]:
+    """Every stage of ``proxy`` through the generation cache in ``proxy.ctx.cache_dir``, as a
+    job runs them, and the generators' cache statistics."""
+    generators = Generators(proxy.ctx.cache_dir, progress=False)
+    done = run_stages(proxy, generators)
+    return done, generators.stats()

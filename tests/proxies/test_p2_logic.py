@@ -1,57 +1,18 @@
-"""P2 without a model: the decision rules, centrality ranking, seeded draws, expert configs."""
+"""P2 without a model: centrality ranking, seeded draws, and the expert configs Hydra
+composes reaching the expert stages. (The decision rules: test_decision_rules.py.)"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
+from hydra.errors import MissingConfigException
+from proxy_support import compose_cfg, make_proxy, synthetic_dataset, walk_stages
 
-from mcu_exp.calibration import decide
-from mcu_exp.config import ExpertMember
-from mcu_exp.proxies.experts import centrality, draw_index, expert_model_config, program_rng, top_n
-from mcu_exp.proxies.p2_meta_review import decide_p2
-
-RNG = np.random.default_rng(7)
-N = 40
-P1_CAL, P1_TEST = RNG.uniform(0.1, 0.5, N), RNG.uniform(0.1, 0.5, N)
-META_CAL, META_TEST = RNG.uniform(0.2, 0.9, N), RNG.uniform(0.2, 0.9, N)
-
-
-def test_p1_and_theta_at_theta_zero_is_p1() -> None:
-    p1 = decide(P1_CAL, P1_TEST, 0.1, "empirical")
-    combined = decide_p2("p1_and_theta", META_CAL, META_TEST, 0.1, "empirical", 0.0, P1_CAL, P1_TEST)
-    assert np.array_equal(combined.labels, p1.labels)
-    assert 0 < combined.labels.sum() < N
-    assert combined.params["rule"] == "p1_and_theta" and combined.params["tau_p1"] == p1.tau
-
-
-def test_p1_and_theta_is_the_conjunction() -> None:
-    theta = 0.55
-    p1 = decide(P1_CAL, P1_TEST, 0.2, "conformal")
-    combined = decide_p2("p1_and_theta", META_CAL, META_TEST, 0.2, "conformal", theta, P1_CAL, P1_TEST)
-    assert np.array_equal(combined.labels, (p1.labels == 1) & (META_TEST >= theta))
-    with pytest.raises(ValueError, match="P1"):
-        decide_p2("p1_and_theta", META_CAL, META_TEST, 0.2, "conformal", theta)
-
-
-def test_theta_rule_thresholds_the_test_similarity() -> None:
-    d = decide_p2("theta", META_CAL, META_TEST, 0.1, "empirical", 0.45)
-    assert np.array_equal(d.labels, (META_TEST >= 0.45).astype(int))
-    assert d.params == {"rule": "theta", "quantile": "empirical", "theta": 0.45}
-    assert "tau" not in d.metrics and "p2.tau_meta" in d.metrics
-    assert np.array_equal(decide_p2("theta", META_CAL, META_TEST, 0.1, "empirical", 0.0).labels, np.ones(N))
-
-
-def test_conformal_rule_is_p1s_rule_on_alpha_meta() -> None:
-    d = decide_p2("conformal", META_CAL, META_TEST, 0.1, "empirical", 0.45)
-    ref = decide(1 - META_CAL, 1 - META_TEST, 0.1, "empirical")
-    assert np.array_equal(d.labels, ref.labels)
-    assert d.params["tau"] == ref.tau and d.metrics["coverage"] == ref.coverage
-
-
-def test_unknown_rule_is_rejected() -> None:
-    with pytest.raises(ValueError, match="decision.rule"):
-        decide_p2("majority", META_CAL, META_TEST, 0.1, "empirical", 0.45)
+from mcu_exp.pipeline import typed_config
+from mcu_exp.proxies.experts import EXPERT_SUMMARIES, centrality, draw_index, program_rng, top_n
+from mcu_exp.proxies.stages import TARGET_SUMMARIES
 
 
 def test_centrality_is_the_mean_similarity_to_the_others() -> None:
@@ -89,11 +50,32 @@ def test_seeded_draws_depend_only_on_seed_and_program() -> None:
     assert np.array_equal(a, program_rng(3, "x").integers(1000, size=5))
 
 
-def test_expert_model_config_applies_member_overrides() -> None:
-    member = OmegaConf.structured(ExpertMember(label="e", model="smollm2-135m", temperature=0.3, seed=5))
-    cfg = expert_model_config(member)
-    assert cfg.name == "smollm2-135m" and cfg.temperature == 0.3 and cfg.top_p == 0.95
-    plain = expert_model_config(OmegaConf.structured(ExpertMember(label="e", model="gpt-5")))
-    assert plain.temperature == 1.0 and plain.backend == "openai"
-    with pytest.raises(ValueError, match="no-such-model"):
-        expert_model_config(OmegaConf.structured(ExpertMember(label="e", model="no-such-model")))
+def test_member_model_configs_are_composed_with_the_members_overrides() -> None:
+    members = typed_config(compose_cfg("experts=local")).experts.members
+    assert list(members) == ["smollm2-a", "smollm2-b", "smollm2-c"]
+    b = members["smollm2-b"]
+    assert (b.model.name, b.model.backend, b.seed) == ("smollm2-135m", "local", 202)
+    assert b.model.temperature == 0.9 and b.model.top_p == 0.95  # the member's override; the model's default
+    assert [m.model.temperature for m in members.values()] == [0.7, 0.9, 1.0]
+    # Another model for one member: its own file's values, the member's overrides on top.
+    swapped = typed_config(compose_cfg("experts=local", "model@experts.members.smollm2-a.model=gpt-5"))
+    a = swapped.experts.members["smollm2-a"]
+    assert (a.model.name, a.model.backend, a.model.top_p) == ("gpt-5", "openai", 1.0)
+    assert a.model.temperature == 0.7 and a.seed == 101
+    with pytest.raises(MissingConfigException, match="no-such-model"):
+        compose_cfg("experts=local", "model@experts.members.smollm2-a.model=no-such-model")
+
+
+def test_an_expert_override_reaches_that_experts_requests(tmp_path: Path) -> None:
+    cfg = compose_cfg("proxy=p2", "proxy.k=4", "proxy.k_cal=2", "experts.m=3",
+                      "experts.members.smollm2-a.model.max_new_tokens=17")
+    proxy = make_proxy(cfg, synthetic_dataset(n_programs=3, n_questions=0), tmp_path)
+    stages = {s.key: s for s in walk_stages(proxy, lambda s: [["a summary"] * r.n for r in s.requests])}
+    assert list(stages) == [TARGET_SUMMARIES, *(f"{EXPERT_SUMMARIES}:smollm2-{x}" for x in "abc")]
+    tokens = {key: {r.max_new_tokens for r in s.requests} for key, s in stages.items()}
+    assert tokens == {TARGET_SUMMARIES: {48}, f"{EXPERT_SUMMARIES}:smollm2-a": {17},
+                      f"{EXPERT_SUMMARIES}:smollm2-b": {48}, f"{EXPERT_SUMMARIES}:smollm2-c": {48}}
+    a = stages[f"{EXPERT_SUMMARIES}:smollm2-a"]
+    assert a.model.max_new_tokens == 17 and a.model_label == "smollm2-a"
+    assert [(r.n, r.seed, r.temperature) for r in a.requests] == [(3, 101, 0.7)] * 3
+    assert [(r.n, r.seed) for r in stages[TARGET_SUMMARIES].requests] == [(4, 0)] * 3

@@ -6,7 +6,7 @@ from collections import Counter
 
 from proxy_support import compose_cfg
 
-from mcu_exp.proxies.experts import expert_model_config
+from mcu_exp.pipeline import typed_config
 from mcu_exp.proxies.p3_judge import assign_judges, judge_request
 
 
@@ -22,9 +22,8 @@ def test_judges_are_drawn_per_program_reproducibly() -> None:
 
 
 def test_judge_request_asks_r_short_judgments_of_one_summary() -> None:
-    cfg = compose_cfg("experts=local")
-    judge_cfg = expert_model_config(cfg.experts.members[1])
-    req = judge_request(judge_cfg, "int f() { return 1; }", "java", "Returns  one.\n", r=7, seed=202,
+    member = typed_config(compose_cfg("experts=local")).experts.members["smollm2-b"]
+    req = judge_request(member.model, "int f() { return 1; }", "java", "Returns  one.\n", r=7, seed=member.seed,
                         max_new_tokens=8)
     assert (req.n, req.max_new_tokens, req.seed, req.temperature) == (7, 8, 202, 0.9)
     user = req.messages[-1].content

@@ -1,7 +1,8 @@
 """P0, P2 and P3 through the real app on the embedded stack (SmolLM2 + MiniLM), tiny.
 
 One multirun launches the three jobs in one process, sharing the generation cache as a
-real sweep does (so P3 finds the target summaries P2 generated); each test checks one job.
+real sweep does (so P3 finds the target summaries P2 generated, and the P0 reference of P2
+and P3 the answers P0's job generated); each test checks one job.
 P0 gets one demo question per program (4 rotations each) to keep the prompts few: every
 prompt holds a whole method, and prefilling ~600 tokens is what costs time on a CPU.
 """
@@ -23,9 +24,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.llm]
 REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = REPO / "data" / "questions" / "scalabrino_demo.jsonl"
 PROGRAMS = 3
+# `++`: r is P3's key and samples P0's; each proxy drops (with a warning) the keys its Config lacks.
 TINY = ["debug=quick", f"dataset.limit={PROGRAMS}", "proxy.k=4", "proxy.k_cal=2", "experts.m=2", "experts.top_n=1",
-        "proxy.r=2", "proxy.samples=1", "model.max_new_tokens=12", "evaluation.bootstrap_resamples=1000",
-        "quiet=true"]
+        "++proxy.r=2", "++proxy.samples=1", "reference.samples=1", "model.max_new_tokens=12", "model.num_threads=1",
+        *(f"experts.members.smollm2-{x}.model.num_threads=1" for x in "abc"),
+        "evaluation.bootstrap_resamples=1000", "evaluation.plots=false", "quiet=true"]
 
 
 def first_questions(target: Path) -> Path:
@@ -98,6 +101,7 @@ def test_p2_job(runs) -> None:
     assert run.data.params["result.rule"] == "conformal"
     assert {"tau", "coverage", "p2.tau_meta"} <= set(run.data.metrics)
     assert {"ssc_meta.csv", "summaries.csv", "sensitivity_threshold.csv"} <= artifacts(runs, run)
+    assert run.data.metrics["vs_p0.n"] == 3  # scored against the P0 reference: the questions are given
 
 
 def test_p3_job(runs) -> None:
@@ -113,3 +117,4 @@ def test_p3_job(runs) -> None:
     m = run.data.metrics
     assert m["p3.unparseable"] == (judgments["verdict"] == "UNPARSEABLE").sum()
     assert m["generation_cache_hits"] >= 3 * 4  # the target summaries P2's job generated
+    assert m["vs_p0.n"] == 3 and not any(k.startswith("vs_p0.") for k in runs["p0"].data.metrics)

@@ -3,23 +3,33 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
-from proxy_support import compose_cfg, synthetic_dataset
+from proxy_support import compose_cfg, context, make_proxy, synthetic_dataset
 
 from mcu_exp.data import Dataset
 from mcu_exp.llm import Sample
 from mcu_exp.llm.cache import GenerationCache, key_parts, sample_key
 from mcu_exp.llm.factory import backend_identity
 from mcu_exp.llm.generator import CACHE_FILE
-from mcu_exp.proxies.preview import preview, render_preview, summary_requests
+from mcu_exp.pipeline import build_proxies, typed_config
+from mcu_exp.proxies.preview import preview, render_preview
 from mcu_exp.proxies.prompts import SYSTEM, summary_messages
+from mcu_exp.proxies.stages import summary_requests
 
 
 @pytest.fixture(scope="module")
 def paper_dataset() -> Dataset:
     """The paper's shape: 50 programs, 3 questions x 4 options each."""
     return synthetic_dataset()
+
+
+def job_preview(dataset: Dataset, *overrides: str, cache_dir: Path | None = None, **kw):
+    """The preview a job of ``overrides`` prints: its proxy's stages, then its reference's."""
+    cfg = compose_cfg(*overrides)
+    proxy, reference = build_proxies(typed_config(cfg), context(cfg, dataset, cache_dir or Path("unused-cache"), **kw))
+    return preview(proxy, reference, cache_dir=cache_dir)
 
 
 def by_stage(stages):
@@ -36,15 +46,14 @@ def prompt_tokens(dataset: Dataset) -> int:
 
 
 def test_paper_p2(paper_dataset: Dataset) -> None:
-    cfg = compose_cfg("experiment=paper_p2", "model=gpt-4o")
-    stages = by_stage(preview(cfg, paper_dataset))
+    stages = by_stage(job_preview(paper_dataset, "experiment=paper_p2", "model=gpt-4o"))
     target = stages[("target summaries", "gpt-4o")]
     assert (target.requests, target.samples, target.samples_per_request) == (50, 2500, 50)
     assert target.output_tokens_max == 2500 * 48
     assert target.prompt_tokens_est == prompt_tokens(paper_dataset)  # n_per_request 50: one call each
     assert target.cost_usd == pytest.approx((target.prompt_tokens_est * 2.5 + 120_000 * 10.0) / 1e6)
     for label, per_sample, calls in [("gpt-5", 48 + 1024, 30), ("claude-opus-4-1", 48, 30),
-                                     ("gemini-2.5-pro", 48 + 1024, 4)]:
+                                     ("gemini-2.5-pro", 48 + 1024, 4)]:  # display labels, not config keys
         s = stages[("P2 expert summaries", label)]
         assert (s.requests, s.samples, s.samples_per_request) == (50, 50 * 30, 30)
         assert s.max_new_tokens == per_sample and s.output_tokens_max == 1500 * per_sample
@@ -55,8 +64,7 @@ def test_paper_p2(paper_dataset: Dataset) -> None:
 
 
 def test_paper_p3(paper_dataset: Dataset) -> None:
-    cfg = compose_cfg("experiment=paper_p3", "model=qwen3-14b")
-    stages = preview(cfg, paper_dataset)
+    stages = job_preview(paper_dataset, "experiment=paper_p3", "model=qwen3-14b")
     judgments = [s for s in stages if s.stage == "P3 judgments"]
     assert sum(s.requests for s in judgments) == 50 * 50
     assert sum(s.samples for s in judgments) == 50 * 50 * 50
@@ -70,37 +78,42 @@ def test_paper_p3(paper_dataset: Dataset) -> None:
 
 def test_paper_p0(paper_dataset: Dataset) -> None:
     cfg = compose_cfg("experiment=paper_p0", "model=gpt-3.5-turbo")
-    (stage,) = preview(cfg, paper_dataset)
+    (stage,) = preview(make_proxy(cfg, paper_dataset, Path("unused-cache")))
     assert stage.stage == "P0 answers"
     assert (stage.requests, stage.samples, stage.samples_per_request) == (600, 30_000, 50)
     assert stage.output_tokens_max == 30_000 * 8
 
 
+def test_a_p0_job_previews_no_reference_of_itself(paper_dataset: Dataset) -> None:
+    (stage,) = job_preview(paper_dataset, "experiment=paper_p0", "model=gpt-3.5-turbo")
+    assert stage.stage == "P0 answers"
+
+
 def test_p1_has_only_the_target_stage_without_questions() -> None:
     dataset = synthetic_dataset(n_programs=7, n_questions=0)
-    cfg = compose_cfg("proxy.k=6", "proxy.k_cal=3")
-    (stage,) = preview(cfg, dataset)
+    (stage,) = job_preview(dataset, "proxy.k=6", "proxy.k_cal=3")
     assert (stage.stage, stage.requests, stage.samples) == ("target summaries", 7, 42)
-    assert preview(cfg, dataset, program_ids=["p1", "p2"])[0].requests == 2
+    assert job_preview(dataset, "proxy.k=6", "proxy.k_cal=3", program_ids=["p1", "p2"])[0].requests == 2
 
 
-def test_cached_samples_are_counted(tmp_path) -> None:
+def test_cached_samples_are_counted(tmp_path: Path) -> None:
     dataset = synthetic_dataset(n_programs=3, n_questions=0)
     cfg = compose_cfg("proxy.k=4", "proxy.k_cal=2")
+    proxy = make_proxy(cfg, dataset, tmp_path)
     cache = GenerationCache(tmp_path / CACHE_FILE)
-    identity = backend_identity(cfg.model)
-    first = summary_requests(cfg.model, dataset, ["p0"], "summarize_intent", 4, 0)[0]
+    identity = backend_identity(proxy.ctx.model)
+    first = summary_requests(proxy.ctx.model, dataset, ["p0"], "summarize_intent", 4, 0)[0]
     for i in range(3):
         cache.put(sample_key(identity, first, i), Sample(f"text {i}", "stop", 10, 5), key_parts(identity, first, i))
     cache.close()
-    (stage,) = preview(cfg, dataset, cache_dir=tmp_path)
+    (stage,) = preview(proxy, cache_dir=tmp_path)
     assert stage.samples == 12 and stage.cached_samples == 3
-    assert preview(cfg, dataset)[0].cached_samples is None
+    assert preview(proxy)[0].cached_samples is None
 
 
 def test_render_names_every_stage_and_the_estimation_rule(paper_dataset: Dataset) -> None:
-    cfg = compose_cfg("experiment=paper_p2", "model=gpt-4o")
-    text = render_preview(preview(cfg, paper_dataset))
-    for part in ("target summaries", "P2 expert summaries", "gpt-5", "characters/4", "Total: 800 requests"):
+    text = render_preview(job_preview(paper_dataset, "experiment=paper_p2", "model=gpt-4o"))
+    for part in ("target summaries", "P2 expert summaries", "P0 answers (reference)", "gpt-5", "gemini-2.5-pro",
+                 "characters/4", "Total: 800 requests"):
         assert part in text
     assert "USD" in text

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-STANDIN = "proxy.impl=support.standin_proxy:run"
+STANDIN = "proxy._target_=support.standin_proxy.StandInProxy"
 
 
 def app_env(outputs: Path, **extra: str) -> dict[str, str]:

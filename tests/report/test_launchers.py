@@ -95,7 +95,7 @@ def test_paper_grid_sweeps_the_nine_models_under_the_paper_protocol(tmp_path: Pa
 def test_joblib_sweep_logs_every_job_to_one_store_and_keeps_the_cache_consistent(tmp_path: Path) -> None:
     outputs = tmp_path / "outputs"  # fresh: the jobs race to create the MLflow store itself
     res = standin_sweep(outputs, "hydra/launcher=joblib", "hydra.launcher.n_jobs=3",
-                        "proxy.impl=cache_standin:run", "decision.epsilon=0.05,0.1,0.2",
+                        "proxy._target_=cache_standin.CacheStandInProxy", "decision.epsilon=0.05,0.1,0.2",
                         PYTHONPATH=f"{REPO / 'tests'}:{REPO / 'tests' / 'report'}")
     assert res.returncode == 0, ("jobs racing to create a new SQLite store must not fail (mcu_exp.tracking "
                                  "serialises it):\n" + res.stderr[-3000:])

@@ -59,7 +59,7 @@ def test_run_id_reads_the_runs_artifact_and_decision_params(tmp_path: Path, caps
     run = client.create_run(exp)
     client.log_param(run.info.run_id, "decision.epsilon", "0.2")
     client.log_param(run.info.run_id, "decision.quantile", "conformal")
-    client.log_artifact(run.info.run_id, str(write_per_program(tmp_path / "per_program.csv", seed=1)))
+    client.log_artifact(run.info.run_id, str(write_per_program(tmp_path / "scores.csv", seed=1)))
     client.set_terminated(run.info.run_id)
 
     main(["--run-id", run.info.run_id, "--tracking-uri", uri, "--search", "epsilon", "--trials", "8",

@@ -89,7 +89,7 @@ def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     outputs = tmp_path_factory.mktemp("ui_sweep") / "outputs"
     env = {**os.environ, "PYTHONPATH": str(REPO / "tests"), "MCU_EXP_OUTPUTS": str(outputs),
            "MLFLOW_TRACKING_URI": server}
-    res = subprocess.run([sys.executable, "-m", "mcu_exp", "-m", "proxy.impl=support.standin_proxy:run",
+    res = subprocess.run([sys.executable, "-m", "mcu_exp", "-m", "proxy._target_=support.standin_proxy.StandInProxy",
                           "quiet=true", "evaluation.bootstrap_resamples=1000", "decision.epsilon=0.05,0.2"],
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcu_exp.data.custom import load_custom, read_questions
 from mcu_exp.data.labels import RULES, HumanLabels, abu50, human_labels, subgroup_labels
@@ -23,6 +23,9 @@ from mcu_exp.data.types import (
     Question,
     natural_key,
 )
+
+if TYPE_CHECKING:
+    from mcu_exp.config import DatasetConfig
 
 __all__ = [
     "FORMATS",
@@ -38,6 +41,7 @@ __all__ = [
     "human_labels",
     "load_custom",
     "load_dataset",
+    "loader",
     "load_scalabrino",
     "natural_key",
     "read_questions",
@@ -47,11 +51,10 @@ __all__ = [
 ]
 
 
-def _load_custom_cfg(cfg: Any) -> Dataset:
-    root = getattr(cfg, "root", None)
-    if not root:
+def _load_custom_cfg(cfg: DatasetConfig) -> Dataset:
+    if not cfg.root:
         raise DatasetError("dataset.root is unset; the custom format needs the dataset folder")
-    return load_custom(root, name=getattr(cfg, "name", None) or "custom")
+    return load_custom(cfg.root, name=cfg.name or "custom")
 
 
 FORMATS: dict[str, Callable[[Any], Dataset]] = {
@@ -60,21 +63,35 @@ FORMATS: dict[str, Callable[[Any], Dataset]] = {
 }
 
 
-def load_dataset(cfg: Any) -> Dataset:
+def loader(fmt: str) -> Callable[[Any], Dataset]:
+    """The loader of ``dataset.format``: a built-in name, or ``package.module:function`` taking
+    the dataset config and returning a :class:`Dataset` (a new format is one module)."""
+    if fmt in FORMATS:
+        return FORMATS[fmt]
+    module, _, function = str(fmt).partition(":")
+    if not function:
+        raise DatasetError(f"dataset.format is {fmt!r}, expected one of: {', '.join(FORMATS)} "
+                           "(or package.module:function)")
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), function)
+    except (ImportError, AttributeError) as exc:
+        raise DatasetError(f"dataset.format={fmt!r}: cannot load the loader: {exc}") from None
+
+
+def load_dataset(cfg: DatasetConfig) -> Dataset:
     """Load the dataset a ``dataset`` config names, with its questions, in natural id order.
 
-    ``cfg.format`` picks the loader; ``cfg.questions`` (a JSONL file) adds questions, checked
-    against the dataset's program ids; ``cfg.limit`` keeps the first N programs.
+    ``cfg.format`` picks the loader (:func:`loader`); ``cfg.questions`` (a JSONL file) adds
+    questions, checked against the dataset's program ids; ``cfg.limit`` keeps the first N programs.
     """
-    fmt = getattr(cfg, "format", None)
-    if fmt not in FORMATS:
-        raise DatasetError(f"dataset.format is {fmt!r}, expected one of: {', '.join(FORMATS)}")
-    limit = getattr(cfg, "limit", None)
+    limit = cfg.limit
     if limit is not None and int(limit) <= 0:
         raise DatasetError(f"dataset.limit is {limit}, expected a positive number or null")
-    dataset = FORMATS[fmt](cfg)
+    dataset = loader(cfg.format)(cfg)
     questions = list(dataset.questions)
-    extra_path = getattr(cfg, "questions", None)
+    extra_path = cfg.questions
     if extra_path:
         seen = {(q.program_id, q.question_id) for q in questions}
         for q in read_questions(Path(extra_path), set(dataset.program_ids)):

@@ -10,11 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from mcu_exp.data.types import GROUPS, Dataset
+
+if TYPE_CHECKING:
+    from mcu_exp.config import LabelsConfig
 
 ALL = "all"
 TOLERANCE = 1e-9
@@ -74,11 +77,6 @@ class HumanLabels:
         )
 
 
-def _setting(cfg: Any, key: str, default: Any) -> Any:
-    value = getattr(cfg, key, default)
-    return default if value is None else value
-
-
 def _labels(dataset: Dataset, rule: str, min_fraction: float, group: str) -> HumanLabels:
     if rule not in RULES:
         raise ValueError(f"labels.rule is {rule!r}, expected one of: {', '.join(sorted(RULES))}")
@@ -109,18 +107,11 @@ def _labels(dataset: Dataset, rule: str, min_fraction: float, group: str) -> Hum
     )
 
 
-def human_labels(dataset: Dataset, cfg: Any) -> HumanLabels:
+def human_labels(dataset: Dataset, cfg: LabelsConfig) -> HumanLabels:
     """Per-program human labels from a ``labels`` config (``rule``, ``min_fraction``, ``group``)."""
-    return _labels(
-        dataset,
-        rule=str(_setting(cfg, "rule", "mean_abu50")),
-        min_fraction=float(_setting(cfg, "min_fraction", 0.5)),
-        group=str(_setting(cfg, "group", ALL)),
-    )
+    return _labels(dataset, rule=cfg.rule, min_fraction=float(cfg.min_fraction), group=cfg.group)
 
 
-def subgroup_labels(dataset: Dataset, cfg: Any, groups: Iterable[str]) -> dict[str, HumanLabels]:
+def subgroup_labels(dataset: Dataset, cfg: LabelsConfig, groups: Iterable[str]) -> dict[str, HumanLabels]:
     """Labels from each subgroup's evaluators alone (``cfg.group`` is ignored)."""
-    rule = str(_setting(cfg, "rule", "mean_abu50"))
-    min_fraction = float(_setting(cfg, "min_fraction", 0.5))
-    return {g: _labels(dataset, rule, min_fraction, g) for g in groups}
+    return {g: _labels(dataset, cfg.rule, float(cfg.min_fraction), g) for g in groups}

@@ -1,40 +1,50 @@
-"""What a proxy receives and what it returns.
+"""What a proxy is: a small class with its own config, generation stages and a decision.
 
-A proxy turns model behaviour into records and a per-program table; the pipeline scores
-that table against the human labels. Proxies are plain functions ``run(ctx) -> ProxyOutcome``
-looked up by name (or given as ``proxy.impl: "module:function"``).
+A proxy is named in its YAML file by ``_target_: package.module.Class`` (Hydra's target as
+the registry: adding P4 = one module + one ``conf/proxy/p4.yaml``). The class declares
+
+- ``Config``: the dataclass its config section is checked against and turned into;
+- :meth:`Proxy.stages`: the generation requests it makes, stage by stage (a stage may use
+  what earlier stages produced). The job runs them through the cache and the request
+  preview estimates them: both read the same code;
+- :meth:`Proxy.outcome`: scoring and the decision, from what the stages produced.
+
+Proxies receive their own typed section and the typed sections they use (model, scorer,
+experts, decision) in a :class:`ProxyContext`, never the whole Hydra config.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
+import dataclasses
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
 import pandas as pd
-from omegaconf import DictConfig
 
+from mcu_exp.calibration import Scores
+from mcu_exp.config import DecisionConfig, ExpertsConfig, ModelConfig, ScorerConfig
 from mcu_exp.data import Dataset
 
-BUILTIN: dict[str, str] = {
-    "p0": "mcu_exp.proxies.p0_subject:run",
-    "p1": "mcu_exp.proxies.p1_consistency:run",
-    "p2": "mcu_exp.proxies.p2_meta_review:run",
-    "p3": "mcu_exp.proxies.p3_judge:run",
-}
+if TYPE_CHECKING:
+    from mcu_exp.proxies.stages import Stage, StageResults
+
+log = logging.getLogger(__name__)
 
 
-@dataclass
-class JobContext:
-    """Everything a proxy needs: the config, the data, and where to keep things."""
+@dataclass(frozen=True)
+class ProxyContext:
+    """The data and the typed config sections a proxy may use, and where its caches live."""
 
-    cfg: DictConfig
     dataset: Dataset
     program_ids: list[str]  # the programs to label (those with human labels), in order
-    run_dir: Path
+    model: ModelConfig
+    scorer: ScorerConfig
+    experts: ExpertsConfig
+    decision: DecisionConfig
     cache_dir: Path
     progress: bool = True
 
@@ -45,8 +55,9 @@ class ProxyOutcome:
 
     ``table`` is indexed by program id and has at least ``label`` (1 = High) and ``score``
     (continuous, higher = more understandable, for the threshold-free AUC). Calibrated
-    proxies also fill ``alpha_cal``/``alpha_test`` so the pipeline can draw sensitivity
-    curves; ``records`` are extra tables logged as artifacts (summaries, verdicts…).
+    proxies also give the ``scores`` their rule decided on (the sensitivity grids sweep
+    them) and the ``quantile`` rule of their τ; ``records`` are extra tables written as
+    artifacts (summaries, verdicts…).
     """
 
     table: pd.DataFrame
@@ -54,24 +65,90 @@ class ProxyOutcome:
     metrics: dict[str, float] = field(default_factory=dict)
     records: dict[str, pd.DataFrame] = field(default_factory=dict)
     specs: dict[str, Any] = field(default_factory=dict)
-    alpha_cal: np.ndarray | None = None
-    alpha_test: np.ndarray | None = None
+    scores: Scores | None = None
     quantile: str = "empirical"
 
 
-ProxyFn = Callable[[JobContext], ProxyOutcome]
+class Proxy(ABC):
+    """A behavioural proxy: model behaviour on each program → a High/Low label.
+
+    Subclasses set ``Config`` (a dataclass with at least ``name``) and implement
+    :meth:`stages` and :meth:`outcome`; :meth:`problems` checks values before anything loads.
+    """
+
+    Config: ClassVar[type]
+    calibrated: ClassVar[bool] = False  # whether ε, the quantile rule and decision.rule matter
+
+    def __init__(self, cfg: Any, ctx: ProxyContext) -> None:
+        self.cfg = cfg
+        self.ctx = ctx
+
+    @property
+    def name(self) -> str:
+        """The proxy's name in tables and run names (``proxy.name``)."""
+        return str(self.cfg.name)
+
+    def problems(self) -> Iterator[str]:
+        """Out-of-range values of this proxy's config, as ``key=value: expected …`` lines."""
+        return iter(())
+
+    def applies(self) -> bool:
+        """Whether the proxy can label any of the context's programs (P0 needs questions)."""
+        return True
+
+    @abstractmethod
+    def stages(self, done: StageResults) -> Iterator[Stage]:
+        """The generation stages, in order; ``done`` holds each yielded stage's texts once the
+        caller has run (or, in the preview, estimated) it."""
+
+    @abstractmethod
+    def outcome(self, done: StageResults) -> ProxyOutcome:
+        """Scores, decision and records from the texts of every stage."""
 
 
-def resolve_proxy(name: str, impl: str | None = None) -> ProxyFn:
-    """The function that runs proxy ``name`` (``impl`` = "module:function" overrides)."""
-    target = impl or BUILTIN.get(name)
-    if target is None:
-        raise ValueError(f"proxy.name: unknown proxy {name!r}; known: {sorted(BUILTIN)} (or set proxy.impl)")
-    module, _, attr = target.partition(":")
-    if not attr:
-        raise ValueError(f"proxy.impl must look like 'package.module:function', got {target!r}")
+def typed_section(config_class: type, section: Mapping[str, Any], key: str) -> Any:
+    """``section`` checked against ``config_class`` and turned into an instance of it.
+
+    A wrong type is a one-line error naming ``key``. Keys the class lacks are dropped with a
+    warning naming them, not an error: shared overrides such as ``debug=quick``'s ``proxy.k``
+    then still let P0 (which has no ``k``) run, and a typo in a YAML file is still shown.
+    """
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    known = [f.name for f in dataclasses.fields(config_class)]
+    data = {k: v for k, v in dict(section).items() if k != "_target_"}
+    foreign = [k for k in data if k not in known]
+    if foreign:
+        log.warning("%s: ignoring %s: not settings of %s (its keys: %s)", key,
+                    ", ".join(f"{key}.{k}" for k in foreign), config_class.__name__, ", ".join(known))
     try:
-        fn = getattr(importlib.import_module(module), attr)
+        merged = OmegaConf.merge(OmegaConf.structured(config_class), {k: data[k] for k in data if k in known})
+        return OmegaConf.to_object(merged)
+    except OmegaConfBaseException as exc:
+        detail = str(exc).splitlines()[0]
+        raise ValueError(f"{key}: {detail} (keys of {config_class.__name__}: {', '.join(known)})") from None
+
+
+def proxy_class(target: str, key: str = "proxy") -> type[Proxy]:
+    """The :class:`Proxy` subclass ``target`` ("package.module.Class") names."""
+    import importlib
+
+    module, _, attr = str(target).rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), attr) if module else None
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"proxy.impl: cannot load {target!r}: {exc}") from exc
-    return fn
+        raise ValueError(f"{key}._target_: cannot load {target!r}: {exc}") from None
+    if not (isinstance(cls, type) and issubclass(cls, Proxy)):
+        raise ValueError(f"{key}._target_={target!r}: expected a mcu_exp.proxies.base.Proxy subclass")
+    return cls
+
+
+def build_proxy(section: Mapping[str, Any], ctx: ProxyContext, key: str = "proxy") -> Proxy:
+    """The proxy a config section names by ``_target_``, with its typed config."""
+    target = section.get("_target_")
+    if not target:
+        raise ValueError(f"{key}._target_ is missing: name the proxy class, e.g. "
+                         "mcu_exp.proxies.p1_consistency.ConsistencyProxy (see conf/proxy/)")
+    cls = proxy_class(str(target), key)
+    return cls(typed_section(cls.Config, section, key), ctx)

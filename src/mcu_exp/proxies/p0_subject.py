@@ -10,36 +10,48 @@ top leaves it unanswered, i.e. wrong). A program is High iff at least half of it
 are answered correctly (the ABU50 rule); score = the share answered correctly.
 
 Programs without questions are dropped with a warning (and counted); the table holds only
-programs with questions. P0's labels are also the reference for cross-proxy reliability:
-:func:`p0_reference_labels`.
+programs with questions. P0's labels are also the reference P1–P3 are scored against
+(cross-proxy reliability): the job's ``reference`` section is a P0 config.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from mcu_exp.config import ModelConfig
 from mcu_exp.data import Dataset, Question
-from mcu_exp.llm import CachedGenerator, GenerationRequest, request_for
+from mcu_exp.llm import GenerationRequest, request_for
 from mcu_exp.llm.cache import canonical_json
-from mcu_exp.llm.factory import backend_identity
-from mcu_exp.proxies.base import JobContext, ProxyOutcome
-from mcu_exp.proxies.prompts import SYSTEM, question_messages
+from mcu_exp.proxies.base import Proxy, ProxyOutcome
+from mcu_exp.proxies.prompts import question_messages
+from mcu_exp.proxies.stages import Stage, StageResults
 from mcu_exp.proxies.voting import majority
 from mcu_exp.scoring.parsing import option_letters, parse_choice
 
 log = logging.getLogger(__name__)
 
+ANSWERS = "P0 answers"
 NO_QUESTIONS = ("P0 needs comprehension questions: set dataset.questions=FILE "
                 "(e.g. dataset.questions=data/questions/scalabrino_demo.jsonl)")
+
+
+@dataclass
+class SubjectConfig:
+    """How the target model takes the test."""
+
+    name: str = "p0"
+    samples: int = 5  # samples per question and rotation
+    rotate: bool = True  # one run per option position of the correct answer
+    answer_max_new_tokens: int = 8
+    sample_seed: int = 0
 
 
 def rotation_orders(n_options: int, correct: int, rotate: bool = True) -> list[tuple[int, ...]]:
@@ -71,10 +83,10 @@ def split_by_questions(dataset: Dataset, program_ids: Sequence[str]) -> tuple[li
     return [p for p in program_ids if p in asked], [p for p in program_ids if p not in asked]
 
 
-def answer_jobs(model_cfg: Any, dataset: Dataset, program_ids: Sequence[str], proxy_cfg: Any) -> list[AnswerJob]:
+def answer_jobs(model: ModelConfig, dataset: Dataset, program_ids: Sequence[str],
+                proxy_cfg: SubjectConfig) -> list[AnswerJob]:
     """Every run of every question of ``program_ids``: ``proxy.samples`` samples of at most
     ``proxy.answer_max_new_tokens`` tokens, seeded with ``proxy.sample_seed``."""
-    system = model_cfg.system_prompt if model_cfg.system_prompt is not None else SYSTEM
     jobs = []
     for pid in program_ids:
         program = dataset.program(pid)
@@ -83,9 +95,9 @@ def answer_jobs(model_cfg: Any, dataset: Dataset, program_ids: Sequence[str], pr
             for run, order in enumerate(rotation_orders(len(question.options), question.correct,
                                                         bool(proxy_cfg.rotate))):
                 shown = [question.options[i] for i in order]
-                messages = question_messages(program.code, program.language, question.text, shown, system=system)
-                request = request_for(model_cfg, messages, n=int(proxy_cfg.samples), seed=int(proxy_cfg.sample_seed))
-                request = dataclasses.replace(request, max_new_tokens=int(proxy_cfg.answer_max_new_tokens))
+                messages = question_messages(program.code, program.language, question.text, shown)
+                request = request_for(model, messages, n=proxy_cfg.samples, seed=proxy_cfg.sample_seed)
+                request = dataclasses.replace(request, max_new_tokens=proxy_cfg.answer_max_new_tokens)
                 jobs.append(AnswerJob(question, run, order, request))
     return jobs
 
@@ -148,84 +160,65 @@ def position_metrics(answers: pd.DataFrame, n_letters: int) -> dict[str, float]:
     return metrics
 
 
-def run_p0(ctx: JobContext, proxy_cfg: Any | None = None) -> ProxyOutcome:
-    """P0 on the programs of ``ctx`` that have questions; ``proxy_cfg`` defaults to ``ctx.cfg.proxy``."""
-    cfg = ctx.cfg
-    proxy_cfg = cfg.proxy if proxy_cfg is None else proxy_cfg
-    if int(proxy_cfg.samples) < 1:
-        raise ValueError(f"proxy.samples={proxy_cfg.samples}: expected at least 1 sample per run")
-    kept, dropped = split_by_questions(ctx.dataset, ctx.program_ids)
-    if not kept:
-        raise ValueError(f"{NO_QUESTIONS}; none of the {len(ctx.program_ids)} programs has any")
-    if dropped:
-        log.warning("P0: %d of %d programs have no questions and are left out (first: %s)",
-                    len(dropped), len(ctx.program_ids), dropped[0])
-    jobs = answer_jobs(cfg.model, ctx.dataset, kept, proxy_cfg)
-    generator = CachedGenerator(cfg.model, ctx.cache_dir, progress=ctx.progress)
-    results = generator.generate([job.request for job in jobs])
-    columns = ["program_id", "question_id", "run", "correct_position", "sample_index", "text", "letter",
-               "option", "is_correct"]
-    answers = pd.DataFrame([row for job, res in zip(jobs, results) for row in read_answers(job, res.texts)],
-                           columns=columns).astype({"option": "Int64"})
-    questions = [q for pid in kept for q in ctx.dataset.questions_for(pid)]
-    per_question = question_results(answers, questions)
-    table = program_table(per_question, kept)
-    n_samples = len(answers)
-    n_unparseable = int(answers["letter"].isna().sum())
-    if n_unparseable:
-        log.warning("P0: %d of %d answers were unparseable (see answers.csv)", n_unparseable, n_samples)
-    parsed = answers["is_correct"].dropna().astype(bool)
-    metrics = {
-        "p0.programs": float(len(kept)),
-        "p0.programs_without_questions": float(len(dropped)),
-        "p0.questions": float(len(per_question)),
-        "p0.samples": float(n_samples),
-        "p0.unparseable": float(n_unparseable),
-        "p0.unparseable_share": n_unparseable / n_samples if n_samples else float("nan"),
-        "p0.tied_questions": float(per_question["tied"].sum()),
-        "p0.questions_correct_share": float(per_question["answered_correctly"].mean()),
-        "p0.sample_accuracy": float(parsed.mean()) if len(parsed) else float("nan"),
-        "p0.high_share": float(table["label"].mean()),
-        "generation_cache_hits": float(generator.stats.get("hits", 0)),
-        "generation_cache_misses": float(generator.stats.get("misses", 0)),
-        "model_loaded": float(generator.backend_created),
-        **position_metrics(answers, max(len(q.options) for q in questions)),
-    }
-    labels = table[["label", "score"]].reset_index()
-    return ProxyOutcome(
-        table=table,
-        params={"samples": int(proxy_cfg.samples), "rotate": bool(proxy_cfg.rotate),
-                "tie_rule": "question tie -> unanswered (wrong); program High iff >= half correct"},
-        metrics=metrics,
-        records={"answers": answers, "p0_questions": per_question, "p0_labels": labels},
-    )
+class SubjectProxy(Proxy):
+    """P0: the target model answers each program's multiple-choice questions."""
 
+    Config = SubjectConfig
 
-def run(ctx: JobContext) -> ProxyOutcome:
-    """Run P0 over the programs of ``ctx`` that have questions."""
-    return run_p0(ctx)
+    def problems(self) -> Iterator[str]:
+        if self.cfg.samples < 1:
+            yield f"proxy.samples={self.cfg.samples}: expected at least 1 sample per run"
 
+    def applies(self) -> bool:
+        return bool(split_by_questions(self.ctx.dataset, self.ctx.program_ids)[0])
 
-_MEMO: dict[str, pd.Series] = {}
+    def jobs(self) -> tuple[list[AnswerJob], list[str], list[str]]:
+        """The answer runs, the programs with questions and those without."""
+        kept, dropped = split_by_questions(self.ctx.dataset, self.ctx.program_ids)
+        if not kept:
+            raise ValueError(f"{NO_QUESTIONS}; none of the {len(self.ctx.program_ids)} programs has any")
+        return answer_jobs(self.ctx.model, self.ctx.dataset, kept, self.cfg), kept, dropped
 
+    def stages(self, done: StageResults) -> Iterator[Stage]:
+        jobs, _, _ = self.jobs()
+        yield Stage(ANSWERS, ANSWERS, self.ctx.model.name, self.ctx.model, [job.request for job in jobs])
 
-def p0_reference_labels(ctx: JobContext, proxy_cfg: Any | None = None) -> pd.Series | None:
-    """P0's labels (index program id, 1 = High) for cross-proxy reliability, or None when no
-    program of ``ctx`` has questions.
-
-    Uses the target model and the P0 fields of ``proxy_cfg`` (default ``ctx.cfg.proxy``:
-    ``samples``, ``rotate``, ``answer_max_new_tokens``, ``sample_seed``). Generations come
-    from the cache; a second call with the same requests in one process returns the
-    remembered labels without touching the cache.
-    """
-    proxy_cfg = ctx.cfg.proxy if proxy_cfg is None else proxy_cfg
-    kept, _ = split_by_questions(ctx.dataset, ctx.program_ids)
-    if not kept:
-        return None
-    jobs = answer_jobs(ctx.cfg.model, ctx.dataset, kept, proxy_cfg)
-    blob = canonical_json([backend_identity(ctx.cfg.model), str(ctx.cache_dir),
-                           [[dataclasses.asdict(j.request), j.order, j.question.correct] for j in jobs]])
-    key = hashlib.sha256(blob.encode()).hexdigest()
-    if key not in _MEMO:
-        _MEMO[key] = run_p0(ctx, proxy_cfg).table["label"].astype(int).rename("p0_label")
-    return _MEMO[key].copy()
+    def outcome(self, done: StageResults) -> ProxyOutcome:
+        jobs, kept, dropped = self.jobs()
+        if dropped:
+            log.warning("P0: %d of %d programs have no questions and are left out (first: %s)",
+                        len(dropped), len(self.ctx.program_ids), dropped[0])
+        columns = ["program_id", "question_id", "run", "correct_position", "sample_index", "text", "letter",
+                   "option", "is_correct"]
+        texts = done.texts(ANSWERS)
+        answers = pd.DataFrame([row for job, t in zip(jobs, texts) for row in read_answers(job, t)],
+                               columns=columns).astype({"option": "Int64"})
+        questions = [q for pid in kept for q in self.ctx.dataset.questions_for(pid)]
+        per_question = question_results(answers, questions)
+        table = program_table(per_question, kept)
+        n_samples = len(answers)
+        n_unparseable = int(answers["letter"].isna().sum())
+        if n_unparseable:
+            log.warning("P0: %d of %d answers were unparseable (see answers.csv)", n_unparseable, n_samples)
+        parsed = answers["is_correct"].dropna().astype(bool)
+        metrics = {
+            "p0.programs": float(len(kept)),
+            "p0.programs_without_questions": float(len(dropped)),
+            "p0.questions": float(len(per_question)),
+            "p0.samples": float(n_samples),
+            "p0.unparseable": float(n_unparseable),
+            "p0.unparseable_share": n_unparseable / n_samples if n_samples else float("nan"),
+            "p0.tied_questions": float(per_question["tied"].sum()),
+            "p0.questions_correct_share": float(per_question["answered_correctly"].mean()),
+            "p0.sample_accuracy": float(parsed.mean()) if len(parsed) else float("nan"),
+            "p0.high_share": float(table["label"].mean()),
+            **position_metrics(answers, max(len(q.options) for q in questions)),
+        }
+        labels = table[["label", "score"]].reset_index()
+        return ProxyOutcome(
+            table=table,
+            params={"samples": self.cfg.samples, "rotate": self.cfg.rotate,
+                    "tie_rule": "question tie -> unanswered (wrong); program High iff >= half correct"},
+            metrics=metrics,
+            records={"answers": answers, "p0_questions": per_question, "p0_labels": labels},
+        )

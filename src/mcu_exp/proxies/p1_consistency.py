@@ -3,23 +3,39 @@
 For each program the target model writes ``k`` intent summaries; a seeded split gives
 ``k_cal`` calibration and ``k - k_cal`` test summaries. SSC = mean pairwise BERTScore-F1,
 α = 1 − SSC. τ = the (1 − ε) quantile of α_cal over programs; High iff α_test ≤ τ.
+
+:class:`SummaryProxy` holds what P1, P2 and P3 share: the target's summaries (one stage, so
+one set of cache entries for all three) and their calibration/test split.
 """
 
 from __future__ import annotations
 
-import logging
 import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from mcu_exp.calibration import decide
-from mcu_exp.llm import CachedGenerator, request_for
-from mcu_exp.proxies.base import JobContext, ProxyOutcome
-from mcu_exp.proxies.prompts import SYSTEM, summary_messages
+from mcu_exp.calibration import Scores, apply_rule, check_rule
+from mcu_exp.llm.factory import backend_identity
+from mcu_exp.proxies.base import Proxy, ProxyOutcome
+from mcu_exp.proxies.prompts import TEMPLATES
+from mcu_exp.proxies.stages import TARGET_SUMMARIES, Stage, StageResults, summary_requests
 from mcu_exp.scoring import BertScorer
 
-log = logging.getLogger(__name__)
+
+@dataclass
+class SummaryConfig:
+    """The target's summaries: how many, how they are split, seeded and prompted."""
+
+    name: str = "p1"
+    k: int = 20  # summaries per program
+    k_cal: int = 10  # of which calibration; the rest are test
+    split_seed: int = 0
+    sample_seed: int = 0  # seed of the generation requests
+    prompt: str = "summarize_intent"  # key into mcu_exp.proxies.prompts.TEMPLATES
 
 
 def split_indices(program_id: str, k: int, k_cal: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -33,80 +49,99 @@ def split_indices(program_id: str, k: int, k_cal: int, seed: int) -> tuple[np.nd
     return np.sort(perm[:k_cal]), np.sort(perm[k_cal:])
 
 
-def check_sizes(k: int, k_cal: int) -> None:
-    """Both subsets need at least two summaries to have a pair."""
-    if k_cal < 2 or k - k_cal < 2:
-        raise ValueError(
-            f"proxy.k={k}, proxy.k_cal={k_cal}: calibration and test subsets each need >= 2 summaries"
+class SummaryProxy(Proxy):
+    """A proxy over the target model's ``k`` summaries per program (P1, P2, P3)."""
+
+    Config = SummaryConfig
+    offers: ClassVar[tuple[str, ...]] = ()  # score arrays its decision rules may use
+
+    def problems(self) -> Iterator[str]:
+        c = self.cfg
+        if c.k_cal < 2 or c.k - c.k_cal < 2:
+            yield (f"proxy.k={c.k}, proxy.k_cal={c.k_cal}: the calibration and test subsets "
+                   "each need at least 2 summaries")
+        if c.prompt not in TEMPLATES:
+            yield f"proxy.prompt={c.prompt!r}: expected one of {', '.join(TEMPLATES)}"
+        if self.calibrated:
+            try:
+                check_rule(self.ctx.decision.rule, self.name, self.offers)
+            except ValueError as exc:
+                yield str(exc)
+
+    def target_stage(self) -> Stage:
+        """The target model's ``k`` summaries of every program."""
+        requests = summary_requests(self.ctx.model, self.ctx.dataset, self.ctx.program_ids, self.cfg.prompt,
+                                    self.cfg.k, self.cfg.sample_seed)
+        return Stage(TARGET_SUMMARIES, TARGET_SUMMARIES, self.ctx.model.name, self.ctx.model, requests)
+
+    def summaries(self, done: StageResults) -> dict[str, list[str]]:
+        """The target's summaries by program id."""
+        return dict(zip(self.ctx.program_ids, done.texts(TARGET_SUMMARIES)))
+
+    def splits(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Each program's (calibration, test) sample indices."""
+        c = self.cfg
+        return {pid: split_indices(pid, c.k, c.k_cal, c.split_seed) for pid in self.ctx.program_ids}
+
+    def scorer(self, summaries: dict[str, list[str]]) -> BertScorer:
+        """The BERTScore scorer (idf weights, when asked for, from the target's summaries)."""
+        ids = self.ctx.program_ids
+        idf_sents = [t for pid in ids for t in summaries[pid]] if self.ctx.scorer.idf else None
+        return BertScorer(self.ctx.scorer, cache=self.ctx.cache_dir, idf_sents=idf_sents)
+
+    def summary_rows(self, summaries: dict[str, list[str]],
+                     splits: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[dict]:
+        """One record per summary: program, sample index, subset and text."""
+        rows = []
+        for pid in self.ctx.program_ids:
+            cal = set(splits[pid][0].tolist())
+            for i, text in enumerate(summaries[pid]):
+                rows.append({"program_id": pid, "sample_index": i, "subset": "cal" if i in cal else "test",
+                             "text": text})
+        return rows
+
+    def pairwise_ssc(self, scorer: BertScorer, summaries: dict[str, list[str]],
+                     splits: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+        """P1's SSC (mean pairwise BERTScore-F1) of each program's calibration and test summaries."""
+        ids = self.ctx.program_ids
+        groups = [[summaries[pid][i] for i in splits[pid][s]] for s in (0, 1) for pid in ids]
+        ssc = np.asarray(scorer.ssc_many(groups), dtype=float)
+        return ssc[: len(ids)], ssc[len(ids):]
+
+
+class ConsistencyProxy(SummaryProxy):
+    """P1: label High iff the test summaries agree with each other as well as calibrated."""
+
+    calibrated = True
+    offers = ("alpha_cal", "alpha_test")
+
+    def stages(self, done: StageResults) -> Iterator[Stage]:
+        yield self.target_stage()
+
+    def outcome(self, done: StageResults) -> ProxyOutcome:
+        summaries, splits = self.summaries(done), self.splits()
+        scorer = self.scorer(summaries)
+        ssc_cal, ssc_test = self.pairwise_ssc(scorer, summaries, splits)
+        alpha_cal, alpha_test = 1.0 - ssc_cal, 1.0 - ssc_test
+        scores = Scores(alpha_cal=alpha_cal, alpha_test=alpha_test)
+        decision = apply_rule(self.ctx.decision.rule, scores, self.ctx.decision)
+        table = pd.DataFrame(
+            {
+                "ssc_cal": ssc_cal,
+                "ssc_test": ssc_test,
+                "alpha_cal": alpha_cal,
+                "alpha_test": alpha_test,
+                "score": -alpha_test,
+                "label": decision.labels,
+            },
+            index=pd.Index(self.ctx.program_ids, name="program_id"),
         )
-
-
-def generate_summaries(ctx: JobContext) -> tuple[dict[str, list[str]], CachedGenerator]:
-    """``k`` intent summaries per program (from the generation cache where possible), and the generator."""
-    cfg = ctx.cfg
-    system = cfg.model.system_prompt if cfg.model.system_prompt is not None else SYSTEM
-    requests = []
-    for pid in ctx.program_ids:
-        program = ctx.dataset.program(pid)
-        messages = summary_messages(program.code, program.language, cfg.proxy.prompt, system=system)
-        requests.append(request_for(cfg.model, messages, n=int(cfg.proxy.k), seed=int(cfg.proxy.sample_seed)))
-    generator = CachedGenerator(cfg.model, ctx.cache_dir, progress=ctx.progress)
-    results = generator.generate(requests)
-    return {pid: result.texts for pid, result in zip(ctx.program_ids, results)}, generator
-
-
-def run(ctx: JobContext) -> ProxyOutcome:
-    """Run P1 over ``ctx.program_ids``."""
-    cfg = ctx.cfg
-    k, k_cal = int(cfg.proxy.k), int(cfg.proxy.k_cal)
-    check_sizes(k, k_cal)
-    if cfg.decision.rule != "conformal":
-        raise ValueError(f"decision.rule={cfg.decision.rule!r} needs proxy=p2; P1 uses decision.rule=conformal")
-
-    summaries, generator = generate_summaries(ctx)
-    splits = {pid: split_indices(pid, k, k_cal, int(cfg.proxy.split_seed)) for pid in ctx.program_ids}
-    cal_groups = [[summaries[pid][i] for i in splits[pid][0]] for pid in ctx.program_ids]
-    test_groups = [[summaries[pid][i] for i in splits[pid][1]] for pid in ctx.program_ids]
-
-    idf_sents = [t for pid in ctx.program_ids for t in summaries[pid]] if cfg.scorer.idf else None
-    scorer = BertScorer(cfg.scorer, cache=ctx.cache_dir, idf_sents=idf_sents)
-    ssc = np.asarray(scorer.ssc_many(cal_groups + test_groups), dtype=float)
-    n = len(ctx.program_ids)
-    ssc_cal, ssc_test = ssc[:n], ssc[n:]
-    alpha_cal, alpha_test = 1.0 - ssc_cal, 1.0 - ssc_test
-
-    decision = decide(alpha_cal, alpha_test, float(cfg.decision.epsilon), str(cfg.decision.quantile))
-    table = pd.DataFrame(
-        {
-            "ssc_cal": ssc_cal,
-            "ssc_test": ssc_test,
-            "alpha_cal": alpha_cal,
-            "alpha_test": alpha_test,
-            "score": -alpha_test,
-            "label": decision.labels,
-        },
-        index=pd.Index(ctx.program_ids, name="program_id"),
-    )
-    rows = []
-    for pid in ctx.program_ids:
-        cal = set(splits[pid][0].tolist())
-        for i, text in enumerate(summaries[pid]):
-            rows.append({"program_id": pid, "sample_index": i, "subset": "cal" if i in cal else "test", "text": text})
-    return ProxyOutcome(
-        table=table,
-        params={"tau": decision.tau, "quantile": decision.quantile},
-        metrics={
-            "tau": decision.tau,
-            "coverage": decision.coverage,
-            "nominal_coverage": 1.0 - decision.epsilon,
-            "generation_cache_hits": generator.stats.get("hits", 0),
-            "generation_cache_misses": generator.stats.get("misses", 0),
-            "model_loaded": float(generator.backend_created),
-            "scorer_loaded": float(scorer.model_loaded),
-        },
-        records={"summaries": pd.DataFrame(rows)},
-        specs={"scorer": scorer.spec(), "generator": generator.identity()},
-        alpha_cal=alpha_cal,
-        alpha_test=alpha_test,
-        quantile=decision.quantile,
-    )
+        return ProxyOutcome(
+            table=table,
+            params=decision.params,
+            metrics={**decision.metrics, "scorer_loaded": float(scorer.model_loaded)},
+            records={"summaries": pd.DataFrame(self.summary_rows(summaries, splits))},
+            specs={"scorer": scorer.spec(), "generator": backend_identity(self.ctx.model)},
+            scores=scores,
+            quantile=self.ctx.decision.quantile,
+        )

@@ -1,15 +1,16 @@
 """What a job will ask of its models, before it asks: requests, samples, tokens and cost per stage.
 
-The preview builds the very requests the proxies will send (same prompts, same ``n``), so
-its counts are exact; token figures are bounds and estimates:
+The preview walks the proxy's own stages (:meth:`mcu_exp.proxies.base.Proxy.stages`), so
+it builds the very requests the job will send and its counts are exact; token figures are bounds and estimates:
 
 - output tokens are an upper bound: every sample reaching its ``max_new_tokens`` (plus the
   model's ``quirks.extra_output_tokens`` allowance for hidden reasoning, which is billed);
 - prompt tokens are estimated as characters / 4 of the prompt text, paid once per API call
   (a request of ``n`` samples takes ⌈n / model.n_per_request⌉ calls on remote backends,
   one prefill on local and vLLM ones);
-- P3's judge prompts contain summaries not yet written: the preview uses the cached
-  summaries when every one is cached, else a stand-in of ``4 × model.max_new_tokens`` characters;
+- a stage whose prompts contain texts not yet written (P3's judge prompts hold the target's
+  summaries) is built from the cached texts when every one is cached, else from stand-ins
+  of ``4 × max_new_tokens`` characters;
 - cost = prompt estimate × ``price_input_per_mtok`` + output bound × ``price_output_per_mtok``,
   only for models with prices.
 
@@ -23,19 +24,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from mcu_exp.data import Dataset
-from mcu_exp.llm import GenerationRequest, request_for
+from mcu_exp.config import ModelConfig
+from mcu_exp.llm import GenerationRequest
 from mcu_exp.llm.cache import GenerationCache, sample_key
 from mcu_exp.llm.factory import backend_identity
 from mcu_exp.llm.generator import CACHE_FILE
-from mcu_exp.proxies.experts import expert_model_config
-from mcu_exp.proxies.p0_subject import answer_jobs, split_by_questions
-from mcu_exp.proxies.p3_judge import assign_judges, judge_request
-from mcu_exp.proxies.prompts import SYSTEM, summary_messages
+from mcu_exp.proxies.base import Proxy
+from mcu_exp.proxies.stages import StageResults
 
 CHARS_PER_TOKEN = 4
 _ONE_PREFILL = ("local", "vllm")
@@ -57,25 +55,25 @@ class StageEstimate:
     cached_samples: int | None = None
 
 
-def _extra_tokens(model_cfg: Any) -> int:
-    quirks = getattr(model_cfg, "quirks", None) or {}
+def _extra_tokens(model_cfg: ModelConfig) -> int:
+    quirks = model_cfg.quirks or {}
     return int(quirks.get("extra_output_tokens", 0) or 0)
 
 
-def _calls(model_cfg: Any, request: GenerationRequest) -> int:
+def _calls(model_cfg: ModelConfig, request: GenerationRequest) -> int:
     if str(model_cfg.backend) in _ONE_PREFILL:
         return 1
-    return math.ceil(request.n / max(1, int(getattr(model_cfg, "n_per_request", 1) or 1)))
+    return math.ceil(request.n / max(1, model_cfg.n_per_request))
 
 
-def _cached(model_cfg: Any, requests: Sequence[GenerationRequest], cache: GenerationCache | None) -> int | None:
+def _cached(model_cfg: ModelConfig, requests: Sequence[GenerationRequest], cache: GenerationCache | None) -> int | None:
     if cache is None:
         return None
     identity = backend_identity(model_cfg)
     return len(cache.get_many(sample_key(identity, r, i) for r in requests for i in range(r.n)))
 
 
-def estimate(stage: str, model_label: str, model_cfg: Any, requests: Sequence[GenerationRequest],
+def estimate(stage: str, model_label: str, model_cfg: ModelConfig, requests: Sequence[GenerationRequest],
              cache: GenerationCache | None = None) -> StageEstimate:
     """Counts, token bounds and cost of sending ``requests`` to ``model_cfg``."""
     extra = _extra_tokens(model_cfg)
@@ -83,7 +81,7 @@ def estimate(stage: str, model_label: str, model_cfg: Any, requests: Sequence[Ge
     output = sum(r.n * (r.max_new_tokens + extra) for r in requests)
     prompt = sum(_calls(model_cfg, r) * math.ceil(sum(len(m.content) for m in r.messages) / CHARS_PER_TOKEN)
                  for r in requests)
-    p_in, p_out = getattr(model_cfg, "price_input_per_mtok", None), getattr(model_cfg, "price_output_per_mtok", None)
+    p_in, p_out = model_cfg.price_input_per_mtok, model_cfg.price_output_per_mtok
     cost = None
     if p_in is not None or p_out is not None:
         cost = (prompt * float(p_in or 0.0) + output * float(p_out or 0.0)) / 1e6
@@ -92,15 +90,7 @@ def estimate(stage: str, model_label: str, model_cfg: Any, requests: Sequence[Ge
                          per_sample, output, prompt, cost, _cached(model_cfg, requests, cache))
 
 
-def summary_requests(model_cfg: Any, dataset: Dataset, program_ids: Sequence[str], prompt: str, n: int,
-                     seed: int) -> list[GenerationRequest]:
-    """The summary requests P1 (and P2, P3) send to ``model_cfg`` and the experts."""
-    system = model_cfg.system_prompt if model_cfg.system_prompt is not None else SYSTEM
-    return [request_for(model_cfg, summary_messages(dataset.program(p).code, dataset.program(p).language, prompt,
-                                                    system=system), n=n, seed=seed) for p in program_ids]
-
-
-def _cached_texts(model_cfg: Any, requests: Sequence[GenerationRequest],
+def _cached_texts(model_cfg: ModelConfig, requests: Sequence[GenerationRequest],
                   cache: GenerationCache | None) -> list[list[str]] | None:
     """Every request's texts when the cache holds all of them, else None."""
     if cache is None:
@@ -113,66 +103,39 @@ def _cached_texts(model_cfg: Any, requests: Sequence[GenerationRequest],
     return [[found[k].text for k in ks] for ks in keys]
 
 
-def _judgment_stages(cfg: Any, dataset: Dataset, ids: Sequence[str], target: list[GenerationRequest],
-                     cache: GenerationCache | None) -> list[StageEstimate]:
-    texts = _cached_texts(cfg.model, target, cache)
-    stand_in = "x" * (CHARS_PER_TOKEN * int(cfg.model.max_new_tokens))
-    k = int(cfg.proxy.k)
-    judges = assign_judges(list(ids), [str(m.label) for m in cfg.experts.members], int(cfg.proxy.judge_seed))
-    stages = []
-    for member in cfg.experts.members:
-        judged = [(n, p) for n, p in enumerate(ids) if judges[p] == str(member.label)]
-        if not judged:
-            continue
-        judge_cfg = expert_model_config(member)
-        requests = [judge_request(judge_cfg, dataset.program(p).code, dataset.program(p).language,
-                                  texts[n][i] if texts else stand_in, int(cfg.proxy.r), int(member.seed),
-                                  int(cfg.proxy.judge_max_new_tokens))
-                    for n, p in judged for i in range(k)]
-        stages.append(estimate("P3 judgments", str(member.label), judge_cfg, requests, cache if texts else None))
-    return stages
+def _walk(proxy: Proxy, cache: GenerationCache | None, suffix: str = "") -> list[StageEstimate]:
+    """Estimate each stage of ``proxy``, feeding later stages the cached texts of earlier ones,
+    or stand-ins of ``4 × max_new_tokens`` characters when some are missing (a stage built
+    from stand-ins gets no cached count: its requests are not the real ones)."""
+    done = StageResults()
+    estimates = []
+    for stage in proxy.stages(done):
+        real_inputs = not done.stale
+        estimates.append(estimate(stage.title + suffix, stage.model_label, stage.model, stage.requests,
+                                  cache if real_inputs else None))
+        texts = _cached_texts(stage.model, stage.requests, cache) if real_inputs else None
+        if texts is None:
+            done.put(stage.key, [["x" * (CHARS_PER_TOKEN * r.max_new_tokens)] * r.n for r in stage.requests],
+                     exact=False)
+        else:
+            done.put(stage.key, texts)
+    return estimates
 
 
-def preview(cfg: Any, dataset: Dataset, program_ids: Sequence[str] | None = None,
-            cache_dir: str | Path | None = None, include_p0_reference: bool = True) -> list[StageEstimate]:
-    """The stages the job's proxy will run, in order, with their estimates.
-
-    ``program_ids`` defaults to every program of ``dataset``. With ``include_p0_reference``
-    P1–P3 jobs add P0's answer stage when the programs have questions (the cross-proxy
-    reference). Proxies other than p0–p3 give no stages.
-    """
-    ids = list(dataset.program_ids if program_ids is None else program_ids)
-    name = str(cfg.proxy.name) if cfg.proxy.impl is None else ""
+def preview(proxy: Proxy, reference: Proxy | None = None, cache_dir: str | Path | None = None
+            ) -> list[StageEstimate]:
+    """The stages ``proxy`` (then ``reference``, the cross-proxy reference, when it applies)
+    will run, in order, with their estimates: the same stage code the job runs."""
     path = Path(cache_dir) / CACHE_FILE if cache_dir is not None else None
     cache = GenerationCache(path) if path is not None and path.is_file() else None
     try:
-        stages: list[StageEstimate] = []
-        if name in ("p1", "p2", "p3"):
-            target = summary_requests(cfg.model, dataset, ids, str(cfg.proxy.prompt), int(cfg.proxy.k),
-                                      int(cfg.proxy.sample_seed))
-            stages.append(estimate("target summaries", str(cfg.model.name), cfg.model, target, cache))
-            if name == "p2":
-                for member in cfg.experts.members:
-                    member_cfg = expert_model_config(member)
-                    requests = summary_requests(member_cfg, dataset, ids, str(cfg.proxy.prompt),
-                                                int(cfg.experts.m), int(member.seed))
-                    stages.append(estimate("P2 expert summaries", str(member.label), member_cfg, requests, cache))
-            if name == "p3":
-                stages.extend(_judgment_stages(cfg, dataset, ids, target, cache))
-        kept, _ = split_by_questions(dataset, ids)
-        if kept and (name == "p0" or (name and include_p0_reference)):
-            jobs = answer_jobs(cfg.model, dataset, kept, cfg.proxy)
-            label = "P0 answers" if name == "p0" else "P0 answers (reference)"
-            stages.append(estimate(label, str(cfg.model.name), cfg.model, [j.request for j in jobs], cache))
+        stages = _walk(proxy, cache)
+        if reference is not None and reference.applies():
+            stages += _walk(reference, cache, suffix=" (reference)")
         return stages
     finally:
         if cache is not None:
             cache.close()
-
-
-def preview_frame(stages: Sequence[StageEstimate]) -> pd.DataFrame:
-    """The estimates as a table, one row per stage."""
-    return pd.DataFrame([s.__dict__ for s in stages])
 
 
 def render_preview(stages: Sequence[StageEstimate]) -> str:

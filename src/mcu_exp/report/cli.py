@@ -18,12 +18,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mcu_exp.names import EPSILON_GRID, GRID_VALUE, THETA_GRID, THRESHOLD_GRID, sensitivity_file, series_key
+
 REPORT_KIND = "report"
-THRESHOLD_SERIES = {"threshold": "sens.threshold.value", "f1": "sens.threshold.f1",
-                    "auc_binary": "sens.threshold.auc_binary"}
-EPSILON_SERIES = {"epsilon": "sens.epsilon.value", "nominal": "sens.epsilon.nominal",
-                  "coverage": "sens.epsilon.coverage"}
-THETA_SERIES = {"theta": "sens.theta.value", "f1": "sens.theta.f1", "auc_binary": "sens.theta.auc_binary"}
+HEADLINE = ("f1", "auc_binary")  # mcu_exp.evaluation.registry.HEADLINE, without importing NumPy at start-up
+THRESHOLD_SERIES = {THRESHOLD_GRID: series_key(THRESHOLD_GRID, GRID_VALUE),
+                    **{m: series_key(THRESHOLD_GRID, m) for m in HEADLINE}}
+EPSILON_SERIES = {EPSILON_GRID: series_key(EPSILON_GRID, GRID_VALUE),
+                  **{c: series_key(EPSILON_GRID, c) for c in ("nominal", "coverage")}}
+THETA_SERIES = {THETA_GRID: series_key(THETA_GRID, GRID_VALUE), **{m: series_key(THETA_GRID, m) for m in HEADLINE}}
 FIGURE_CAPTIONS = {
     "f1_threshold.png": "F1 against the threshold on α_test; dots: each run's calibrated τ.",
     "auc_threshold.png": "AUC of the binary labels against the threshold on α_test.",
@@ -225,9 +228,9 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
     subgroup = tables.subgroup_table(frame, keys)
     thr_ids = rows.drop_duplicates(subset=curve_keys(keys)).index.tolist()
     eps_ids = rows.drop_duplicates(subset=curve_keys(keys, keep=("quantile",))).index.tolist()
-    thr = curves(client, uri, thr_ids, THRESHOLD_SERIES, "sensitivity_threshold.csv")
-    eps = curves(client, uri, eps_ids, EPSILON_SERIES, "sensitivity_epsilon.csv")
-    theta_ids = [r for r in thr_ids if pd.notna(rows.loc[r].get(THETA_SERIES["f1"]))]
+    thr = curves(client, uri, thr_ids, THRESHOLD_SERIES, sensitivity_file(THRESHOLD_GRID))
+    eps = curves(client, uri, eps_ids, EPSILON_SERIES, sensitivity_file(EPSILON_GRID))
+    theta_ids = [r for r in thr_ids if pd.notna(rows.loc[r].get(THETA_SERIES[HEADLINE[0]]))]
     theta = series_frame(client, theta_ids, THETA_SERIES)
     pngs = report_figures(rows, keys, thr, eps, subgroup, theta)
 

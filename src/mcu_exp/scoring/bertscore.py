@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from mcu_exp.config import ScorerConfig
 from mcu_exp.scoring.encoder import TokenEmbeddings, shared_encoder
 from mcu_exp.scoring.resolve import ResolvedScorer, resolve_scorer
 from mcu_exp.scoring.score_cache import ScoreCache, pair_key, text_key
@@ -81,7 +82,7 @@ class BertScorer:
         memo_mb: token embeddings kept between calls, least recently used dropped first.
     """
 
-    def __init__(self, cfg: Any, cache: ScoreCache | str | Path | None = None,
+    def __init__(self, cfg: ScorerConfig, cache: ScoreCache | str | Path | None = None,
                  idf_sents: Sequence[str] | None = None, memo_mb: float = 512.0) -> None:
         self.resolved: ResolvedScorer = resolve_scorer(cfg)
         self.cfg = self.resolved.cfg
@@ -218,22 +219,6 @@ class BertScorer:
             blocks.append(_Block(list(texts), list(texts), pairs, True))
         matrices = self._score_blocks(blocks)
         return [float(m[np.triu_indices(len(m), 1)].mean()) for m in matrices]
-
-    def mean_to_reference(self, texts: Sequence[str], ref: str) -> float:
-        """Mean F1 of the texts against one reference (P2's SSC_meta)."""
-        return self.mean_to_reference_many([texts], [ref])[0]
-
-    def mean_to_reference_many(self, groups: Sequence[Sequence[str]],
-                               refs: Sequence[str]) -> list[float]:
-        """`mean_to_reference` of each (group, reference), all embedded in one pass."""
-        if len(groups) != len(refs):
-            raise ValueError(f"mean_to_reference: {len(groups)} groups but {len(refs)} references")
-        for g, texts in enumerate(groups):
-            if not texts:
-                raise ValueError(f"mean_to_reference needs at least one text; group {g} has none")
-        blocks = [_Block(list(texts), [ref], [(i, 0) for i in range(len(texts))])
-                  for texts, ref in zip(groups, refs)]
-        return [float(m[:, 0].mean()) for m in self._score_blocks(blocks)]
 
     def close(self) -> None:
         """Close the score cache."""

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 CORRECT = "CORRECT"
 INCORRECT = "INCORRECT"
 UNPARSEABLE = "UNPARSEABLE"
-VERDICTS = (CORRECT, INCORRECT, UNPARSEABLE)
 
 _MARKUP = re.compile(r"[*_`#>\"“”\[\]]")
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'"})

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcu_exp.config import ScorerConfig
+
 log = logging.getLogger(__name__)
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin")
@@ -35,7 +37,7 @@ class ScorerUnavailableError(RuntimeError):
 class ResolvedScorer:
     """A scorer config bound to files on disk: what the cache key and the logs record."""
 
-    cfg: Any  # the scorer config actually used (the fallback's when one was taken)
+    cfg: ScorerConfig  # the scorer config actually used (the fallback's when one was taken)
     path: Path  # folder holding config.json, the tokenizer and the weights
     fingerprint: str  # sha256 over the folder's config, tokenizer and weights files
     revision: str | None  # Hugging Face cache snapshot (commit) when loaded from the hub cache
@@ -46,20 +48,21 @@ class ResolvedScorer:
     fallback_from: str | None  # name of the scorer config that was asked for, when falling back
 
 
-def resolve_scorer(cfg: Any) -> ResolvedScorer:
+def resolve_scorer(cfg: ScorerConfig) -> ResolvedScorer:
     """Locate the encoder of `cfg`, or of `cfg.fallback` when absent and fallback is allowed."""
     try:
         return _resolve(cfg, fallback_from=None)
     except ScorerUnavailableError as err:
-        if not getattr(cfg, "allow_fallback", False):
+        if not cfg.allow_fallback:
             raise
-        if not getattr(cfg, "fallback", None):
+        if not cfg.fallback:
             raise ValueError(
-                f"scorer.allow_fallback is true but scorer.fallback names no scorer config ({err})"
+                f"scorer.allow_fallback is true but scorer.fallback holds no scorer config ({err}); "
+                "compose one, e.g. defaults: [minilm@fallback] in the scorer's YAML"
             ) from err
-        other = load_scorer_config(cfg.fallback)
+        other = fallback_config(cfg.fallback)
         message = (
-            f"SCORER FALLBACK: {err} -- scoring with scorer config {cfg.fallback!r} "
+            f"SCORER FALLBACK: {err} -- scoring with scorer config {other.name!r} "
             f"({other.model}, layer {other.num_layers}) INSTEAD of {cfg.name!r}; "
             "these scores are not comparable with the requested scorer's"
         )
@@ -68,25 +71,18 @@ def resolve_scorer(cfg: Any) -> ResolvedScorer:
         return _resolve(other, fallback_from=str(cfg.name))
 
 
-def load_scorer_config(name: str) -> Any:
-    """The scorer config `conf/scorer/<name>.yaml`, merged onto the typed schema."""
+def fallback_config(section: Any) -> ScorerConfig:
+    """The composed fallback section as a typed :class:`ScorerConfig` (it has no fallback of its own)."""
     from omegaconf import OmegaConf
 
-    from mcu_exp.config import ScorerConfig
-
-    here = Path(__file__).resolve()
-    candidates = [here.parents[1] / "conf" / "scorer", here.parents[3] / "conf" / "scorer"]
-    for folder in candidates:
-        file = folder / f"{name}.yaml"
-        if file.is_file():
-            return OmegaConf.merge(OmegaConf.structured(ScorerConfig), OmegaConf.load(file))
-    raise ValueError(
-        f"scorer.fallback: no scorer config {name!r} (looked for {name}.yaml in "
-        f"{', '.join(str(c) for c in candidates)})"
-    )
+    if isinstance(section, ScorerConfig):
+        return section
+    data = OmegaConf.to_container(section, resolve=True) if OmegaConf.is_config(section) else dict(section)
+    data.pop("fallback", None)
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ScorerConfig), data))  # type: ignore[return-value]
 
 
-def _resolve(cfg: Any, fallback_from: str | None) -> ResolvedScorer:
+def _resolve(cfg: ScorerConfig, fallback_from: str | None) -> ResolvedScorer:
     path, revision = locate_model(cfg)
     model_cfg = _read_json(path / "config.json")
     _check_layer(cfg, model_cfg, path)
@@ -104,7 +100,7 @@ def _resolve(cfg: Any, fallback_from: str | None) -> ResolvedScorer:
     )
 
 
-def locate_model(cfg: Any) -> tuple[Path, str | None]:
+def locate_model(cfg: ScorerConfig) -> tuple[Path, str | None]:
     """The folder of `cfg`'s encoder: `scorer.model` when it names a folder, else the folder
     `package_subdir` of the installed `scorer.package`, else the hub id in the local cache."""
     model = str(cfg.model)
@@ -116,12 +112,12 @@ def locate_model(cfg: Any) -> tuple[Path, str | None]:
             f"scorer.model: folder {folder} does not exist; point scorer.model at a folder "
             "holding config.json, the tokenizer files and the weights"
         )
-    if getattr(cfg, "package", None):
+    if cfg.package:
         return _check_folder(_package_folder(cfg), f"scorer.package ({cfg.package})"), None
     return _hub_snapshot(model)
 
 
-def _package_folder(cfg: Any) -> Path:
+def _package_folder(cfg: ScorerConfig) -> Path:
     try:
         dist = importlib.metadata.distribution(cfg.package)
     except importlib.metadata.PackageNotFoundError:
@@ -203,7 +199,7 @@ def max_length(folder: Path, model_cfg: dict[str, Any]) -> int:
     return int(positions) if isinstance(positions, int) and positions > 0 else 512
 
 
-def _check_layer(cfg: Any, model_cfg: dict[str, Any], folder: Path) -> None:
+def _check_layer(cfg: ScorerConfig, model_cfg: dict[str, Any], folder: Path) -> None:
     layers = model_cfg.get("num_hidden_layers", model_cfg.get("n_layers"))
     n = int(cfg.num_layers)
     if isinstance(layers, int) and not 0 <= n <= layers:
@@ -211,7 +207,7 @@ def _check_layer(cfg: Any, model_cfg: dict[str, Any], folder: Path) -> None:
             f"scorer.num_layers: {n} is outside 0..{layers} for the encoder in {folder}")
 
 
-def _baseline(cfg: Any) -> tuple[str | None, str | None, float | None]:
+def _baseline(cfg: ScorerConfig) -> tuple[str | None, str | None, float | None]:
     """bert-score's rescaling baseline (F at row `num_layers`), or a clear error."""
     if not cfg.rescale_with_baseline:
         return None, None, None

@@ -19,6 +19,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from mcu_exp.config import TrackingConfig
+
 log = logging.getLogger(__name__)
 
 SECRET_KEY = re.compile(r"(api_?key|secret|token|password|passwd|credential)", re.IGNORECASE)
@@ -26,22 +28,22 @@ SECRET_KEY_ALLOWED = re.compile(r"(api_key_env|max_new_tokens|tokens_per_minute|
 MAX_PARAM_CHARS = 500
 
 
-def tracking_uri(cfg: DictConfig) -> str:
-    """``MLFLOW_TRACKING_URI`` if set, else ``tracking.uri``, else SQLite under the outputs folder."""
+def tracking_uri(tracking: TrackingConfig, outputs: str) -> str:
+    """``MLFLOW_TRACKING_URI`` if set, else ``tracking.uri``, else SQLite under ``outputs``."""
     env = os.environ.get("MLFLOW_TRACKING_URI")
     if env:
         return env
-    if cfg.tracking.uri:
-        return str(cfg.tracking.uri)
-    db = Path(cfg.paths.outputs).resolve() / "mlflow.db"
+    if tracking.uri:
+        return str(tracking.uri)
+    db = Path(outputs).resolve() / "mlflow.db"
     db.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{db}"
 
 
-def artifact_location(cfg: DictConfig, uri: str) -> str | None:
+def artifact_location(outputs: str, uri: str) -> str | None:
     """Artifacts beside the SQLite store (None lets a tracking server choose)."""
     if uri.startswith("sqlite:") or uri.startswith("file:") or "://" not in uri:
-        return (Path(cfg.paths.outputs).resolve() / "mlartifacts").as_uri()
+        return (Path(outputs).resolve() / "mlartifacts").as_uri()
     return None
 
 
@@ -156,29 +158,26 @@ class RunLogger:
         if self.active:
             self.client.log_artifacts(self.run_id, str(folder), artifact_path)
 
-    def log_artifact(self, file: Path, artifact_path: str | None = None) -> None:
-        if self.active:
-            self.client.log_artifact(self.run_id, str(file), artifact_path)
-
 
 @contextmanager
-def mlflow_run(cfg: DictConfig, run_name: str, tags: Mapping[str, str]) -> Iterator[RunLogger]:
+def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str,
+               tags: Mapping[str, str]) -> Iterator[RunLogger]:
     """Open one MLflow run; end it FINISHED, or FAILED (then re-raise) if the job fails."""
-    if not cfg.tracking.enabled:
+    if not tracking.enabled:
         yield RunLogger(None, None, None)
         return
     from mlflow.tracking import MlflowClient
 
-    uri = tracking_uri(cfg)
+    uri = tracking_uri(tracking, outputs)
     with store_lock(uri):  # MlflowClient() itself creates the schema of a new SQLite store
         client = MlflowClient(tracking_uri=uri)
-        experiment = client.get_experiment_by_name(cfg.tracking.experiment)
+        experiment = client.get_experiment_by_name(tracking.experiment)
         if experiment is None:
             try:
-                exp_id = client.create_experiment(cfg.tracking.experiment,
-                                                  artifact_location=artifact_location(cfg, uri))
+                exp_id = client.create_experiment(tracking.experiment,
+                                                  artifact_location=artifact_location(outputs, uri))
             except Exception:  # another job of the sweep created it first
-                experiment = client.get_experiment_by_name(cfg.tracking.experiment)
+                experiment = client.get_experiment_by_name(tracking.experiment)
                 if experiment is None:
                     raise
                 exp_id = experiment.experiment_id

@@ -1,8 +1,9 @@
 """``mcu-exp tune``: tune ε or τ for F1 on a finished run's cached scores, in-sample and with
 nested cross-validation, and print how far apart the two are.
 
-The scores come from the run's ``per_program.csv`` (``--run-id``, fetched from MLflow) or a
-file (``--per-program``). No model is loaded. ``--storage`` keeps the Optuna studies in a
+The scores come from the run's ``scores.csv`` (``--run-id``, fetched from MLflow: the
+α_cal/α_test its decision rule used, whatever the calibrated proxy, P1 or P2) or a file
+(``--per-program``: any CSV with columns alpha_cal, alpha_test, human_label). No model is loaded. ``--storage`` keeps the Optuna studies in a
 SQLite file, so an interrupted or extended search (more ``--trials``) resumes.
 """
 
@@ -28,9 +29,9 @@ def build_parser(prog: str = "mcu-exp tune") -> argparse.ArgumentParser:
         "Tune ε or the threshold τ for F1 on a finished run's cached scores, in-sample and with nested "
         "cross-validation over programs, and show how much in-sample tuning overstates alignment."))
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--run-id", help="a finished MLflow run whose per_program.csv to use")
+    source.add_argument("--run-id", help="a finished MLflow run of a calibrated proxy (its scores.csv is used)")
     source.add_argument("--per-program", type=Path, metavar="CSV",
-                        help="a per_program.csv (columns alpha_cal, alpha_test, human_label)")
+                        help="a CSV with columns alpha_cal, alpha_test, human_label (a run's scores.csv)")
     parser.add_argument("--tracking-uri", default=None,
                         help="default: $MLFLOW_TRACKING_URI, else sqlite:///<outputs>/mlflow.db")
     parser.add_argument("--search", choices=("epsilon", "threshold", "both"), default="both",
@@ -54,7 +55,9 @@ class TuneError(ValueError):
 
 
 def fetch_run(run_id: str, uri: str, folder: Path) -> tuple[Path, dict[str, str]]:
-    """Download the run's ``per_program.csv``; return it with the run's params."""
+    """Download the run's ``scores.csv``; return it with the run's params."""
+    from mcu_exp.names import SCORES_FILE
+
     import mlflow.artifacts
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
@@ -66,10 +69,11 @@ def fetch_run(run_id: str, uri: str, folder: Path) -> tuple[Path, dict[str, str]
     except MlflowException as exc:
         raise TuneError(f"run {run_id} not found in {uri}: {exc.message.splitlines()[0]}") from None
     try:
-        path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="per_program.csv",
+        path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=SCORES_FILE,
                                                    dst_path=str(folder), tracking_uri=uri)
     except Exception as exc:  # MLflow raises several types for a missing artifact
-        raise TuneError(f"run {run_id} has no per_program.csv artifact ({type(exc).__name__})") from None
+        raise TuneError(f"run {run_id} has no {SCORES_FILE} artifact ({type(exc).__name__}): "
+                        "tune needs a calibrated proxy's run (P1, P2)") from None
     return Path(path), dict(run.data.params)
 
 
@@ -91,20 +95,23 @@ def render(results: Sequence[Any], folds: int, trials: int, seed: int, source: s
     from rich.console import Console
     from rich.table import Table
 
+    from mcu_exp.evaluation import metric
+    from mcu_exp.tune.nested_cv import OBJECTIVE
+
+    name, show = metric(OBJECTIVE).header, metric(OBJECTIVE).format
     first = results[0]
-    table = Table(title=f"Tuning for F1 on {source}", caption=(
+    table = Table(title=f"Tuning for {name} on {source}", caption=(
         f"n = {first.n} programs, prevalence {100 * first.prevalence:.1f}%; {folds} stratified outer folds, "
-        f"{trials} TPE trials per study, seed {seed}. Held-out F1 pools the folds' held-out labels."))
-    for header in ("search", "tuned on all", "in-sample F1", "held-out F1", "per fold", "optimism",
-                   f"ε={first.reference_epsilon:g} F1", "always-1 F1", "random F1"):
+        f"{trials} TPE trials per study, seed {seed}. Held-out {name} pools the folds' held-out labels."))
+    for header in ("search", "tuned on all", f"in-sample {name}", f"held-out {name}", "per fold", "optimism",
+                   f"ε={first.reference_epsilon:g} {name}", f"always-1 {name}", f"random {name}"):
         table.add_column(header, justify="left" if header == "search" else "right")
     for res in results:
         mean, sd = res.fold_f1
         value = f"ε={res.in_sample.value:.3f}" if res.search == "epsilon" else f"τ={res.in_sample.value:.4f}"
-        table.add_row(res.search, value, f"{100 * res.in_sample.f1:.1f}%", f"{100 * res.held_out_f1:.1f}%",
+        table.add_row(res.search, value, show(res.in_sample.f1), show(res.held_out_f1),
                       f"{100 * mean:.1f} ± {100 * sd:.1f}%", f"{100 * res.optimism:+.1f} pts",
-                      f"{100 * res.reference_f1:.1f}%", f"{100 * res.baseline_always_f1:.1f}%",
-                      f"{100 * res.baseline_random_f1:.1f}%")
+                      show(res.reference_f1), show(res.baseline_always_f1), show(res.baseline_random_f1))
     buffer = io.StringIO()
     Console(file=buffer, width=130, color_system=None, force_terminal=False, soft_wrap=False).print(table)
     return buffer.getvalue()

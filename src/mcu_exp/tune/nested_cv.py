@@ -1,7 +1,8 @@
 """How much does tuning the decision on the same programs overstate alignment?
 
 Tunes ε (τ = the (1 − ε) quantile of α_cal) or the threshold τ on α_test directly to
-maximise F1 against the human labels, with Optuna's TPE sampler (seeded), two ways:
+maximise F1 (the metric registry's ``PRIMARY``) against the human labels, with Optuna's TPE
+sampler (seeded), two ways:
 
 * **in-sample**: tuned and evaluated on all programs, which is what picking the best ε of a
   sweep amounts to;
@@ -24,11 +25,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import f1_score
 from sklearn.model_selection import StratifiedKFold
 
 from mcu_exp.calibration import threshold
-from mcu_exp.evaluation import always_positive, random_expected
+from mcu_exp.evaluation import PRIMARY, always_positive, label_metric, random_expected
+
+OBJECTIVE = PRIMARY  # the registered metric tuned for (F1)
 
 SEARCHES = ("epsilon", "threshold")
 REQUIRED_COLUMNS = ("alpha_cal", "alpha_test", "human_label")
@@ -51,7 +53,7 @@ class Scores:
 
 
 def read_per_program(path: str | Path) -> Scores:
-    """Scores from a run's ``per_program.csv``; rows without a human label or α are dropped
+    """Scores from a run's ``scores.csv`` (or any CSV with its columns); rows without a human label or α are dropped
     (and counted). A missing column or a non-0/1 label is a one-line ValueError."""
     path = Path(path)
     if not path.is_file():
@@ -59,7 +61,7 @@ def read_per_program(path: str | Path) -> Scores:
     frame = pd.read_csv(path)
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
-        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; a per_program.csv of a P1/P2 "
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; the scores.csv of a P1/P2 "
                          f"run has {', '.join(REQUIRED_COLUMNS)}")
     ids = frame["program_id"].astype(str) if "program_id" in frame.columns else frame.index.astype(str)
     numeric = frame[list(REQUIRED_COLUMNS)].apply(pd.to_numeric, errors="coerce")
@@ -93,8 +95,9 @@ def decide_labels(search: str, value: float, alpha_cal: np.ndarray, alpha_test: 
 
 
 def f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
-    """F1 of the understandable class (0 when nothing is predicted or present)."""
-    return float(f1_score(y_true, y_pred, zero_division=0))
+    """The objective (F1 of the understandable class, 0 when nothing is predicted or present),
+    with the registry's implementation."""
+    return label_metric(OBJECTIVE, np.asarray(y_true), np.asarray(y_pred))
 
 
 @dataclass(frozen=True)
@@ -232,6 +235,6 @@ def nested_cv(scores: Scores, search: str = "epsilon", folds: int = 5, trials: i
         search=search, n=len(scores.labels), prevalence=float(scores.labels.mean()), in_sample=whole,
         held_out_f1=f1(scores.labels, pooled), folds=results, reference_epsilon=reference_epsilon,
         reference_f1=f1(scores.labels, reference),
-        baseline_always_f1=float(always_positive(scores.labels)["f1"]),
-        baseline_random_f1=float(random_expected(scores.labels)["f1"]),
+        baseline_always_f1=float(always_positive(scores.labels)[OBJECTIVE]),
+        baseline_random_f1=float(random_expected(scores.labels)[OBJECTIVE]),
     )

@@ -1,0 +1,62 @@
+"""Every name a job writes and a reader looks up: result files, table columns, MLflow keys.
+
+Writers (the pipeline, :mod:`mcu_exp.outputs`, the tracker) and readers (``mcu-exp report``,
+``mcu-exp tune``, tests) import these instead of spelling strings, so a rename is one edit
+and a reader can never look for a column that no writer produces.
+"""
+
+from __future__ import annotations
+
+# Files under <run dir>/results/ (logged as the MLflow run's artifacts).
+RESULTS_DIR = "results"
+PER_PROGRAM_FILE = "per_program.csv"
+ALIGNMENT_FILE = "alignment.csv"
+SPECS_FILE = "specs.json"
+SCORES_FILE = "scores.csv"  # the arrays a calibrated proxy's decision rule used, per program
+CONFIG_FILE = "config.yaml"
+METRICS_FILE = "metrics.json"  # beside results/, in the run dir
+
+
+def records_file(name: str) -> str:
+    """The CSV holding a proxy's record table ``name`` (summaries, judgments, answers…)."""
+    return f"{name}.csv"
+
+
+def sensitivity_file(grid: str) -> str:
+    """The CSV of one sensitivity grid (threshold, epsilon, theta)."""
+    return f"sensitivity_{grid}.csv"
+
+
+# Per-program table: the human side, then the proxy's decision, then the proxy's own columns.
+PROGRAM_ID = "program_id"
+HUMAN_LABEL = "human_label"
+HUMAN_FRACTION = "human_fraction"
+N_EVALUATORS = "n_evaluators"
+SCORE = "score"  # continuous, higher = more understandable (the threshold-free AUC's input)
+LABEL = "label"  # the proxy's High (1) / Low (0)
+PER_PROGRAM_FRONT = (HUMAN_LABEL, HUMAN_FRACTION, N_EVALUATORS, SCORE, LABEL)
+
+# Sensitivity grids: the grid's x column in its CSV, and its MLflow series.
+THRESHOLD_GRID = "threshold"
+EPSILON_GRID = "epsilon"
+THETA_GRID = "theta"
+ALL_READERS = "all"  # the label set of every reader; the others are reader subgroups
+
+
+def series_key(grid: str, column: str, group: str = ALL_READERS) -> str:
+    """MLflow metric series ``sens.<grid>.<column>[.<group>]`` (step = grid index);
+    ``column="value"`` is the grid itself."""
+    suffix = "" if group == ALL_READERS else f".{group}"
+    return f"sens.{grid}.{column}{suffix}"
+
+
+GRID_VALUE = "value"
+
+# MLflow metric prefixes of the alignment reports beside the main one (all readers).
+VS_P0_PREFIX = "vs_p0."
+HUMAN_PREFIX = "human."
+
+
+def group_prefix(group: str) -> str:
+    """Prefix of a reader subgroup's alignment metrics (none for all readers)."""
+    return "" if group == ALL_READERS else f"group.{group}."

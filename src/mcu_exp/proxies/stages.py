@@ -1,0 +1,125 @@
+"""Generation stages: what a proxy asks of which model, run through the cache or previewed.
+
+A proxy yields :class:`Stage` objects one at a time (see :meth:`Proxy.stages`); whoever
+drives it stores each stage's texts in a :class:`StageResults` before asking for the next,
+so a later stage (P3's judgments) can build its prompts from an earlier one (the target's
+summaries). :func:`run_stages` generates through the cache; the request preview
+(:mod:`mcu_exp.proxies.preview`) walks the same stages with cached or stand-in texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mcu_exp.config import ModelConfig
+from mcu_exp.data import Dataset
+from mcu_exp.llm import CachedGenerator, GenerationRequest, request_for, sum_usage
+from mcu_exp.llm.cache import canonical_json
+from mcu_exp.llm.factory import backend_identity
+from mcu_exp.proxies.prompts import summary_messages
+
+if TYPE_CHECKING:
+    from mcu_exp.proxies.base import Proxy
+
+TARGET_SUMMARIES = "target summaries"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One batch of requests to one model.
+
+    ``key`` is unique within a job (it addresses the stage's texts in :class:`StageResults`);
+    ``title`` and ``model_label`` are what the preview shows.
+    """
+
+    key: str
+    title: str
+    model_label: str
+    model: ModelConfig
+    requests: list[GenerationRequest]
+
+
+@dataclass
+class StageResults:
+    """The texts of every stage run so far: ``texts(key)[i][j]`` = sample j of request i.
+
+    ``exact`` is False for a stage whose texts are stand-ins (the preview, before they are
+    generated); :attr:`stale` tells whether any such texts have been read: every stage built
+    after that may hold stand-ins in its prompts.
+    """
+
+    _texts: dict[str, list[list[str]]] = field(default_factory=dict)
+    _exact: dict[str, bool] = field(default_factory=dict)
+    _read_inexact: bool = False
+
+    def put(self, key: str, texts: list[list[str]], exact: bool = True) -> None:
+        """Store the texts of stage ``key``."""
+        self._texts[key] = texts
+        self._exact[key] = exact
+
+    def texts(self, key: str) -> list[list[str]]:
+        """The texts of stage ``key``, one list per request."""
+        if key not in self._texts:
+            raise KeyError(f"stage {key!r} has not run yet (stages so far: {', '.join(self._texts) or 'none'})")
+        self._read_inexact = self._read_inexact or not self._exact[key]
+        return self._texts[key]
+
+    @property
+    def stale(self) -> bool:
+        """Whether stand-in texts have been read so far."""
+        return self._read_inexact
+
+
+class Generators:
+    """One :class:`CachedGenerator` per distinct model (by backend identity), shared by the
+    stages of a job: an expert that is the target model, or several experts that are one
+    model under different temperatures, load the weights once."""
+
+    def __init__(self, cache_dir: Path, progress: bool) -> None:
+        self.cache_dir = cache_dir
+        self.progress = progress
+        self._by_identity: dict[str, CachedGenerator] = {}
+
+    def get(self, model: ModelConfig) -> CachedGenerator:
+        """The generator for ``model``, created on first use."""
+        key = canonical_json(backend_identity(model))
+        if key not in self._by_identity:
+            self._by_identity[key] = CachedGenerator(model, self.cache_dir, progress=self.progress)
+        return self._by_identity[key]
+
+    def stats(self) -> dict[str, float]:
+        """Cache hits and misses over all generators, and whether any needed a model."""
+        gens = list(self._by_identity.values())
+        return {
+            "generation_cache_hits": float(sum(g.stats.get("hits", 0) for g in gens)),
+            "generation_cache_misses": float(sum(g.stats.get("misses", 0) for g in gens)),
+            "model_loaded": float(any(g.backend_created for g in gens)),
+        }
+
+
+    def usage(self) -> dict[str, float]:
+        """What this job's generations spent (``usage.requests``, ``usage.prompt_tokens``,
+        ``usage.cost_usd``…), summed over models; cached samples cost nothing."""
+        return sum_usage(g.usage() for g in self._by_identity.values())
+
+
+def run_stages(proxy: Proxy, generators: Generators) -> StageResults:
+    """Generate every stage of ``proxy`` through the cache, in order."""
+    done = StageResults()
+    for stage in proxy.stages(done):
+        results = generators.get(stage.model).generate(stage.requests)
+        done.put(stage.key, [r.texts for r in results])
+    return done
+
+
+def summary_requests(model: ModelConfig, dataset: Dataset, program_ids: Sequence[str], prompt: str, n: int,
+                     seed: int) -> list[GenerationRequest]:
+    """One request per program for ``n`` intent summaries (the target's and the experts')."""
+    requests = []
+    for pid in program_ids:
+        program = dataset.program(pid)
+        requests.append(request_for(model, summary_messages(program.code, program.language, prompt), n=n, seed=seed))
+    return requests

@@ -1,0 +1,90 @@
+"""Every config group option composes in-process into the typed schema, and every proxy it
+names builds and passes its own value checks: a broken YAML file fails here, not in a sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from mcu_exp.checks import config_problems
+from mcu_exp.config import Config, ExpertsConfig, ModelConfig, ScorerConfig, register_configs
+from mcu_exp.data import Dataset, Program
+from mcu_exp.data.types import evaluations_frame
+from mcu_exp.pipeline import build_proxies, typed_config
+from mcu_exp.proxies.base import ProxyContext
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+GROUPS = ("dataset", "model", "proxy", "scorer", "experts", "decision", "tracking", "debug", "experiment")
+NEEDS = {("dataset", "custom"): ["dataset.root=/tmp/some-folder"]}
+
+
+def compose_cfg(*overrides: str) -> DictConfig:
+    """The job config the app builds from ``overrides`` (in-process; nothing loaded, nothing run)."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+def options() -> list[tuple[str, str]]:
+    return [(group, path.stem) for group in GROUPS for path in sorted((CONF / group).glob("*.yaml"))]
+
+
+def context(cfg: Config) -> ProxyContext:
+    dataset = Dataset(name="tiny", programs=[Program(id="a", language="java", code="int f() { return 1; }")],
+                      evaluations=evaluations_frame([], [], [], []), questions=[], source="test")
+    return ProxyContext(dataset=dataset, program_ids=["a"], model=cfg.model, scorer=cfg.scorer,
+                        experts=cfg.experts, decision=cfg.decision, cache_dir=Path("/nonexistent"), progress=False)
+
+
+def test_every_group_has_options() -> None:
+    found = {group for group, _ in options()}
+    assert found == set(GROUPS)
+
+
+@pytest.mark.parametrize(("group", "option"), options(), ids=lambda v: str(v))
+def test_each_option_composes_types_and_builds(group: str, option: str) -> None:
+    overrides = [f"{group}={option}", *NEEDS.get((group, option), [])]
+    if group == "decision" and option != "conformal":
+        overrides.append("proxy=p2")  # θ rules need P2's similarity scores
+    cfg = typed_config(compose_cfg(*overrides))
+    assert isinstance(cfg, Config) and isinstance(cfg.model, ModelConfig)
+    assert isinstance(cfg.scorer, ScorerConfig) and isinstance(cfg.experts, ExpertsConfig)
+    for member in cfg.experts.members.values():
+        assert isinstance(member.model, ModelConfig) and member.model.name  # composed from conf/model/
+    assert list(config_problems(cfg)) == []
+    proxy, reference = build_proxies(cfg, context(cfg))
+    assert proxy.name == cfg.proxy["name"]
+    assert reference is None or reference.name == "p0"
+
+
+def test_default_job_is_p1_on_the_embedded_stack() -> None:
+    cfg = typed_config(compose_cfg())
+    assert (cfg.dataset.name, cfg.model.name, cfg.proxy["name"], cfg.scorer.name) == (
+        "scalabrino", "smollm2-135m", "p1", "minilm")
+    assert cfg.decision.epsilon == 0.1 and cfg.reference["name"] == "p0"
+    assert "r" not in cfg.proxy and "samples" not in cfg.proxy  # P1 carries only its own settings
+
+
+def test_debug_applies_after_the_experiment() -> None:
+    quick = typed_config(compose_cfg("experiment=paper_p1", "debug=quick"))
+    assert (quick.proxy["k"], quick.dataset.limit) == (6, 6)
+    paper = typed_config(compose_cfg("experiment=paper_p1"))
+    assert (paper.proxy["k"], paper.proxy["k_cal"], paper.reference["samples"]) == (50, 25, 50)
+
+
+def test_scorer_fallback_is_composed_by_hydra() -> None:
+    cfg = typed_config(compose_cfg("scorer=deberta_base", "scorer.fallback.num_layers=5"))
+    assert cfg.scorer.fallback["name"] == "minilm" and cfg.scorer.fallback["num_layers"] == 5
+    assert cfg.scorer.allow_fallback is False
+
+
+def test_expert_member_overrides_reach_its_model() -> None:
+    cfg = typed_config(compose_cfg("experts.members.smollm2-b.model.max_new_tokens=17"))
+    members = cfg.experts.members
+    assert list(members) == ["smollm2-a", "smollm2-b", "smollm2-c"]
+    assert members["smollm2-b"].model.max_new_tokens == 17
+    assert members["smollm2-a"].model.max_new_tokens == members["smollm2-c"].model.max_new_tokens != 17
+    assert [m.model.temperature for m in members.values()] == [0.7, 0.9, 1.0]
