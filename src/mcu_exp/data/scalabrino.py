@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from mcu_exp.data import download as dl
+import mcu_exp.data.download as dl
 from mcu_exp.data.types import Dataset, DatasetError, Program, evaluations_frame
 
 DATA_ENV = "MCU_EXP_DATA"

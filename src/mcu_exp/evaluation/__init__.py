@@ -1,6 +1,7 @@
 """Alignment of proxy labels with human labels: the metric registry, metrics, bootstrap CIs,
 baselines, sensitivity grids and the results table."""
 
+from mcu_exp.evaluation import definitions  # noqa: F401  (registers the built-in metrics first)
 from mcu_exp.evaluation.baselines import always_positive, random_expected
 from mcu_exp.evaluation.bootstrap import (
     bootstrap_ci,

@@ -244,6 +244,3 @@ def compute(counts: Counts, ranking: Ranking | None = None,
         elif ranking is not None:
             out[m.name] = m.compute(ranking)  # type: ignore[arg-type]
     return out
-
-
-from mcu_exp.evaluation import definitions as _definitions  # noqa: E402,F401  (registers the built-ins)

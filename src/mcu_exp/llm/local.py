@@ -164,26 +164,35 @@ def cpu_budget() -> int:
     return max(1, budget)
 
 
-def _choose_threads(torch: Any, requested: int | None = None) -> None:
-    """Pick torch's intra-op threads: ``model.num_threads`` when set, else keep the user's
-    OMP_NUM_THREADS / MKL_NUM_THREADS, else the rule below.
+def thread_count(requested: int | None, current: int, budget: int, load: float, cpus: int) -> int:
+    """torch's intra-op threads for a model load: ``model.num_threads`` when set, else a rule.
 
-    torch counts the host's cores, ignoring cgroup quotas, and OpenMP threads that must wait
+    ``requested`` (``model.num_threads``) always wins. Otherwise: the CPU ``budget``, halved
+    when the machine is already oversubscribed (1-minute ``load`` >= its ``cpus``), and never
+    more than the ``current`` count, so a count the process chose (tests, a caller's
+    ``torch.set_num_threads``) is kept; torch's default counts every core of the host, so it
+    only ever comes down. Why: torch ignores cgroup quotas, and OpenMP threads that must wait
     for descheduled peers make a decode step ~10x slower on a busy machine (measured: 16 s
-    with 2 threads vs 1.9 s with 1 on a 2-core box at load 6). So: the CPU budget, halved when
-    the machine is already oversubscribed (1-minute load average >= its CPU count).
+    with 2 threads vs 1.9 s with 1 on a 2-core box at load 6).
     """
-    if requested:
-        torch.set_num_threads(int(requested))
+    if requested is not None:
+        if int(requested) < 1:
+            raise BackendError(f"model.num_threads must be >= 1 (or null for automatic), got {requested}")
+        return int(requested)
+    threads = budget if load < cpus else max(1, budget // 2)
+    return max(1, min(threads, current))
+
+
+def _choose_threads(torch: Any, requested: int | None = None) -> None:
+    """Set torch's intra-op threads by :func:`thread_count`; with ``model.num_threads`` unset,
+    a user's OMP_NUM_THREADS / MKL_NUM_THREADS is kept as it is."""
+    if requested is None and any(v in os.environ for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")):
         return
-    if any(v in os.environ for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")):
-        return
-    threads = cpu_budget()
+    current, budget = torch.get_num_threads(), cpu_budget()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    if load >= (os.cpu_count() or 1):
-        threads = max(1, threads // 2)
-    if threads != torch.get_num_threads():
-        log.info("torch threads: %d (CPU budget %d, load %.1f)", threads, cpu_budget(), load)
+    threads = thread_count(requested, current, budget, load, os.cpu_count() or 1)
+    if threads != current:
+        log.info("torch threads: %d (model.num_threads %s, CPU budget %d, load %.1f)", threads, requested, budget, load)
         torch.set_num_threads(threads)
 
 
@@ -266,11 +275,11 @@ class LocalBackend:
             return list(self.tokenizer(text, add_special_tokens=False).input_ids)
         return list(self.tokenizer(plain_prompt(messages)).input_ids)
 
-    def stream(self, jobs: Sequence[SampleJob], use_eos: bool = True) -> Iterator[tuple[int, int, Sample]]:
+    def stream(self, jobs: Sequence[SampleJob]) -> Iterator[tuple[int, int, Sample]]:
         """Yield ``(job position, sample index, sample)`` as each sample finishes.
 
         Each job's prompt is computed once; its indices decode in batches of at most
-        ``model.max_batch_size`` rows. ``use_eos=False`` ignores end-of-sequence tokens.
+        ``model.max_batch_size`` rows.
         """
         self.load()
         for position, job in enumerate(jobs):
@@ -281,7 +290,7 @@ class LocalBackend:
             prefix = self.decoder.prefill(prompt)
             for start in range(0, len(job.indices), self.max_batch_size):
                 chunk = job.indices[start : start + self.max_batch_size]
-                for index, sample in self.decoder.decode(job.request, prefix, chunk, use_eos):
+                for index, sample in self.decoder.decode(job.request, prefix, chunk):
                     yield position, index, sample
 
     def _check(self, request: GenerationRequest, prompt_tokens: int) -> None:
