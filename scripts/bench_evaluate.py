@@ -15,26 +15,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import numpy as np
+
+from benchlib import timed
 
 MAX_SECONDS = 0.5  # evaluate() on 50 programs with 2000 resamples
 MIN_SPEEDUP = 10.0  # against scikit-learn in a loop over the same resamples
 TOL = 1e-12
-
-
-@contextmanager
-def timed(record: dict[str, tuple[float, float]], name: str) -> Iterator[None]:
-    """Record (wall, CPU) seconds of the block under ``name``, keeping the best of repeats."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    yield
-    now = (time.perf_counter() - wall, time.process_time() - cpu)
-    old = record.get(name, now)
-    record[name] = (min(old[0], now[0]), min(old[1], now[1]))
 
 
 def case(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

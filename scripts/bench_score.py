@@ -18,10 +18,10 @@ import os
 import resource
 import sys
 import tempfile
-import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+
+from benchlib import timed
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -30,16 +30,6 @@ REPO = Path(__file__).resolve().parents[1]
 TOL = 1e-5
 if (REPO.parent / "shared/data/scalabrino/evaluations.csv").is_file():  # as the Makefile does
     os.environ.setdefault("MCU_EXP_DATA", str(REPO.parent / "shared/data"))
-
-
-@contextmanager
-def timed(record: dict[str, tuple[float, float]], name: str) -> Iterator[None]:
-    """Record (wall, CPU) seconds of the block under `name`, keeping the best of repeats."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    yield
-    now = (time.perf_counter() - wall, time.process_time() - cpu)
-    old = record.get(name, now)
-    record[name] = (min(old[0], now[0]), min(old[1], now[1]))
 
 
 def load_config(schema: Any, file: Path) -> Any:
