@@ -141,8 +141,8 @@ def run_job(raw: DictConfig) -> float:
         return float("nan")
 
     run_dir = job_dir(cfg.paths.outputs)
-    title = run_name(raw)
-    with mlflow_run(cfg.tracking, cfg.paths.outputs, title, run_tags(raw)) as tracker:
+    title = run_name(cfg)
+    with mlflow_run(cfg.tracking, cfg.paths.outputs, title, run_tags(cfg)) as tracker:
         tracker.log_params(flatten_config(raw))
         results = run_dir / names.RESULTS_DIR
         results.mkdir(parents=True, exist_ok=True)

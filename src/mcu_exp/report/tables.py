@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from mcu_exp.calibration import RULES
 from mcu_exp.evaluation.registry import HEADLINE, INTERVAL_KINDS, PRIMARY, header, metric, metric_names
 from mcu_exp.evaluation.report import (
     ALWAYS,
@@ -34,7 +35,6 @@ HEADERS = {"model": "model", "proxy": "proxy", "dataset": "dataset", "scorer": "
 RUN_COLUMNS = ("run_id", "run_name", "experiment_id", "status", "start_time", "sweep")
 BASELINE_PREFIX = "baseline_"
 BASELINE_HEADERS = {ALWAYS: "always-1", RANDOM: "random"}  # after the metric's header
-THETA_RULES = ("theta", "p1_and_theta")
 _GROUP_HEAD, _GROUP_TAIL = group_prefix("\0").split("\0")  # "group.", "." around a group name
 
 
@@ -83,7 +83,7 @@ def run_record(run_id: str, run_name: str, experiment_id: str, status: str, star
         "rule": rule or "?",
         "quantile": _param(params, "decision.quantile") or "?",
         "epsilon": _number(_param(params, "decision.epsilon")),
-        "theta": _number(_param(params, "decision.theta")) if rule in THETA_RULES else math.nan,
+        "theta": _number(_param(params, "decision.theta")) if rule in RULES and RULES[rule].uses_theta else math.nan,
     }
     for name, value in metrics.items():
         if name not in record:

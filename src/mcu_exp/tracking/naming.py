@@ -4,26 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omegaconf import DictConfig
+from mcu_exp.calibration import RULES
+from mcu_exp.config import Config
 
 
-def run_name(cfg: DictConfig) -> str:
+def run_name(cfg: Config) -> str:
     """``model · proxy · ε=… [· θ=…]`` unless ``tracking.run_name`` is set."""
     if cfg.tracking.run_name:
         return str(cfg.tracking.run_name)
-    parts = [str(cfg.model.name), str(cfg.proxy.name), f"ε={cfg.decision.epsilon:g}"]
-    if cfg.decision.rule in ("theta", "p1_and_theta"):
+    parts = [str(cfg.model.name), str(cfg.proxy["name"]), f"ε={cfg.decision.epsilon:g}"]
+    rule = RULES.get(cfg.decision.rule)
+    if rule is not None and rule.uses_theta:
         parts.append(f"θ={cfg.decision.theta:g}")
     if cfg.decision.quantile != "empirical":
         parts.append(str(cfg.decision.quantile))
     return " · ".join(parts)
 
 
-def run_tags(cfg: DictConfig) -> dict[str, str]:
+def run_tags(cfg: Config) -> dict[str, str]:
     """Tags for model, proxy, dataset, label rule and, in a multirun, the sweep it belongs to."""
     tags = {
         "mcu.model": str(cfg.model.name),
-        "mcu.proxy": str(cfg.proxy.name),
+        "mcu.proxy": str(cfg.proxy["name"]),
         "mcu.dataset": str(cfg.dataset.name),
         "mcu.scorer": str(cfg.scorer.name),
         "mcu.labels.group": str(cfg.labels.group),
