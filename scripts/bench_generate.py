@@ -1,12 +1,13 @@
 """Benchmark: many samples of one prompt, the project's backend vs ``model.generate``.
 
-The project's :class:`~mcu_exp.llm.local.LocalBackend` computes the prompt once and decodes
-the k samples together from it; the baseline runs ``model.generate(do_sample=True)`` on the
-prompt repeated k times (same loaded model, same temperature/top-p, top-k off). Both produce
-exactly ``--new-tokens`` tokens per sample (end-of-sequence and stop strings are ignored),
-so tokens/s compare like with like. Prints tokens/s, their ratio and peak RSS.
+The project's :class:`~mcu_exp.llm.local.LocalBackend` computes the prompt once and its
+decoder (what ``stream`` runs) decodes the k samples together from it; the baseline runs
+``model.generate(do_sample=True)`` on the prompt repeated k times (same loaded model, same
+temperature/top-p, top-k off). Both produce exactly ``--new-tokens`` tokens per sample
+(end-of-sequence and stop strings are ignored), so tokens/s compare like with like. Prints
+tokens/s, their ratio and peak RSS.
 
-Usage: python scripts/bench_generate.py [--k 25 50] [--new-tokens 48] [--target-prompt 500]
+Usage: python scripts/bench_generate.py [--k 25 50] [--new-tokens 48] [--target-prompt 500] [--threads N]
 (needs $MCU_EXP_DATA holding scalabrino/snippets; never downloads anything).
 """
 
@@ -23,7 +24,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from mcu_exp.config import ModelConfig
-from mcu_exp.llm import LocalBackend, SampleJob, request_for
+from mcu_exp.llm import GenerationRequest, LocalBackend, request_for
 from mcu_exp.proxies.prompts import summary_messages
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,14 +61,19 @@ def pick_snippet(backend: LocalBackend, target: int) -> tuple[str, str, int]:
     return best
 
 
-def run_backend(backend: LocalBackend, request, k: int) -> tuple[float, int]:
-    """Seconds and generated tokens for k samples through the project's backend."""
+def run_backend(backend: LocalBackend, request: GenerationRequest, k: int) -> tuple[float, int]:
+    """Seconds and generated tokens for k samples through the backend's decoder, as ``stream``
+    runs it (prompt once, rows in batches of ``model.max_batch_size``), end-of-sequence ignored."""
     start = time.perf_counter()
-    samples = [s for _, _, s in backend.stream([SampleJob(request, tuple(range(k)))], use_eos=False)]
-    return time.perf_counter() - start, sum(s.completion_tokens for s in samples)
+    prefix = backend.decoder.prefill(backend.prompt_ids(request.messages))
+    tokens = 0
+    for first in range(0, k, backend.max_batch_size):
+        rows = range(first, min(k, first + backend.max_batch_size))
+        tokens += sum(s.completion_tokens for _, s in backend.decoder.decode(request, prefix, rows, use_eos=False))
+    return time.perf_counter() - start, tokens
 
 
-def run_generate(backend: LocalBackend, prompt: list[int], request, k: int) -> tuple[float, int]:
+def run_generate(backend: LocalBackend, prompt: list[int], request: GenerationRequest, k: int) -> tuple[float, int]:
     """Seconds and generated tokens for ``model.generate`` on the prompt repeated k times."""
     import torch
 
@@ -87,11 +93,12 @@ def main() -> None:
     parser.add_argument("--k", type=int, nargs="+", default=[25, 50])
     parser.add_argument("--new-tokens", type=int, default=48)
     parser.add_argument("--target-prompt", type=int, default=500)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: automatic)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     raw = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "model" / "smollm2-135m.yaml"))
-    cfg = ModelConfig(**raw)
+    cfg = dataclasses.replace(ModelConfig(**raw), num_threads=args.threads)
     backend = LocalBackend(cfg)
     start = time.perf_counter()
     backend.load()

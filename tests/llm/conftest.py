@@ -1,36 +1,64 @@
-"""The embedded SmolLM2 model, loaded once per test session for the local-backend tests."""
+"""Local models for the backend tests, each loaded once per session on one torch thread.
+
+``tiny``: a randomly initialised 2-layer Llama with SmolLM2's tokenizer, built here, for the
+decoding mechanics (seeding, batching, shared prefix, stops, cache, crashes), where the text
+itself does not matter. ``smollm``: the shipped SmolLM2, for the few tests that need real text.
+"""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:  # imported in the fixtures, so collecting tests/llm/remote needs none of this
+    from mcu_exp.config import ModelConfig
+    from mcu_exp.llm import LocalBackend
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 
 @pytest.fixture(scope="session")
-def smollm_cfg():
-    """The shipped SmolLM2 ModelConfig with short generations."""
-    from local_llm_support import model_config
+def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny Llama's model folder (weights, config, SmolLM2's tokenizer)."""
+    from local_llm_support import build_tiny_llama
 
-    return model_config()
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
 
 
 @pytest.fixture(scope="session")
-def smollm(smollm_cfg):
-    """A loaded :class:`LocalBackend` shared by every test that needs the model.
+def tiny_cfg(tiny_folder: Path) -> ModelConfig:
+    """ModelConfig of the tiny Llama: short generations, ``num_threads=1``."""
+    from local_llm_support import tiny_config
 
-    One torch thread: the test box has 2 shared cores, and the subprocess tests run a
-    second model beside this one (workers get OMP_NUM_THREADS=1 too).
-    """
-    import torch
+    return tiny_config(tiny_folder)
 
+
+@pytest.fixture(scope="session")
+def tiny(tiny_cfg: ModelConfig) -> LocalBackend:
+    """A loaded :class:`LocalBackend` on the tiny Llama, shared by the mechanics tests."""
     from mcu_exp.llm import LocalBackend
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    backend = LocalBackend(tiny_cfg)
+    backend.load()
+    return backend
+
+
+@pytest.fixture(scope="session")
+def smollm_cfg() -> ModelConfig:
+    """The shipped SmolLM2 ModelConfig with short generations, ``num_threads=1``."""
+    from local_llm_support import smollm_config
+
+    return smollm_config()
+
+
+@pytest.fixture(scope="session")
+def smollm(smollm_cfg: ModelConfig) -> LocalBackend:
+    """A loaded :class:`LocalBackend` on SmolLM2, for the tests that need real text."""
+    from mcu_exp.llm import LocalBackend
+
     backend = LocalBackend(smollm_cfg)
     backend.load()
-    yield backend
-    torch.set_num_threads(threads)
+    return backend

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -24,10 +25,31 @@ def test_any_output_changing_field_changes_the_key(change):
     assert sample_key(IDENTITY, dataclasses.replace(BASE, **change), 0) != sample_key(IDENTITY, BASE, 0)
 
 
-def test_every_decoding_parameter_is_in_the_key():
-    parts = key_parts(IDENTITY, BASE, 0)
-    assert set(parts["decoding"]) >= {"temperature", "top_p", "max_new_tokens", "stop", "seed"}
-    assert "n" not in parts["decoding"]
+def _other_value(name: str, value: Any) -> Any:
+    """A different value for request field ``name`` (fails on a type it cannot change yet)."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return value + "!"
+    if isinstance(value, tuple) and value and all(isinstance(m, Message) for m in value):
+        return (*value[:-1], Message(value[-1].role, value[-1].content + "!"))
+    if isinstance(value, tuple):
+        return (*value, "x")
+    pytest.fail(f"GenerationRequest.{name}: teach _other_value to change a {type(value).__name__}")
+
+
+@pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(GenerationRequest)])
+def test_every_decoding_parameter_is_in_the_key(name: str):
+    """Each request field changes the key, except ``n`` (samples are keyed by index, so raising
+    n reuses the ones already made); a field added to the request but left out of the key fails here."""
+    changed = dataclasses.replace(BASE, **{name: _other_value(name, getattr(BASE, name))})
+    assert changed != BASE
+    same = sample_key(IDENTITY, changed, 0) == sample_key(IDENTITY, BASE, 0)
+    assert same == (name == "n")
+    if name == "n":
+        assert "n" not in key_parts(IDENTITY, BASE, 0)["decoding"]
 
 
 def test_n_does_not_change_the_key_so_raising_n_reuses_samples():

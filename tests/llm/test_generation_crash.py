@@ -1,4 +1,8 @@
-"""A generation killed with SIGKILL resumes exactly; two processes can fill one cache at once."""
+"""A generation killed with SIGKILL resumes exactly; two processes can fill one cache at once.
+
+Both sides run the tiny random Llama (the text does not matter here, only which samples land
+in the cache); the worker loads it from the same folder, so both compute the same keys.
+"""
 
 from __future__ import annotations
 
@@ -12,17 +16,18 @@ from pathlib import Path
 import pytest
 from local_llm_support import HERE, K, requests, row_count, worker_env
 
-from mcu_exp.llm import CachedGenerator
+from mcu_exp.config import ModelConfig
+from mcu_exp.llm import CachedGenerator, GenerationRequest, LocalBackend
 from mcu_exp.llm.cache import sample_key
 from mcu_exp.llm.generator import CACHE_FILE
 
-pytestmark = [pytest.mark.llm, pytest.mark.slow]  # each test starts a second model process
 WORKER = str(HERE / "local_gen_worker.py")
+KILL_REQUESTS = 16  # 64 samples over a second or more: the poll below sees the worker midway
 
 
-def _start(cache_dir: Path, first: int, last: int) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, WORKER, str(cache_dir), str(first), str(last)], env=worker_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _start(model: ModelConfig, cache_dir: Path, first: int, last: int) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, WORKER, model.model_id, str(cache_dir), str(first), str(last)],
+                            env=worker_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _check_file(db: Path, expected_keys: set[str]) -> None:
@@ -33,14 +38,15 @@ def _check_file(db: Path, expected_keys: set[str]) -> None:
     assert set(keys) == expected_keys
 
 
-def _expected_keys(backend, wanted) -> set[str]:
+def _expected_keys(backend: LocalBackend, wanted: list[GenerationRequest]) -> set[str]:
     return {sample_key(backend.identity(), r, i) for r in wanted for i in range(r.n)}
 
 
-def test_sigkill_midway_then_rerun_gives_exactly_k_samples(tmp_path: Path, smollm, smollm_cfg):
-    wanted = requests(0, 6)
+def test_sigkill_midway_then_rerun_gives_exactly_k_samples(tmp_path: Path, tiny: LocalBackend,
+                                                           tiny_cfg: ModelConfig):
+    wanted = requests(0, KILL_REQUESTS)
     total, db = sum(r.n for r in wanted), tmp_path / CACHE_FILE
-    proc = _start(tmp_path, 0, 6)
+    proc = _start(tiny_cfg, tmp_path, 0, KILL_REQUESTS)
     killed_at, deadline = None, time.monotonic() + 600
     while time.monotonic() < deadline and proc.poll() is None:
         if 0 < row_count(db) < total:
@@ -55,20 +61,24 @@ def test_sigkill_midway_then_rerun_gives_exactly_k_samples(tmp_path: Path, smoll
     assert proc.returncode == -signal.SIGKILL
     assert 0 < killed_at < total
 
-    gen = CachedGenerator(smollm_cfg, tmp_path, progress=False, backend=smollm)
+    gen = CachedGenerator(tiny_cfg, tmp_path, progress=False, backend=tiny)
     results = gen.generate(wanted)
     assert gen.stats == {"hits": killed_at, "misses": total - killed_at, "generated": total - killed_at, "errors": 0}
     assert [len(r.samples) for r in results] == [K] * len(wanted)
-    _check_file(db, _expected_keys(smollm, wanted))
+    _check_file(db, _expected_keys(tiny, wanted))
+    # Resumed in another process, the samples are those of one uninterrupted run.
+    uninterrupted = CachedGenerator(tiny_cfg, tmp_path / "uninterrupted", progress=False, backend=tiny)
+    assert [r.texts for r in uninterrupted.generate(wanted)] == [r.texts for r in results]
 
 
-def test_two_processes_filling_one_cache_leave_it_consistent(tmp_path: Path, smollm, smollm_cfg):
-    proc = _start(tmp_path, 0, 6)
+def test_two_processes_filling_one_cache_leave_it_consistent(tmp_path: Path, tiny: LocalBackend,
+                                                             tiny_cfg: ModelConfig):
+    proc = _start(tiny_cfg, tmp_path, 0, 12)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", proc.communicate()[1][-2000:]
-    mine = requests(3, 9)  # overlaps the worker's 3..5
-    results = CachedGenerator(smollm_cfg, tmp_path, progress=False, backend=smollm).generate(mine)
+    mine = requests(6, 18)  # overlaps the worker's 6..11
+    results = CachedGenerator(tiny_cfg, tmp_path, progress=False, backend=tiny).generate(mine)
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0 and out.strip() == "done", err[-2000:]
     assert "Traceback" not in err
     assert [len(r.samples) for r in results] == [K] * len(mine)
-    _check_file(tmp_path / CACHE_FILE, _expected_keys(smollm, requests(0, 9)))
+    _check_file(tmp_path / CACHE_FILE, _expected_keys(tiny, requests(0, 18)))

@@ -1,8 +1,10 @@
-"""Fixtures for the scorer tests: the embedded MiniLM encoder, loaded once per session."""
+"""Fixtures for the scorer tests: the embedded MiniLM encoder, loaded once per session, run on
+one torch thread."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,6 +13,18 @@ from scorer_data import scorer_config
 from mcu_exp.scoring import BertScorer
 
 os.environ["HF_HUB_OFFLINE"] = "1"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    """One torch thread for the encoder and bert-score: on a shared 2-core box torch's default
+    (every core) made these tests twice as slow (OpenMP threads waiting for descheduled peers)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

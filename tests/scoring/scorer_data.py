@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from mcu_exp.config import ScorerConfig
+from mcu_exp.config import ScorerConfig, register_configs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,10 +26,19 @@ EMPTY = ""
 LONG = " ".join(f"The method updates field{i} of the record and logs it." for i in range(60))
 
 
-def scorer_config(name: str = "minilm", **overrides: Any) -> Any:
-    """A scorer config from conf/scorer, merged onto the schema, with overrides."""
-    cfg = OmegaConf.merge(OmegaConf.structured(ScorerConfig),
-                          OmegaConf.load(REPO / "conf" / "scorer" / f"{name}.yaml"))
-    for key, value in overrides.items():
-        OmegaConf.update(cfg, key, value)
-    return cfg
+def _value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def scorer_config(name: str = "minilm", **overrides: Any) -> ScorerConfig:
+    """The typed scorer section a job gets from ``scorer=<name>`` plus ``scorer.<key>=<value>``
+    overrides, composed by Hydra (so a scorer's composed ``fallback`` is there too)."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[f"scorer={name}",
+                                           *(f"scorer.{k}={_value(v)}" for k, v in overrides.items())])
+    return OmegaConf.to_object(cfg.scorer)  # type: ignore[return-value]

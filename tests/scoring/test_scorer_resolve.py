@@ -52,17 +52,16 @@ def test_package_not_installed() -> None:
 
 def test_no_fallback_unless_allowed() -> None:
     absent = {"model": "mcu-exp-tests/absent-encoder"}
+    cfg = scorer_config("deberta_base", **absent)
+    assert cfg.fallback["name"] == "minilm" and not cfg.allow_fallback  # composed, but off
     with pytest.raises(ScorerUnavailableError):
-        BertScorer(scorer_config("deberta_base", fallback="minilm", **absent))
-    with pytest.raises(ValueError, match="scorer.fallback names no scorer config"):
-        BertScorer(scorer_config("deberta_base", allow_fallback=True, **absent))
-    with pytest.raises(ValueError, match="no scorer config 'nope'"):
-        BertScorer(scorer_config("deberta_base", allow_fallback=True, fallback="nope", **absent))
+        BertScorer(cfg)
+    with pytest.raises(ValueError, match="scorer.fallback holds no scorer config"):
+        BertScorer(scorer_config("deberta_base", allow_fallback=True, fallback=None, **absent))
 
 
 def test_fallback_warns_and_the_spec_says_which_scorer_ran(scorer: BertScorer) -> None:
-    cfg = scorer_config("deberta_base", model="mcu-exp-tests/absent-encoder",
-                        allow_fallback=True, fallback="minilm")
+    cfg = scorer_config("deberta_base", model="mcu-exp-tests/absent-encoder", allow_fallback=True)
     with pytest.warns(RuntimeWarning, match="SCORER FALLBACK"):
         fallen = BertScorer(cfg)
     spec = fallen.spec()

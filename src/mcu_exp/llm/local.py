@@ -18,10 +18,13 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.contract import GenerationRequest, Message, Sample, SampleJob
 from mcu_exp.llm.errors import BackendError
+
+if TYPE_CHECKING:
+    from mcu_exp.config import ModelConfig
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +49,9 @@ class Weights:
                       if p.is_file() and not p.name.startswith(".") and p.suffix.lower() != ".md")
 
 
-def locate_weights(cfg: Any) -> Weights:
+def locate_weights(cfg: ModelConfig) -> Weights:
     """Find the weights of ``cfg`` on disk without importing anything heavy, or say what to fix."""
-    package, gguf = getattr(cfg, "package", None), getattr(cfg, "gguf_file", None)
+    package, gguf = cfg.package, cfg.gguf_file
     if package:
         if not gguf:
             raise BackendError(f"model.package {package!r} is set but model.gguf_file is not: name the weights file")
@@ -105,9 +108,9 @@ def file_identity(path: Path) -> dict[str, Any]:
     return {"file": path.name, "size": stat.st_size, "sha256_ends": _fingerprint(str(path), stat.st_size, stat.st_mtime_ns)}
 
 
-def resolve_device(cfg: Any) -> str:
+def resolve_device(cfg: ModelConfig) -> str:
     """``cpu`` or ``cuda`` from ``model.device`` (auto: cuda when a GPU is visible)."""
-    device = str(getattr(cfg, "device", "auto") or "auto")
+    device = str(cfg.device)
     if device == "cpu":
         return device
     import torch
@@ -121,9 +124,9 @@ def resolve_device(cfg: Any) -> str:
     raise BackendError(f"model.device {device!r} is not one of auto, cpu, cuda")
 
 
-def resolve_dtype(cfg: Any, device: str) -> str:
+def resolve_dtype(cfg: ModelConfig, device: str) -> str:
     """The torch dtype name from ``model.dtype`` (auto: bfloat16 on a GPU, float32 on the CPU)."""
-    dtype = str(getattr(cfg, "dtype", "auto") or "auto")
+    dtype = str(cfg.dtype)
     if dtype == "auto":
         return "bfloat16" if device.startswith("cuda") else "float32"
     if dtype not in _DTYPES:
@@ -131,10 +134,10 @@ def resolve_dtype(cfg: Any, device: str) -> str:
     return dtype
 
 
-def local_identity(cfg: Any) -> dict[str, Any]:
+def local_identity(cfg: ModelConfig) -> dict[str, Any]:
     """The model part of every cache key, computed without loading the model."""
     weights = locate_weights(cfg)
-    device = "cpu" if str(getattr(cfg, "dtype", "auto")) != "auto" else resolve_device(cfg)
+    device = "cpu" if str(cfg.dtype) != "auto" else resolve_device(cfg)
     return {
         "backend": "local",
         "model_id": str(cfg.model_id),
@@ -142,7 +145,7 @@ def local_identity(cfg: Any) -> dict[str, Any]:
         "package_version": weights.package_version,
         "weights": [file_identity(p) for p in weights.files()],
         "dtype": resolve_dtype(cfg, device),
-        "chat_template": bool(getattr(cfg, "chat_template", True)),
+        "chat_template": bool(cfg.chat_template),
     }
 
 
@@ -165,13 +168,13 @@ def cpu_budget() -> int:
 
 
 def thread_count(requested: int | None, current: int, budget: int, load: float, cpus: int) -> int:
-    """torch's intra-op threads for a model load: ``model.num_threads`` when set, else a rule.
+    """torch's intra-op thread count for a model load.
 
-    ``requested`` (``model.num_threads``) always wins. Otherwise: the CPU ``budget``, halved
-    when the machine is already oversubscribed (1-minute ``load`` >= its ``cpus``), and never
-    more than the ``current`` count, so a count the process chose (tests, a caller's
-    ``torch.set_num_threads``) is kept; torch's default counts every core of the host, so it
-    only ever comes down. Why: torch ignores cgroup quotas, and OpenMP threads that must wait
+    ``requested`` (``model.num_threads``) always wins. Unset: the CPU ``budget`` (torch itself
+    counts every core of the host, ignoring cgroup quotas), halved when the machine is already
+    oversubscribed (1-minute ``load`` >= its ``cpus``), and never above the ``current`` count:
+    the rule only lowers torch's default, never undoing a count the process has set (tests, a
+    caller's ``torch.set_num_threads``, an earlier load). Why: OpenMP threads that must wait
     for descheduled peers make a decode step ~10x slower on a busy machine (measured: 16 s
     with 2 threads vs 1.9 s with 1 on a 2-core box at load 6).
     """
@@ -192,7 +195,8 @@ def _choose_threads(torch: Any, requested: int | None = None) -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     threads = thread_count(requested, current, budget, load, os.cpu_count() or 1)
     if threads != current:
-        log.info("torch threads: %d (model.num_threads %s, CPU budget %d, load %.1f)", threads, requested, budget, load)
+        log.info("torch threads: %d (model.num_threads %s, CPU budget %d, load %.1f)",
+                 threads, requested, budget, load)
         torch.set_num_threads(threads)
 
 
@@ -205,9 +209,9 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, cfg: Any, shared_prefix: bool = True) -> None:
+    def __init__(self, cfg: ModelConfig, shared_prefix: bool = True) -> None:
         self.cfg = cfg
-        self.max_batch_size = max(1, int(getattr(cfg, "max_batch_size", 64) or 64))
+        self.max_batch_size = max(1, int(cfg.max_batch_size))
         self._want_shared_prefix = shared_prefix
         self._identity: dict[str, Any] | None = None
         self.model: Any = None
@@ -239,7 +243,7 @@ class LocalBackend:
         weights = locate_weights(self.cfg)
         self.device = resolve_device(self.cfg)
         dtype = getattr(torch, resolve_dtype(self.cfg, self.device))
-        _choose_threads(torch, getattr(self.cfg, "num_threads", None))
+        _choose_threads(torch, self.cfg.num_threads)
         kwargs: dict[str, Any] = {"local_files_only": True}
         if weights.gguf_file:
             kwargs["gguf_file"] = weights.gguf_file
@@ -269,7 +273,7 @@ class LocalBackend:
     def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
         """Token ids of the prompt: the chat template when enabled and present, else :func:`plain_prompt`."""
         self.load()
-        if getattr(self.cfg, "chat_template", True) and getattr(self.tokenizer, "chat_template", None):
+        if self.cfg.chat_template and getattr(self.tokenizer, "chat_template", None):
             chat = [{"role": m.role, "content": m.content} for m in messages]
             text = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
             return list(self.tokenizer(text, add_special_tokens=False).input_ids)
