@@ -57,7 +57,8 @@ class ModelConfig:
     max_batch_size: int = 64  # local: most sequences decoded together
     device: str = "auto"  # auto | cpu | cuda
     dtype: str = "auto"  # auto | float32 | bfloat16 | float16
-    num_threads: Optional[int] = None  # local CPU: torch threads (None: CPU quota, halved when overloaded)
+    num_threads: Optional[int] = None  # local CPU: torch threads, always honoured; None: the CPU quota,
+    # halved when overloaded, never above the count the process already uses
     chat_template: bool = True  # False: plain completion prompt for models without a template
     system_prompt: Optional[str] = None
     # Remote and served backends (ignored by `local`).
