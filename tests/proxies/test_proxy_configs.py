@@ -109,9 +109,9 @@ def test_a_wrong_type_is_a_one_line_error_naming_the_section(tmp_path: Path) -> 
     with pytest.raises(ValueError) as info:
         build_proxy(section, ctx, "proxy")
     message = str(info.value)
-    assert "\n" not in message and message.startswith("proxy: ") and "abc" in message
+    assert "\n" not in message and message.startswith("proxy.k: ") and "abc" in message
     assert "keys of SummaryConfig: name, k, k_cal" in message
-    with pytest.raises(ValueError, match=r"^reference: "):
+    with pytest.raises(ValueError, match=r"^reference.samples: "):
         build_proxy({**section, "_target_": "mcu_exp.proxies.p0_subject.SubjectProxy", "samples": "x"}, ctx,
                     "reference")
 

@@ -127,7 +127,8 @@ def typed_section(config_class: type, section: Mapping[str, Any], key: str) -> A
         return OmegaConf.to_object(merged)
     except OmegaConfBaseException as exc:
         detail = str(exc).splitlines()[0]
-        raise ValueError(f"{key}: {detail} (keys of {config_class.__name__}: {', '.join(known)})") from None
+        where = f"{key}.{exc.full_key}" if getattr(exc, "full_key", None) else key
+        raise ValueError(f"{where}: {detail} (keys of {config_class.__name__}: {', '.join(known)})") from None
 
 
 def proxy_class(target: str, key: str = "proxy") -> type[Proxy]:
