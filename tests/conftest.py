@@ -32,3 +32,12 @@ def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MCU_EXP_OUTPUTS", str(out))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of a tiny random Llama with SmolLM2's tokenizer (built once per session), for
+    jobs whose mechanics matter and whose text does not; see ``support.tiny_llama``."""
+    from support.tiny_llama import build
+
+    return build(tmp_path_factory.mktemp("tiny-llama"))

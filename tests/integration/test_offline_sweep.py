@@ -1,5 +1,6 @@
-"""The README's promise, end to end on the embedded stack: an offline sweep over P1, P2, P3
-and three ε values, decision-only jobs that load no model, and a report that renders."""
+"""The README's promise, end to end offline: a sweep over P1, P2, P3 and three ε values,
+decision-only jobs that load no model, and a report that renders. The models are the tiny
+random Llama (the mechanics, not the text, are under test; `make run` runs SmolLM2)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from support.browser import check_screenshot, chromium
+from support.tiny_llama import LOCAL_EXPERTS, model_overrides
 
-pytestmark = [pytest.mark.slow, pytest.mark.llm]
+pytestmark = [pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = ["debug=quick", "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "model.max_new_tokens=12",
@@ -28,11 +30,12 @@ def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return res
 
 
-def test_offline_sweep_reuses_caches_and_reports(tmp_path: Path) -> None:
+def test_offline_sweep_reuses_caches_and_reports(tmp_path: Path, tiny_llama: Path) -> None:
+    tiny = [*TINY, *model_overrides(tiny_llama, ("model", *LOCAL_EXPERTS))]
     outputs = tmp_path / "outputs"
     env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs)}
     env.pop("MLFLOW_TRACKING_URI", None)
-    run("-m", "proxy=p1,p2,p3", "decision.epsilon=0.05,0.1,0.2", *TINY, env=env)
+    run("-m", "proxy=p1,p2,p3", "decision.epsilon=0.05,0.1,0.2", *tiny, env=env)
 
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     exp = client.get_experiment_by_name("mcu_exp")
@@ -53,7 +56,7 @@ def test_offline_sweep_reuses_caches_and_reports(tmp_path: Path) -> None:
     assert taus == sorted(taus, reverse=True)
 
     # A second sweep over ε alone is served entirely from the caches.
-    run("-m", "decision.epsilon=0.3,0.4", *TINY, env=env)
+    run("-m", "decision.epsilon=0.3,0.4", *tiny, env=env)
     newest = [r for r in client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"],
                                             max_results=2)]
     assert {float(r.data.params["decision.epsilon"]) for r in newest} == {0.3, 0.4}

@@ -21,11 +21,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 
 @pytest.fixture(scope="session")
-def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny Llama's model folder (weights, config, SmolLM2's tokenizer)."""
-    from local_llm_support import build_tiny_llama
-
-    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+def tiny_folder(tiny_llama: Path) -> Path:
+    """The tiny Llama's model folder (weights, config, SmolLM2's tokenizer): the session's one."""
+    return tiny_llama
 
 
 @pytest.fixture(scope="session")

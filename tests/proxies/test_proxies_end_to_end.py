@@ -1,4 +1,5 @@
-"""P0, P2 and P3 through the real app on the embedded stack (SmolLM2 + MiniLM), tiny.
+"""P0, P2 and P3 through the real app, offline and tiny (the tiny random Llama as target and
+experts, MiniLM as scorer: the mechanics, not the text, are under test).
 
 One multirun launches the three jobs in one process, sharing the generation cache as a
 real sweep does (so P3 finds the target summaries P2 generated, and the P0 reference of P2
@@ -19,15 +20,16 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-pytestmark = [pytest.mark.slow, pytest.mark.llm]
+from support.tiny_llama import LOCAL_EXPERTS, model_overrides
+
+pytestmark = [pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = REPO / "data" / "questions" / "scalabrino_demo.jsonl"
 PROGRAMS = 3
 # `++`: r is P3's key and samples P0's; each proxy drops (with a warning) the keys its Config lacks.
 TINY = ["debug=quick", f"dataset.limit={PROGRAMS}", "proxy.k=4", "proxy.k_cal=2", "experts.m=2", "experts.top_n=1",
-        "++proxy.r=2", "++proxy.samples=1", "reference.samples=1", "model.max_new_tokens=12", "model.num_threads=1",
-        *(f"experts.members.smollm2-{x}.model.num_threads=1" for x in "abc"),
+        "++proxy.r=2", "++proxy.samples=1", "reference.samples=1", "model.max_new_tokens=12",
         "evaluation.bootstrap_resamples=1000", "evaluation.plots=false", "quiet=true"]
 
 
@@ -41,13 +43,14 @@ def first_questions(target: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def runs(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path) -> dict[str, object]:
     base = tmp_path_factory.mktemp("e2e")
     outputs = base / "outputs"
     questions = first_questions(base / "questions.jsonl")
     env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs), "HF_HUB_OFFLINE": "1"}
     env.pop("MLFLOW_TRACKING_URI", None)
     res = subprocess.run([sys.executable, "-m", "mcu_exp", "-m", "proxy=p0,p2,p3", *TINY,
+                          *model_overrides(tiny_llama, ("model", *LOCAL_EXPERTS)),
                           f"dataset.questions={questions}"], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=1800)
     assert res.returncode == 0, res.stderr[-4000:]
