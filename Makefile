@@ -31,6 +31,9 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/mcu-exp $(ARGS)
 
+# Two workers on the 2-core machines, a test file per worker at a time (module fixtures run once).
+PYTEST_ARGS ?= -n 2 --dist loadfile
+
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

@@ -16,6 +16,14 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding slow tests (subprocess jobs, sweeps, servers) first: under `-n 2 --dist
+    loadfile` they start at once on both workers and the many quick tests fill in around them,
+    instead of one long file finishing alone at the end."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("llm")}
+    items.sort(key=lambda item: item.path not in slow_files)
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     """The folder holding ``scalabrino/`` (``$MCU_EXP_DATA``)."""

@@ -88,3 +88,20 @@ def test_expert_member_overrides_reach_its_model() -> None:
     assert members["smollm2-b"].model.max_new_tokens == 17
     assert members["smollm2-a"].model.max_new_tokens == members["smollm2-c"].model.max_new_tokens != 17
     assert [m.model.temperature for m in members.values()] == [0.7, 0.9, 1.0]
+
+
+@pytest.mark.parametrize(("override", "needle"), [
+    ("decision.epsilon=1.5", "decision.epsilon=1.5: expected a value in (0, 1)"),
+    ("labels.group=students", "labels.group='students'"),
+    ("evaluation.bootstrap_resamples=10", "evaluation.bootstrap_resamples=10: expected at least 1000"),
+    ("decision.rule=majority", "decision.rule='majority': expected one of conformal, theta, p1_and_theta"),
+])
+def test_out_of_range_values_are_named_by_key(override: str, needle: str) -> None:
+    problems = list(config_problems(typed_config(compose_cfg(override))))
+    assert len(problems) == 1 and needle in problems[0]
+
+
+def test_proxy_values_are_checked_by_the_proxy() -> None:
+    cfg = typed_config(compose_cfg("proxy.k_cal=1"))
+    with pytest.raises(ValueError, match=r"^proxy.k=20, proxy.k_cal=1: the calibration and test subsets"):
+        build_proxies(cfg, context(cfg))

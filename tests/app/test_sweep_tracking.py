@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from mlflow.tracking import MlflowClient
+
+pytestmark = pytest.mark.slow  # jobs in subprocesses: tens of seconds on 2 cores
 
 REPO = Path(__file__).resolve().parents[2]
 STANDIN = "proxy._target_=support.standin_proxy.StandInProxy"

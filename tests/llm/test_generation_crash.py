@@ -21,6 +21,8 @@ from mcu_exp.llm import CachedGenerator, GenerationRequest, LocalBackend
 from mcu_exp.llm.cache import sample_key
 from mcu_exp.llm.generator import CACHE_FILE
 
+pytestmark = pytest.mark.slow  # jobs in subprocesses: tens of seconds on 2 cores
+
 WORKER = str(HERE / "local_gen_worker.py")
 KILL_REQUESTS = 16  # 64 samples over a second or more: the poll below sees the worker midway
 

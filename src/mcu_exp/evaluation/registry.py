@@ -29,7 +29,6 @@ from functools import cached_property
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 Kind = Literal["rate", "auc", "count"]
 KINDS: tuple[Kind, ...] = ("rate", "auc", "count")
@@ -133,11 +132,15 @@ class RandomLabeller:
     @cached_property
     def p_k(self) -> np.ndarray:
         """P(K = k) for each k."""
+        from scipy import stats  # imported here: SciPy's stats take ~0.8 s to import, a job needs them once
+
         return stats.binom.pmf(self.k, self.n, self.p)
 
     @cached_property
     def tp_given_k(self) -> np.ndarray:
         """E[TP | K = k] for each k."""
+        from scipy import stats
+
         with np.errstate(divide="ignore", invalid="ignore"):  # scipy also computes the kurtosis,
             return stats.hypergeom.mean(self.n, self.n_pos, self.k)  # which divides by 0 at k = 0, n
 

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from conftest import PLANTED_KEY, FakeServer, _received_key  # type: ignore[import-not-found]
+
+pytestmark = pytest.mark.slow  # jobs in subprocesses: tens of seconds on 2 cores
 
 REPO = Path(__file__).resolve().parents[3]
 
