@@ -66,16 +66,24 @@ def _calls(model_cfg: ModelConfig, request: GenerationRequest) -> int:
     return math.ceil(request.n / max(1, model_cfg.n_per_request))
 
 
-def _cached(model_cfg: ModelConfig, requests: Sequence[GenerationRequest], cache: GenerationCache | None) -> int | None:
+def _lookup(model_cfg: ModelConfig, requests: Sequence[GenerationRequest],
+            cache: GenerationCache | None) -> tuple[int | None, list[list[str]] | None]:
+    """How many of the requests' samples the cache holds, and every request's texts when it
+    holds all of them (one read of the cache for both)."""
     if cache is None:
-        return None
+        return None, None
     identity = backend_identity(model_cfg)
-    return len(cache.get_many(sample_key(identity, r, i) for r in requests for i in range(r.n)))
+    keys = [[sample_key(identity, r, i) for i in range(r.n)] for r in requests]
+    found = cache.get_many(k for ks in keys for k in ks)
+    if any(k not in found for ks in keys for k in ks):
+        return len(found), None
+    return len(found), [[found[k].text for k in ks] for ks in keys]
 
 
 def estimate(stage: str, model_label: str, model_cfg: ModelConfig, requests: Sequence[GenerationRequest],
-             cache: GenerationCache | None = None) -> StageEstimate:
-    """Counts, token bounds and cost of sending ``requests`` to ``model_cfg``."""
+             cached: int | None = None) -> StageEstimate:
+    """Counts, token bounds and cost of sending ``requests`` to ``model_cfg`` (``cached``: how
+    many of their samples the cache already holds, when known)."""
     extra = _extra_tokens(model_cfg)
     samples = sum(r.n for r in requests)
     output = sum(r.n * (r.max_new_tokens + extra) for r in requests)
@@ -87,20 +95,7 @@ def estimate(stage: str, model_label: str, model_cfg: ModelConfig, requests: Seq
         cost = (prompt * float(p_in or 0.0) + output * float(p_out or 0.0)) / 1e6
     per_sample = max((r.max_new_tokens for r in requests), default=0) + extra
     return StageEstimate(stage, model_label, len(requests), samples, max((r.n for r in requests), default=0),
-                         per_sample, output, prompt, cost, _cached(model_cfg, requests, cache))
-
-
-def _cached_texts(model_cfg: ModelConfig, requests: Sequence[GenerationRequest],
-                  cache: GenerationCache | None) -> list[list[str]] | None:
-    """Every request's texts when the cache holds all of them, else None."""
-    if cache is None:
-        return None
-    identity = backend_identity(model_cfg)
-    keys = [[sample_key(identity, r, i) for i in range(r.n)] for r in requests]
-    found = cache.get_many(k for ks in keys for k in ks)
-    if any(k not in found for ks in keys for k in ks):
-        return None
-    return [[found[k].text for k in ks] for ks in keys]
+                         per_sample, output, prompt, cost, cached)
 
 
 def _walk(proxy: Proxy, cache: GenerationCache | None, suffix: str = "") -> list[StageEstimate]:
@@ -110,10 +105,8 @@ def _walk(proxy: Proxy, cache: GenerationCache | None, suffix: str = "") -> list
     done = StageResults()
     estimates = []
     for stage in proxy.stages(done):
-        real_inputs = not done.stale
-        estimates.append(estimate(stage.title + suffix, stage.model_label, stage.model, stage.requests,
-                                  cache if real_inputs else None))
-        texts = _cached_texts(stage.model, stage.requests, cache) if real_inputs else None
+        cached, texts = _lookup(stage.model, stage.requests, cache) if not done.stale else (None, None)
+        estimates.append(estimate(stage.title + suffix, stage.model_label, stage.model, stage.requests, cached))
         if texts is None:
             done.put(stage.key, [["x" * (CHARS_PER_TOKEN * r.max_new_tokens)] * r.n for r in stage.requests],
                      exact=False)
