@@ -60,3 +60,10 @@ HUMAN_PREFIX = "human."
 def group_prefix(group: str) -> str:
     """Prefix of a reader subgroup's alignment metrics (none for all readers)."""
     return "" if group == ALL_READERS else f"group.{group}."
+
+# Run tags a reader (report, UI filter) looks up besides the identity tags.
+TAG_DEBUG = "mcu.debug"  # "true" on smoke runs (debug=quick, any dataset.limit)
+TAG_UNDEFINED = "mcu.undefined"  # comma-separated metrics that are undefined (NaN) on all readers
+TAG_CLASS_WARNING = "mcu.warning.class_size"  # set when a human class has too few programs
+TAG_VERDICT = "mcu.verdict"  # the plain-sentence verdict printed under the results table
+UNDEFINED = "undefined"  # how tables and reports show a metric that has no value (NaN)
