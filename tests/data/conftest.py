@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mcu_exp.data import Dataset, load_dataset
+from mcu_exp.data import Dataset, DatasetWarning, load_dataset
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,8 +38,36 @@ def scalabrino_rows(scalabrino_dir: Path) -> list[dict[str, str]]:
 
 
 @pytest.fixture(scope="session")
+def scalabrino_pairs(scalabrino_rows: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """One record per (program, participant) in order of first appearance, in plain Python.
+
+    A row without an answer time (``TNPU``) was asked no questions (``total`` 0, else 3); a
+    repeated pair keeps the mean ``AU`` (``correct``) and mean ``total`` of its rows.
+    """
+    grouped: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for row in scalabrino_rows:
+        grouped.setdefault((row["file_name"], row["participant_id"].strip()), []).append(row)
+    pairs = []
+    for (program_id, participant), rows in grouped.items():
+        totals = [3 if row["TNPU"].strip() else 0 for row in rows]
+        pairs.append(
+            {
+                "file_name": program_id,
+                "participant_id": participant,
+                "developer_position": rows[0]["developer_position"],
+                "correct": sum(int(row["AU"]) for row in rows) / len(rows),
+                "total": sum(totals) / len(rows),
+                "rows": len(rows),
+                "identical": all(row == rows[0] for row in rows),
+            }
+        )
+    return pairs
+
+
+@pytest.fixture(scope="session")
 def scalabrino(scalabrino_dir: Path) -> Dataset:
-    return load_dataset(dataset_cfg(format="scalabrino", root=str(scalabrino_dir)))
+    with pytest.warns(DatasetWarning, match="7 repeated"):
+        return load_dataset(dataset_cfg(format="scalabrino", root=str(scalabrino_dir)))
 
 
 def dataset_cfg(**overrides: Any) -> SimpleNamespace:

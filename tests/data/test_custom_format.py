@@ -163,13 +163,14 @@ BREAKAGES: dict[str, tuple[Callable[[Path], object], str]] = {
         lambda r: _replace_row(r / "evaluations.csv", 1, correct=-1),
         r"evaluations\.csv:2: correct is -1, expected 0\.\.3",
     ),
-    "total zero": (
-        lambda r: _replace_row(r / "evaluations.csv", 4, correct=0, total=0),
-        r"evaluations\.csv:5: total is 0, expected a positive",
+    "total zero with answers": (
+        lambda r: _replace_row(r / "evaluations.csv", 4, correct=1, total=0),
+        r"evaluations\.csv:5: correct is 1, expected 0 \(total 0: the participant was not "
+        r"asked the questions\)",
     ),
     "total negative": (
         lambda r: _replace_row(r / "evaluations.csv", 4, total=-2),
-        r"evaluations\.csv:5: total is -2, expected a positive",
+        r"evaluations\.csv:5: total is -2, expected 0 \(not asked\) or a positive number",
     ),
     "fractional count": (
         lambda r: _replace_row(r / "evaluations.csv", 1, correct="2.5"),
@@ -271,3 +272,10 @@ def test_group_is_case_insensitive_and_blank_lines_are_skipped(custom_dir: Path)
     dataset = load_custom(custom_dir)
     assert dataset.evaluations["group"].iloc[0] == "phd"
     assert len(dataset.evaluations) == len(read_rows(custom_dir / "evaluations.csv"))
+
+
+def test_total_zero_means_not_asked(custom_dir: Path) -> None:
+    _replace_row(custom_dir / "evaluations.csv", 4, correct=0, total=0)
+    dataset = load_custom(custom_dir)
+    assert dataset.evaluations["total"].tolist() == [3, 3, 2, 0]
+    assert dataset.evaluations["correct"].iloc[3] == 0

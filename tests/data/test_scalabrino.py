@@ -19,28 +19,56 @@ JAVA_START = re.compile(r"(/\*\*|@\w+|(public|protected|private|static|final|syn
 
 
 def test_counts_match_the_published_study(
-    scalabrino: Dataset, scalabrino_rows: list[dict[str, str]]
+    scalabrino: Dataset,
+    scalabrino_rows: list[dict[str, str]],
+    scalabrino_pairs: list[dict[str, Any]],
 ) -> None:
     ev = scalabrino.evaluations
     assert len(scalabrino.programs) == 50
-    assert len(ev) == len(scalabrino_rows) == 444
+    assert len(scalabrino_rows) == 444
+    assert Counter(POSITIONS[r["developer_position"]] for r in scalabrino_rows) == {
+        "bachelor": 266,
+        "master": 56,
+        "phd": 24,
+        "professional": 98,
+    }
+    assert len(ev) == len(scalabrino_pairs) == 437  # each participant once per program
     assert ev["participant_id"].nunique() == 63
-    assert Counter(ev["group"]) == {"bachelor": 266, "master": 56, "phd": 24, "professional": 98}
     assert Counter(ev["group"]) == Counter(
-        POSITIONS[r["developer_position"]] for r in scalabrino_rows
+        POSITIONS[p["developer_position"]] for p in scalabrino_pairs
     )
 
 
 def test_evaluations_mirror_the_csv(
-    scalabrino: Dataset, scalabrino_rows: list[dict[str, str]]
+    scalabrino: Dataset,
+    scalabrino_rows: list[dict[str, str]],
+    scalabrino_pairs: list[dict[str, Any]],
 ) -> None:
     ev = scalabrino.evaluations
-    assert ev["program_id"].tolist() == [r["file_name"] for r in scalabrino_rows]
-    assert ev["participant_id"].tolist() == [r["participant_id"] for r in scalabrino_rows]
-    assert ev["correct"].tolist() == [int(r["AU"]) for r in scalabrino_rows]
-    assert set(ev["total"]) == {3}
-    assert ev["perceived"].tolist() == [r["PBU"] == "1" for r in scalabrino_rows]
+    assert ev["program_id"].tolist() == [p["file_name"] for p in scalabrino_pairs]
+    assert ev["participant_id"].tolist() == [p["participant_id"] for p in scalabrino_pairs]
+    assert ev["correct"].tolist() == [p["correct"] for p in scalabrino_pairs]
+    assert ev["total"].tolist() == [p["total"] for p in scalabrino_pairs]
+    perceived = {(r["file_name"], r["participant_id"]): r["PBU"] == "1" for r in scalabrino_rows}
+    single = [p["rows"] == 1 or p["identical"] for p in scalabrino_pairs]
+    assert [v for v, one in zip(ev["perceived"], single, strict=True) if one] == [
+        perceived[(p["file_name"], p["participant_id"])]
+        for p, one in zip(scalabrino_pairs, single, strict=True)
+        if one
+    ]
     assert set(scalabrino.program_ids) == {r["file_name"] for r in scalabrino_rows}
+
+
+def test_readers_without_an_answer_time_were_asked_no_questions(
+    scalabrino: Dataset, scalabrino_rows: list[dict[str, str]]
+) -> None:
+    untested = [r for r in scalabrino_rows if not r["TNPU"].strip()]
+    assert len(untested) == 135
+    assert all(r["PBU"] == "0" and r["AU"] == "0" and r["ABU50"] == "0" for r in untested)
+    ev = scalabrino.evaluations
+    assert int((ev["total"] == 0).sum()) == 134  # the 135th repeats a tested row (pooled)
+    assert set(ev["total"]) == {0, 1.5, 3}  # 1.5: a tested and an untested row averaged
+    assert (ev.loc[ev["total"] == 0, "correct"] == 0).all()
 
 
 def test_wrapper_is_stripped_and_method_kept(scalabrino: Dataset, scalabrino_dir: Path) -> None:
@@ -178,3 +206,15 @@ def test_root_resolution_order(
     ):
         resolve_root(dataset_cfg(format="scalabrino", download=False))
     assert not (tmp_path / "cache" / "mcu_exp" / "data" / "scalabrino").exists()
+
+
+def test_answers_without_an_answer_time_are_an_error(
+    scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any
+) -> None:
+    root = _small_copy(scalabrino_dir, tmp_path / "small", {"1-K9"})
+    rows = _read(root / "evaluations.csv")
+    rows[1][rows[0].index("TNPU")] = ""
+    rows[1][rows[0].index("AU")] = "2"
+    _write(root / "evaluations.csv", rows)
+    with pytest.raises(DatasetError, match=r"evaluations\.csv:2: AU is 2 but TNPU is empty"):
+        load_dataset(dataset_cfg(format="scalabrino", root=str(root)))

@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcu_exp.data.custom import load_custom, read_questions
-from mcu_exp.data.labels import RULES, HumanLabels, abu50, human_labels, subgroup_labels
+from mcu_exp.data.duplicates import Duplicates
+from mcu_exp.data.labels import (
+    READERS,
+    RULES,
+    HumanLabels,
+    abu50,
+    human_labels,
+    share_correct,
+    subgroup_labels,
+)
 from mcu_exp.data.scalabrino import load_scalabrino, resolve_root, strip_wrapper
 from mcu_exp.data.types import (
     GROUPS,
@@ -30,10 +39,12 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMATS",
     "GROUPS",
+    "READERS",
     "RULES",
     "Dataset",
     "DatasetError",
     "DatasetWarning",
+    "Duplicates",
     "HumanLabels",
     "Program",
     "Question",
@@ -46,6 +57,7 @@ __all__ = [
     "natural_key",
     "read_questions",
     "resolve_root",
+    "share_correct",
     "strip_wrapper",
     "subgroup_labels",
 ]

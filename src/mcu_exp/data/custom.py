@@ -1,9 +1,10 @@
 """The generic dataset format: a folder anyone can produce (see docs/dataset-format.md).
 
 ``programs.csv`` (``program_id, language`` and ``code`` or ``code_file``), ``evaluations.csv``
-(``program_id, participant_id, correct, total`` and optional ``perceived``, ``group``) and an
-optional ``questions.jsonl``. Everything is validated on load; the first problem raises a
-:class:`DatasetError` naming the file, the line (header = line 1) and what was expected.
+(``program_id, participant_id, correct, total`` and optional ``perceived``, ``group``; ``total``
+0 means the participant was not asked the questions) and an optional ``questions.jsonl``.
+Everything is validated on load; the first problem raises a :class:`DatasetError` naming the
+file, the line (header = line 1) and what was expected.
 """
 
 from __future__ import annotations
@@ -149,9 +150,15 @@ def _read_evaluations(root: Path, known: set[str]) -> dict[str, list[Any]]:
             raise DatasetError(f"{where}: empty participant_id")
         correct = _integer(row["correct"], "correct", where)
         total = _integer(row["total"], "total", where)
-        if total <= 0:
+        if total < 0:
             raise DatasetError(
-                f"{where}: total is {total}, expected a positive number of questions"
+                f"{where}: total is {total}, expected 0 (not asked) or a positive number of "
+                "questions"
+            )
+        if total == 0 and correct != 0:
+            raise DatasetError(
+                f"{where}: correct is {correct}, expected 0 (total 0: the participant was not "
+                "asked the questions)"
             )
         if not 0 <= correct <= total:
             raise DatasetError(f"{where}: correct is {correct}, expected 0..{total} (total)")
@@ -256,7 +263,12 @@ def load_custom(root: Path | str, name: str = "custom") -> Dataset:
     questions_path = root / QUESTIONS_FILE
     questions = read_questions(questions_path, known) if questions_path.exists() else []
     dataset = Dataset(
-        name=name, programs=programs, evaluations=evaluations, questions=questions, source=str(root)
+        name=name,
+        programs=programs,
+        evaluations=evaluations,
+        questions=questions,
+        source=str(root),
+        evaluations_file=str(root / EVALUATIONS_FILE),
     )
     unevaluated = dataset.unevaluated_program_ids
     if unevaluated:

@@ -1,12 +1,15 @@
 """Human labels: per-evaluation ABU50 aggregated into one understandability label per program.
 
 A participant understood a program (ABU50) when they answered at least half its questions
-correctly. A rule (``labels.rule``) turns the ABU50 of a program's evaluators, optionally only
-those of one subgroup (``labels.group``), into the program's label: 1 = understandable.
+correctly; one who was asked no questions (``total`` 0) did not. A rule (``labels.rule``) turns
+the ABU50 of a program's evaluators, optionally only those of one subgroup (``labels.group``)
+and only those asked the questions (``labels.readers=tested``), into the program's label:
+1 = understandable.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -19,14 +22,32 @@ from mcu_exp.data.types import GROUPS, Dataset
 if TYPE_CHECKING:
     from mcu_exp.config import LabelsConfig
 
+log = logging.getLogger(__name__)
+
 ALL = "all"
+TESTED = "tested"
+READERS: tuple[str, ...] = (ALL, TESTED)
+"""``labels.readers``: every evaluation, or only those whose participant was asked questions."""
 TOLERANCE = 1e-9
 """Slack on ``min_fraction`` so that 1/3 written as 0.333333333 still means one third."""
 
 
+def tested(evaluations: pd.DataFrame) -> pd.Series:
+    """Whether each evaluation's participant was asked the questions (``total > 0``)."""
+    return (evaluations["total"] > 0).fillna(False).astype(bool)
+
+
 def abu50(evaluations: pd.DataFrame) -> pd.Series:
-    """ABU50 of each evaluation: ``correct / total >= 0.5`` (computed exactly in integers)."""
-    return (2 * evaluations["correct"] >= evaluations["total"]).astype(bool)
+    """ABU50 of each evaluation: ``correct / total >= 0.5`` (exact for integer counts); False
+    when ``total`` is 0 (not asked, scored as not understood like the Scalabrino source)."""
+    return ((2 * evaluations["correct"] >= evaluations["total"]) & tested(evaluations)).astype(bool)
+
+
+def share_correct(evaluations: pd.DataFrame) -> pd.Series:
+    """``correct / total`` of each evaluation; 0 when ``total`` is 0 (nothing is divided)."""
+    asked = tested(evaluations)
+    share = evaluations["correct"].astype(float) / evaluations["total"].astype(float).where(asked)
+    return share.where(asked, 0.0).astype(float)
 
 
 def _mean_abu50(evaluations: pd.DataFrame) -> pd.Series:
@@ -42,9 +63,11 @@ RULES: dict[str, Callable[[pd.DataFrame], pd.Series]] = {"mean_abu50": _mean_abu
 class HumanLabels:
     """One human label per program, with the evidence behind it.
 
-    ``labels`` (0/1), ``fraction`` (the rule's score, e.g. mean ABU50) and ``n_evaluators``
-    (evaluations counted) are indexed by program id, in dataset order; ``dropped`` lists the
-    programs left without evaluators by the group filter.
+    ``labels`` (0/1), ``fraction`` (the rule's score, e.g. mean ABU50), ``n_evaluators``
+    (evaluations counted) and ``correctness`` (mean ``correct / total`` over those evaluations,
+    an untested one counting 0: see :func:`share_correct`) are indexed by program id, in
+    dataset order; ``dropped`` lists the programs left without evaluators by the group and
+    reader filters.
     """
 
     labels: pd.Series
@@ -52,8 +75,10 @@ class HumanLabels:
     n_evaluators: pd.Series
     dropped: list[str]
     group: str
+    correctness: pd.Series
     rule: str = "mean_abu50"
     min_fraction: float = 0.5
+    readers: str = ALL
 
     def balance(self) -> dict[str, float]:
         """Class balance: ``n``, ``positives``, ``negatives``, ``positive_rate`` (NaN if n=0)."""
@@ -71,47 +96,105 @@ class HumanLabels:
         b = self.balance()
         rate = f"{100 * b['positive_rate']:.1f}%" if b["n"] else "n/a"
         return (
-            f"human labels ({self.rule} >= {self.min_fraction:g}, group {self.group}): "
-            f"{b['positives']} of {b['n']} programs understandable ({rate}), "
-            f"{b['negatives']} not; {len(self.dropped)} dropped without evaluators"
+            f"human labels ({self.rule} >= {self.min_fraction:g}, group {self.group}, "
+            f"readers {self.readers}): {b['positives']} of {b['n']} programs understandable "
+            f"({rate}), {b['negatives']} not; {len(self.dropped)} dropped without evaluators"
+        )
+
+    def class_warning(self, min_per_class: int = 5) -> str | None:
+        """A one-sentence warning when either class has fewer than ``min_per_class`` programs
+        (F1, AUC and their bootstrap intervals then say little); None otherwise."""
+        b = self.balance()
+        counts = {"understandable": b["positives"], "not understandable": b["negatives"]}
+        small = [
+            f"{n} program is {name}" if n == 1 else f"{n} programs are {name}"
+            for name, n in counts.items()
+            if n < min_per_class
+        ]
+        if not small:
+            return None
+        each = " each" if len(small) > 1 else ""
+        return (
+            f"only {' and only '.join(small)} (fewer than {min_per_class}{each}): "
+            "F1/AUC and their confidence intervals are uninformative"
         )
 
 
-def _labels(dataset: Dataset, rule: str, min_fraction: float, group: str) -> HumanLabels:
+def _check(rule: str, min_fraction: float, group: str, readers: str) -> None:
+    """One-line ``ValueError`` naming the first setting out of range."""
     if rule not in RULES:
         raise ValueError(f"labels.rule is {rule!r}, expected one of: {', '.join(sorted(RULES))}")
     if group != ALL and group not in GROUPS:
         raise ValueError(f"labels.group is {group!r}, expected one of: {', '.join((ALL, *GROUPS))}")
+    if readers not in READERS:
+        raise ValueError(f"labels.readers is {readers!r}, expected one of: {', '.join(READERS)}")
     if not 0.0 <= min_fraction <= 1.0:
         raise ValueError(f"labels.min_fraction is {min_fraction}, expected a number in [0, 1]")
+
+
+def _per_program(values: pd.Series, kept: list[str], name: str) -> pd.Series:
+    series = values.reindex(kept).rename(name)
+    series.index.name = "program_id"
+    return series
+
+
+def _labels(
+    dataset: Dataset, rule: str, min_fraction: float, group: str, readers: str = ALL
+) -> HumanLabels:
+    _check(rule, min_fraction, group, readers)
     evaluations = dataset.evaluations
     if group != ALL:
         evaluations = evaluations[(evaluations["group"] == group).fillna(False).astype(bool)]
+    if readers == TESTED:
+        evaluations = evaluations[tested(evaluations)]
     score = RULES[rule](evaluations)
-    counts = evaluations.groupby("program_id").size()
+    by_program = evaluations["program_id"]
     kept = [pid for pid in dataset.program_ids if pid in score.index]
-    fraction = score.reindex(kept).astype(float).rename("fraction")
-    fraction.index.name = "program_id"
+    fraction = _per_program(score, kept, "fraction").astype(float)
     labels = (fraction >= min_fraction - TOLERANCE).astype(int).rename("label")
-    n_evaluators = counts.reindex(kept).astype(int).rename("n_evaluators")
-    n_evaluators.index.name = "program_id"
-    dropped = [pid for pid in dataset.program_ids if pid not in score.index]
+    counts = evaluations.groupby(by_program).size()
+    correctness = share_correct(evaluations).groupby(by_program).mean()
     return HumanLabels(
         labels=labels,
         fraction=fraction,
-        n_evaluators=n_evaluators,
-        dropped=dropped,
+        n_evaluators=_per_program(counts, kept, "n_evaluators").astype(int),
+        dropped=[pid for pid in dataset.program_ids if pid not in score.index],
         group=group,
+        correctness=_per_program(correctness, kept, "correctness").astype(float),
         rule=rule,
         min_fraction=float(min_fraction),
+        readers=readers,
     )
 
 
 def human_labels(dataset: Dataset, cfg: LabelsConfig) -> HumanLabels:
-    """Per-program human labels from a ``labels`` config (``rule``, ``min_fraction``, ``group``)."""
-    return _labels(dataset, rule=cfg.rule, min_fraction=float(cfg.min_fraction), group=cfg.group)
+    """Per-program human labels from a ``labels`` config (``rule``, ``min_fraction``, ``group``,
+    ``readers``)."""
+    return _labels(dataset, cfg.rule, float(cfg.min_fraction), cfg.group, cfg.readers)
 
 
-def subgroup_labels(dataset: Dataset, cfg: LabelsConfig, groups: Iterable[str]) -> dict[str, HumanLabels]:
-    """Labels from each subgroup's evaluators alone (``cfg.group`` is ignored)."""
-    return {g: _labels(dataset, cfg.rule, float(cfg.min_fraction), g) for g in groups}
+def subgroup_labels(
+    dataset: Dataset, cfg: LabelsConfig, groups: Iterable[str]
+) -> dict[str, HumanLabels]:
+    """Labels from each subgroup's evaluators alone (``cfg.group`` is ignored).
+
+    A subgroup with no evaluation in the dataset is left out (not an empty label set), with
+    one info line for all of them: a dataset without reader groups gets no subgroup at all.
+    """
+    groups = list(groups)
+    for g in groups:
+        if g not in GROUPS:
+            raise ValueError(f"reader subgroup {g!r} is not one of: {', '.join(GROUPS)}")
+    present = set(dataset.evaluations["group"].dropna())
+    absent = [g for g in groups if g not in present]
+    if absent and not present:
+        log.info("no reader group in the evaluations of dataset %s: subgroups not evaluated",
+                 dataset.name)
+    elif absent:
+        log.info("no %s reader in the evaluations of dataset %s: those subgroups not evaluated",
+                 ", ".join(absent), dataset.name)
+    return {
+        g: _labels(dataset, cfg.rule, float(cfg.min_fraction), g, cfg.readers)
+        for g in groups
+        if g in present
+    }

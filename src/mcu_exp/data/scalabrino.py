@@ -2,6 +2,11 @@
 
 Where the files come from (first that applies): ``dataset.root``; ``$MCU_EXP_DATA/scalabrino``;
 the user cache when its files verify; a pinned, checksummed download into that cache.
+
+A participant who said they did not understand a method was not asked its questions: the
+row has no answer time (``TNPU`` empty) and ``AU`` 0. Such an evaluation gets ``total`` 0
+(asked none), which :mod:`mcu_exp.data.labels` scores as not understood or leaves out
+(``labels.readers``).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ REQUIRED_COLUMNS = (
     "developer_position",
     "AU",
     "PBU",
+    "TNPU",
 )
 _FILE_NAME = re.compile(r"^(\d+)-(\S+)$")
 
@@ -144,6 +150,14 @@ def read_scalabrino(root: Path, name: str = "scalabrino", source: str = "") -> D
     correct = _integers(frame, "AU", set(range(QUESTIONS_PER_EVALUATION + 1)), csv_path)
     perceived = _integers(frame, "PBU", {0, 1}, csv_path)
     position = _integers(frame, "developer_position", set(POSITION_GROUPS), csv_path)
+    asked = frame["TNPU"].notna()
+    answered_unasked = ~asked & (correct > 0)
+    if answered_unasked.any():
+        row = int(answered_unasked.to_numpy().nonzero()[0][0])
+        raise DatasetError(
+            f"{csv_path}:{row + 2}: AU is {correct.iloc[row]} but TNPU is empty, expected AU 0 "
+            "for a participant without an answer time (not asked the questions)"
+        )
 
     programs: list[Program] = []
     for first in (~frame["file_name"].duplicated()).to_numpy().nonzero()[0].tolist():
@@ -165,13 +179,18 @@ def read_scalabrino(root: Path, name: str = "scalabrino", source: str = "") -> D
         program_id=frame["file_name"].tolist(),
         participant_id=frame["participant_id"].str.strip().tolist(),
         correct=correct.tolist(),
-        total=[QUESTIONS_PER_EVALUATION] * len(frame),
+        total=(asked.astype(int) * QUESTIONS_PER_EVALUATION).tolist(),
         perceived=perceived.astype(bool).tolist(),
         group=position.map(POSITION_GROUPS).tolist(),
     )
     where = f"{root} ({source})" if source else str(root)
     return Dataset(
-        name=name, programs=programs, evaluations=evaluations, questions=[], source=where
+        name=name,
+        programs=programs,
+        evaluations=evaluations,
+        questions=[],
+        source=where,
+        evaluations_file=str(csv_path),
     )
 
 

@@ -6,12 +6,15 @@ Every loader returns a :class:`Dataset`, so the rest of the pipeline never sees 
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import pandas as pd
+
+from mcu_exp.data.duplicates import Duplicates, collapse_duplicates
 
 GROUPS: tuple[str, ...] = ("bachelor", "master", "phd", "professional")
 """Human reader subgroups, in order of experience."""
@@ -102,8 +105,11 @@ class Dataset:
     """Programs, one row per (participant, program) evaluation, and optional questions.
 
     ``evaluations`` columns: ``program_id, participant_id, correct, total`` (questions answered
-    correctly out of ``total``), ``perceived`` (nullable boolean: said they understood) and
-    ``group`` (nullable string, one of :data:`GROUPS`).
+    correctly out of the ``total`` asked; ``total`` 0: the participant was not asked any),
+    ``perceived`` (nullable boolean: said they understood) and ``group`` (nullable string, one
+    of :data:`GROUPS`). Repeated (participant, program) rows are collapsed on construction (see
+    :mod:`mcu_exp.data.duplicates`), with one :class:`DatasetWarning`; ``duplicates`` records
+    them. ``evaluations_file`` names the file they came from in messages.
     """
 
     name: str
@@ -111,11 +117,23 @@ class Dataset:
     evaluations: pd.DataFrame
     questions: list[Question]
     source: str
+    evaluations_file: str = ""
+    duplicates: Duplicates = field(default_factory=Duplicates)
 
     def __post_init__(self) -> None:
         missing = [c for c in EVALUATION_COLUMNS if c not in self.evaluations.columns]
         if missing:
             raise DatasetError(f"dataset {self.name}: evaluations lack columns {missing}")
+        collapsed, found = collapse_duplicates(self.evaluations)
+        if len(found):
+            where = self.evaluations_file or f"dataset {self.name}"
+            warnings.warn(
+                found.describe(where, len(self.evaluations), len(collapsed)),
+                DatasetWarning,
+                stacklevel=4,
+            )
+            object.__setattr__(self, "evaluations", collapsed)
+            object.__setattr__(self, "duplicates", self.duplicates.plus(found))
 
     @cached_property
     def _by_id(self) -> dict[str, Program]:
@@ -153,4 +171,6 @@ class Dataset:
             evaluations=evaluations.reset_index(drop=True),
             questions=[q for q in self.questions if q.program_id in keep],
             source=self.source,
+            evaluations_file=self.evaluations_file,
+            duplicates=self.duplicates.subset(keep),
         )
