@@ -11,7 +11,9 @@ from collections.abc import Iterator
 
 from mcu_exp.calibration import QUANTILE_RULES, RULES as DECISION_RULES
 from mcu_exp.config import Config
-from mcu_exp.data import GROUPS, RULES
+from mcu_exp.data import GROUPS, READERS, RULES
+from mcu_exp.evaluation.report import CI_METHODS
+from mcu_exp.evaluation.significance import MIN_PERMUTATIONS
 
 MIN_RESAMPLES = 1000
 
@@ -36,6 +38,12 @@ def config_problems(cfg: Config) -> Iterator[str]:
         yield f"decision.theta={d.theta}: expected a value in [0, 1]"
     if ev.bootstrap_resamples < MIN_RESAMPLES:
         yield f"evaluation.bootstrap_resamples={ev.bootstrap_resamples}: expected at least {MIN_RESAMPLES}"
+    if ev.ci not in CI_METHODS:
+        yield f"evaluation.ci={ev.ci!r}: expected one of {', '.join(CI_METHODS)}"
+    if ev.permutations < MIN_PERMUTATIONS:
+        yield f"evaluation.permutations={ev.permutations}: expected at least {MIN_PERMUTATIONS}"
+    if ev.min_per_class < 1:
+        yield f"evaluation.min_per_class={ev.min_per_class}: expected at least 1"
     if not 0.0 < ev.confidence < 1.0:
         yield f"evaluation.confidence={ev.confidence}: expected a value in (0, 1)"
     if ev.threshold_grid < 2:
@@ -50,6 +58,8 @@ def config_problems(cfg: Config) -> Iterator[str]:
         yield f"labels.rule={lab.rule!r}: expected one of {', '.join(RULES)}"
     if lab.group != "all" and lab.group not in GROUPS:
         yield f"labels.group={lab.group!r}: expected all or one of {', '.join(GROUPS)}"
+    if lab.readers not in READERS:
+        yield f"labels.readers={lab.readers!r}: expected one of {', '.join(READERS)}"
     if not 0.0 <= lab.min_fraction <= 1.0:
         yield f"labels.min_fraction={lab.min_fraction}: expected a value in [0, 1]"
     if cfg.dataset.limit is not None and cfg.dataset.limit < 1:

@@ -39,6 +39,7 @@ class LabelsConfig:
     rule: str = "mean_abu50"  # label 1 iff mean ABU50 over the program's evaluators >= min_fraction
     min_fraction: float = 0.5
     group: str = "all"  # all | bachelor | master | phd | professional
+    readers: str = "all"  # all | tested: drop evaluations whose participant was asked no questions
 
 
 @dataclass
@@ -139,7 +140,7 @@ class DecisionConfig:
     """Calibrated threshold and decision rule that produce High/Low labels."""
 
     epsilon: float = 0.1
-    quantile: str = "empirical"  # empirical | conformal
+    quantile: str = "empirical"  # empirical (⌈n(1-ε)⌉-th smallest) | conformal | linear
     rule: str = "conformal"  # conformal | theta | p1_and_theta
     theta: float = 0.45
 
@@ -151,6 +152,9 @@ class EvaluationConfig:
     bootstrap_resamples: int = 2000
     confidence: float = 0.95
     seed: int = 0
+    ci: str = "recalibrate"  # recalibrate (τ recomputed in each resample) | conditional (labels fixed)
+    permutations: int = 10000  # label permutations for AUC(score)'s p-value against 0.5
+    min_per_class: int = 5  # fewer programs in a human class: F1/AUC flagged as uninformative
     threshold_grid: int = 41  # points spanning the observed score range
     epsilon_grid: list[float] = field(
         default_factory=lambda: [0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5]

@@ -18,7 +18,10 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+import numpy as np
+
 from mcu_exp import names
+from mcu_exp.calibration import get_rule
 from mcu_exp.checks import check_config
 from mcu_exp.config import Config, EvaluationConfig
 from mcu_exp.data import HumanLabels, human_labels, load_dataset, subgroup_labels
@@ -30,6 +33,8 @@ from mcu_exp.evaluation import (
     metrics_for_mlflow,
     render_table,
 )
+from mcu_exp.evaluation.bootstrap import Relabel
+from mcu_exp.evaluation.report import CI_RECALIBRATE
 from mcu_exp.outputs import write_outputs
 from mcu_exp.proxies.base import Proxy, ProxyContext, ProxyOutcome, build_proxy
 from mcu_exp.proxies.preview import preview, render_preview
@@ -63,23 +68,47 @@ def align(table: pd.DataFrame, labels: pd.Series) -> tuple[pd.Series, pd.Series,
     return labels.loc[common].astype(int), rows[names.LABEL].astype(int), rows[names.SCORE].astype(float)
 
 
-def alignment(table: pd.DataFrame, labels: pd.Series, ev: EvaluationConfig) -> AlignmentReport | None:
-    """Metrics, CIs and baselines of the proxy's labels against ``labels`` (None: no overlap)."""
+def relabeller(proxy: Proxy, outcome: ProxyOutcome, ev: EvaluationConfig) -> Relabel | None:
+    """For ``evaluation.ci=recalibrate`` and a proxy whose decision rule calibrates on the
+    programs: a function giving the labels of bootstrap resamples of ``outcome.table``'s
+    programs (by position) after recalibrating on each. None: labels stay fixed."""
+    if ev.ci != CI_RECALIBRATE or not proxy.calibrated or outcome.scores is None:
+        return None
+    decision = proxy.ctx.decision
+    rule = get_rule(decision.rule)
+    if rule.relabel is None:
+        return None
+    scores, relabel = outcome.scores, rule.relabel
+    return lambda positions: relabel(scores, decision, positions)
+
+
+def alignment(table: pd.DataFrame, labels: pd.Series, ev: EvaluationConfig, relabel: Relabel | None = None,
+              human: pd.Series | None = None) -> AlignmentReport | None:
+    """Metrics, CIs, baselines and tests of the proxy's labels against ``labels`` (None: no
+    overlap). ``relabel`` works on positions in ``table``; ``human`` is the humans'
+    continuous per-program value for the rank correlations."""
     y_true, y_pred, score = align(table, labels)
     if len(y_true) == 0:
         return None
+    positions = table.index.get_indexer(y_true.index)
+    aligned = None if relabel is None else (lambda idx: relabel(positions[idx]))
+    continuous = None
+    if human is not None:
+        values = human.reindex(y_true.index).to_numpy(dtype=float)
+        continuous = values if np.isfinite(values).all() else None
     with warnings.catch_warnings():  # kept in report.warnings and printed under the table
         warnings.simplefilter("ignore", DegenerateMetricWarning)
         return evaluate(y_true.to_numpy(), y_pred.to_numpy(), score.to_numpy(),
-                        resamples=ev.bootstrap_resamples, confidence=ev.confidence, seed=ev.seed)
+                        resamples=ev.bootstrap_resamples, confidence=ev.confidence, seed=ev.seed,
+                        human=continuous, relabel=aligned, permutations=ev.permutations)
 
 
 def evaluate_groups(outcome: ProxyOutcome, groups: dict[str, HumanLabels],
-                    ev: EvaluationConfig) -> dict[str, AlignmentReport]:
+                    ev: EvaluationConfig, relabel: Relabel | None = None) -> dict[str, AlignmentReport]:
     """The alignment report against each human label set (all readers and each subgroup)."""
     reports = {}
     for name, labels in groups.items():
-        report = alignment(outcome.table, labels.labels, ev)
+        report = alignment(outcome.table, labels.labels, ev, relabel, labels.correctness)
         if report is None:
             log.warning("label set %r shares no program with the proxy's output; skipped", name)
             continue
@@ -88,7 +117,7 @@ def evaluate_groups(outcome: ProxyOutcome, groups: dict[str, HumanLabels],
 
 
 def reference_report(proxy: Proxy, reference: Proxy | None, outcome: ProxyOutcome,
-                     ev: EvaluationConfig) -> AlignmentReport | None:
+                     ev: EvaluationConfig, relabel: Relabel | None = None) -> AlignmentReport | None:
     """The proxy's labels scored against the reference proxy's (cross-proxy reliability, P0 by
     default), when the reference applies to these programs; None otherwise. What generating
     the reference cost goes into ``outcome.metrics`` as ``reference.*``."""
@@ -97,7 +126,7 @@ def reference_report(proxy: Proxy, reference: Proxy | None, outcome: ProxyOutcom
     generators = Generators(reference.ctx.cache_dir, reference.ctx.progress)
     labels = reference.outcome(run_stages(reference, generators)).table[names.LABEL]
     outcome.metrics.update({f"reference.{k}": v for k, v in {**generators.stats(), **generators.usage()}.items()})
-    report = alignment(outcome.table, labels, ev)
+    report = alignment(outcome.table, labels, ev, relabel)
     if report is None:
         log.warning("no program has both %s labels and %s labels; cross-proxy report skipped",
                     reference.name, proxy.name)
@@ -128,6 +157,9 @@ def run_job(raw: DictConfig) -> float:
     labels = human_labels(dataset, cfg.labels)
     print(f"Dataset {dataset.name}: {len(dataset.programs)} programs, {len(dataset.evaluations)} evaluations")
     print(labels.describe().capitalize())
+    class_warning = labels.class_warning(cfg.evaluation.min_per_class)
+    if class_warning:
+        print(f"warning: {class_warning}")
     groups: dict[str, HumanLabels] = {names.ALL_READERS: labels}
     groups.update(subgroup_labels(dataset, cfg.labels, cfg.evaluation.subgroups))
 
@@ -142,7 +174,10 @@ def run_job(raw: DictConfig) -> float:
 
     run_dir = job_dir(cfg.paths.outputs)
     title = run_name(cfg)
-    with mlflow_run(cfg.tracking, cfg.paths.outputs, title, run_tags(cfg)) as tracker:
+    tags = run_tags(cfg)
+    if class_warning:
+        tags[names.TAG_CLASS_WARNING] = class_warning
+    with mlflow_run(cfg.tracking, cfg.paths.outputs, title, tags) as tracker:
         tracker.log_params(flatten_config(raw))
         results = run_dir / names.RESULTS_DIR
         results.mkdir(parents=True, exist_ok=True)
@@ -151,9 +186,10 @@ def run_job(raw: DictConfig) -> float:
         outcome = proxy.outcome(run_stages(proxy, generators))
         outcome.metrics.update(generators.stats())
         outcome.metrics.update(generators.usage())
-        reports = evaluate_groups(outcome, groups, cfg.evaluation)
+        relabel = relabeller(proxy, outcome, cfg.evaluation)
+        reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel)
         main = reports[names.ALL_READERS]
-        vs_ref = reference_report(proxy, reference, outcome, cfg.evaluation)
+        vs_ref = reference_report(proxy, reference, outcome, cfg.evaluation, relabel)
         artifacts = write_outputs(cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports)
 
         metrics: dict[str, float] = {}
@@ -164,11 +200,16 @@ def run_job(raw: DictConfig) -> float:
         metrics.update(outcome.metrics)
         metrics.update({f"{names.HUMAN_PREFIX}{k}": v for k, v in labels.balance().items()})
         metrics[f"{names.HUMAN_PREFIX}dropped_programs"] = len(labels.dropped)
+        metrics[f"{names.HUMAN_PREFIX}duplicate_pairs_identical"] = dataset.duplicates.identical
+        metrics[f"{names.HUMAN_PREFIX}duplicate_pairs_conflicting"] = dataset.duplicates.conflicting
         metrics["job_seconds"] = time.perf_counter() - started
         tracker.log_metrics_and_series(metrics, artifacts.series)
         if outcome.params:
             tracker.log_params({f"result.{k}": str(v) for k, v in outcome.params.items()})
-        tracker.set_tags({"mcu.f1": f"{main.metrics[PRIMARY]:.4f}"})
+        result_tags = {"mcu.f1": f"{main.metrics[PRIMARY]:.4f}", names.TAG_VERDICT: main.verdict}
+        if main.undefined:
+            result_tags[names.TAG_UNDEFINED] = ",".join(main.undefined)
+        tracker.set_tags(result_tags)
         tracker.log_artifacts(artifacts.folder)
 
         print(render_table(main, title=f"{title} vs human labels ({cfg.labels.group}, n={main.n})"))
@@ -180,12 +221,27 @@ def run_job(raw: DictConfig) -> float:
         if tracker.active:
             print(f"MLflow run {tracker.run_id} in {tracker.uri}")
             print(f"  open the UI: {ui_command(tracker.uri)}")
-        (run_dir / names.METRICS_FILE).write_text(json.dumps(metrics, indent=2, sort_keys=True, default=float))
+        (run_dir / names.METRICS_FILE).write_text(json.dumps(json_safe(metrics), indent=2, sort_keys=True))
     return float(main.metrics[PRIMARY])
 
 
+def json_safe(metrics: dict[str, Any]) -> dict[str, float | None]:
+    """Metrics for strict JSON: an undefined (NaN) or infinite value becomes null."""
+    out: dict[str, float | None] = {}
+    for key, value in metrics.items():
+        number = float(value)
+        out[key] = number if np.isfinite(number) else None
+    return out
+
+
 def print_decision(metrics: dict[str, Any]) -> None:
-    """The calibrated threshold and the coverage it gave, when the proxy calibrated one."""
-    for key in ("tau", "coverage", "nominal_coverage"):
-        if key in metrics:
-            print(f"  {key}: {metrics[key]:.4f}")
+    """The calibrated threshold, the share of calibration scores it keeps, and the test
+    coverage with its exact binomial interval, when the proxy calibrated one."""
+    if "tau" not in metrics:
+        return
+    print(f"  tau: {metrics['tau']:.4f} (calibration scores at or below it: "
+          f"{metrics.get('calibration_fraction', float('nan')):.4f})")
+    if "coverage" in metrics:
+        low, high = metrics.get("coverage_ci_low", float("nan")), metrics.get("coverage_ci_high", float("nan"))
+        print(f"  coverage: {metrics['coverage']:.4f} [{low:.4f}, {high:.4f}] (Clopper–Pearson), "
+              f"nominal {metrics.get('nominal_coverage', float('nan')):.4f}")

@@ -64,40 +64,48 @@ def test_batch_metrics_match_row_by_row() -> None:
     rng = np.random.default_rng(3)
     truth = rng.integers(0, 2, (20, 37))
     pred = rng.integers(0, 2, (20, 37))
-    pred[0] = 0  # a constant row: precision 0 by convention
+    pred[0] = 0  # a constant row: precision undefined
     batch = batch_metrics(truth, pred)
     for row in range(truth.shape[0]):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConstantPredictionWarning)
             single = alignment_metrics(truth[row], pred[row])
         for key in ("accuracy", "precision", "recall", "f1", "auc_binary"):
-            assert batch[key][row] == pytest.approx(single[key], abs=1e-12), (row, key)
+            assert batch[key][row] == pytest.approx(single[key], abs=1e-12, nan_ok=True), (row, key)
         assert batch["positive_rate"][row] == pytest.approx(pred[row].mean())
+    assert math.isnan(batch["precision"][0])
 
 
-def test_single_class_truth_gives_defined_values_and_warns() -> None:
+def test_single_class_truth_leaves_both_aucs_undefined_and_warns() -> None:
     y = np.ones(12, dtype=int)
     pred = np.array([1, 0] * 6)
-    with pytest.warns(SingleClassWarning, match="only class 1"):
+    with pytest.warns(SingleClassWarning, match="only class 1: ROC AUC is undefined"):
         got = alignment_metrics(y, pred, score=np.linspace(0, 1, 12))
-    assert not any(math.isnan(v) for v in got.values())
-    assert got["auc_binary"] == 0.5 and got["auc_score"] == 0.5
-    assert got["recall"] == pytest.approx(0.5)
+    assert math.isnan(got["auc_binary"]) and math.isnan(got["auc_score"])  # not 0.5
+    assert got["recall"] == pytest.approx(0.5) and got["precision"] == 1.0
 
 
-def test_no_positive_truth_gives_zero_recall() -> None:
-    with pytest.warns(SingleClassWarning, match="only class 0"):
+def test_no_positive_truth_leaves_recall_undefined() -> None:
+    with pytest.warns(SingleClassWarning, match="only class 0.*recall is undefined"):
         got = alignment_metrics(np.zeros(6, dtype=int), [0, 1, 0, 1, 0, 0])
-    assert got["recall"] == 0.0 and got["f1"] == 0.0 and got["precision"] == 0.0
+    assert math.isnan(got["recall"]) and math.isnan(got["auc_binary"])
+    assert got["f1"] == 0.0 and got["precision"] == 0.0  # 2 predicted, none right: defined
     assert got["accuracy"] == pytest.approx(4 / 6)
 
 
-def test_constant_predictions_give_defined_values_and_warn() -> None:
+def test_constant_predictions_leave_precision_undefined_and_warn() -> None:
     y = np.array([0, 1, 1, 0, 1])
-    with pytest.warns(ConstantPredictionWarning, match="precision is 0"):
+    with pytest.warns(ConstantPredictionWarning, match="precision is undefined"):
         got = alignment_metrics(y, np.zeros(5, dtype=int))
-    assert not any(math.isnan(v) for v in got.values())
-    assert (got["precision"], got["recall"], got["f1"], got["auc_binary"]) == (0.0, 0.0, 0.0, 0.5)
+    assert math.isnan(got["precision"])
+    assert (got["recall"], got["f1"], got["auc_binary"]) == (0.0, 0.0, 0.5)
+
+
+def test_nothing_present_nor_predicted_leaves_f1_undefined() -> None:
+    with pytest.warns(SingleClassWarning):
+        got = alignment_metrics(np.zeros(4, dtype=int), np.zeros(4, dtype=int))
+    assert all(math.isnan(got[name]) for name in ("precision", "recall", "f1", "auc_binary"))
+    assert got["accuracy"] == 1.0
 
 
 def test_accepts_booleans() -> None:

@@ -75,7 +75,10 @@ def test_render_table_lists_warnings_of_degenerate_input() -> None:
     text = render_table(report, title="degenerate")
     assert text.count("warning: ") == 2
     assert "auc_score" not in text
-    values = report.to_frame()[["value", "ci_low", "ci_high"]].loc[[*RATES, "auc_binary"]]
+    assert report.undefined == ["auc_binary"]  # one class: AUC has no value, not 0.5
+    auc_row = next(line for line in text.splitlines() if "auc_binary" in line)
+    assert auc_row.count("undefined") == 4 and "0.500" not in auc_row  # value, CI and both baselines
+    values = report.to_frame()[["value", "ci_low", "ci_high"]].loc[list(RATES)]
     assert not values.isna().any().any()
 
 
@@ -89,6 +92,7 @@ def test_metrics_for_mlflow_flattens_everything() -> None:
         assert flat[f"p1_baseline_always_{name}"] == report.baselines["always_positive"][name]
         assert flat[f"p1_baseline_random_{name}"] == report.baselines["random_expected"][name]
     assert flat["p1_tp"] == report.metrics["tp"] and flat["p1_n"] == 50
+    assert flat["p1_auc_score_perm_p"] == report.tests["auc_score_perm_p"]
     assert all(isinstance(v, float) and math.isfinite(v) for v in flat.values())
     assert set(metrics_for_mlflow(report)) == {key[3:] for key in flat}
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
+from scipy import stats
 from sklearn.metrics import (
     accuracy_score,
     balanced_accuracy_score,
@@ -45,23 +46,40 @@ from mcu_exp.evaluation.registry import INTERVAL_KINDS, safe_ratio
 from mcu_exp.report import tables
 
 Reference = Callable[[np.ndarray, np.ndarray, np.ndarray], float]
+NAN = float("nan")
 
 
 def _auc(y: np.ndarray, values: np.ndarray) -> float:
-    return 0.5 if y.min() == y.max() else float(roc_auc_score(y, values))  # the 0.5 convention
+    return NAN if y.min() == y.max() else float(roc_auc_score(y, values))  # undefined with one class
 
 
 def _count(i: int) -> Reference:
     return lambda y, p, s: float(confusion_matrix(y, p, labels=[0, 1]).ravel()[i])
 
 
-SKLEARN: dict[str, Reference] = {
+def human_of(y: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """A continuous human value per program (mean correctness), tied to y and, loosely, s."""
+    return np.clip(np.round(0.4 + 0.3 * y + 0.1 * np.tanh(s), 2), 0.0, 1.0)
+
+
+def _corr(fn: Callable[..., object]) -> Reference:
+    def ref(y: np.ndarray, p: np.ndarray, s: np.ndarray) -> float:
+        h = human_of(y, s)
+        if s.min() == s.max() or h.min() == h.max():
+            return NAN
+        return float(fn(s, h).statistic)  # type: ignore[attr-defined]
+    return ref
+
+
+SKLEARN: dict[str, Reference] = {  # scikit-learn (SciPy for the correlations), NaN where undefined
     "accuracy": lambda y, p, s: accuracy_score(y, p),
-    "precision": lambda y, p, s: precision_score(y, p, zero_division=0),
-    "recall": lambda y, p, s: recall_score(y, p, zero_division=0),
-    "f1": lambda y, p, s: f1_score(y, p, zero_division=0),
+    "precision": lambda y, p, s: precision_score(y, p, zero_division=np.nan),
+    "recall": lambda y, p, s: recall_score(y, p, zero_division=np.nan),
+    "f1": lambda y, p, s: f1_score(y, p, zero_division=np.nan),
     "auc_binary": lambda y, p, s: _auc(y, p),
     "auc_score": lambda y, p, s: _auc(y, s),
+    "spearman": _corr(stats.spearmanr),
+    "kendall": _corr(stats.kendalltau),
     "tn": _count(0), "fp": _count(1), "fn": _count(2), "tp": _count(3),
 }
 
@@ -107,9 +125,9 @@ def test_every_registered_metric_has_a_sklearn_reference() -> None:
 def test_point_metrics_equal_sklearn(case: str, y: np.ndarray, pred: np.ndarray, score: np.ndarray) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        got = alignment_metrics(y, pred, score)
+        got = alignment_metrics(y, pred, score, human_of(y, score))
     for m in registered():
-        assert got[m.name] == pytest.approx(_reference(m.name, y, pred, score), abs=1e-12), m.name
+        assert got[m.name] == pytest.approx(_reference(m.name, y, pred, score), abs=1e-12, nan_ok=True), m.name
 
 
 def test_one_implementation_scores_one_labelling_or_an_array_of_them() -> None:
@@ -119,20 +137,21 @@ def test_one_implementation_scores_one_labelling_or_an_array_of_them() -> None:
         values = m.compute(grid)  # type: ignore[arg-type]
         assert np.shape(values) == (4, len(CASES) // 4), m.name
         for i, (case, y, pred, score) in enumerate(CASES):
-            assert values.ravel()[i] == m.compute(singles[i]), (m.name, case)  # type: ignore[arg-type]
-            assert values.ravel()[i] == pytest.approx(_reference(m.name, y, pred, score), abs=1e-12)
+            single = m.compute(singles[i])  # type: ignore[arg-type]
+            assert np.array_equal(values.ravel()[i], single, equal_nan=True), (m.name, case)
+            assert values.ravel()[i] == pytest.approx(_reference(m.name, y, pred, score), abs=1e-12, nan_ok=True)
 
 
 @pytest.mark.parametrize("case", [0, 5, 14, 16])  # random, random, predict all 0, constant score
 def test_bootstrap_rows_equal_sklearn_for_every_rate_and_auc(case: int) -> None:
     _, y, pred, score = CASES[case]
     idx = stratified_indices(y, 20, np.random.default_rng(case))
-    got = resample_metrics(y, pred, idx, score)
+    got = resample_metrics(y, pred, idx, score, human_of(y, score))
     assert list(got) == metric_names(INTERVAL_KINDS)
     for r, row in enumerate(idx):
         for name, values in got.items():
             expected = _reference(name, y[row], pred[row], score[row])
-            assert values[r] == pytest.approx(expected, abs=1e-12), (r, name)
+            assert values[r] == pytest.approx(expected, abs=1e-12, nan_ok=True), (r, name)
 
 
 def test_sweep_rows_equal_sklearn_for_every_label_metric() -> None:
@@ -144,7 +163,7 @@ def test_sweep_rows_equal_sklearn_for_every_label_metric() -> None:
     for _, row in frame.iterrows():
         labels = (-score <= row["threshold"]).astype(int)
         for name in sweep_metrics():
-            assert row[name] == pytest.approx(_reference(name, y, labels, score), abs=1e-12), name
+            assert row[name] == pytest.approx(_reference(name, y, labels, score), abs=1e-12, nan_ok=True), name
 
 
 @pytest.mark.parametrize("case", [0, 12, 13])
@@ -152,10 +171,10 @@ def test_baselines_use_each_metric(case: int) -> None:
     _, y, _, _ = CASES[case]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        always = always_positive(y)
+        always = always_positive(y, human_of(y, np.zeros(y.size)))
     for m in registered():
         expected = _reference(m.name, y, np.ones_like(y), np.zeros(y.size))
-        assert always[m.name] == pytest.approx(expected, abs=1e-12), m.name
+        assert always[m.name] == pytest.approx(expected, abs=1e-12, nan_ok=True), m.name
     assert list(random_expected(y)) == [*metric_names(), "n", "prevalence"]
 
 
@@ -164,7 +183,8 @@ def test_registry_api() -> None:
     assert metric("auc_binary").format(0.5) == "0.500" and metric("auc_binary").short == "AUC"
     assert (metric("tp").format(3.0), metric("tp").format(2.5, expected=True)) == ("3", "2.5")
     assert metric_names(("count",)) == ["tn", "fp", "fn", "tp"]
-    assert metric_names(score=True) == ["auc_score"]
+    assert metric_names(score=True) == ["auc_score", "spearman", "kendall"]
+    assert [m.name for m in registered(score=True) if m.uses_human] == ["spearman", "kendall"]
     with pytest.raises(KeyError, match="no metric 'nope'; registered: accuracy"):
         metric("nope")
     with pytest.raises(ValueError, match="already registered"):

@@ -142,7 +142,10 @@ def test_by_subgroup_stacks_one_sweep_per_group() -> None:
     assert frame["group"].unique().tolist() == ["all", "phd", "professional"]
     assert frame.groupby("group")["n"].first().to_dict() == {"all": 40, "phd": 25,
                                                              "professional": 15}
-    assert not frame.drop(columns="group").isna().any().any()
+    defined = frame[frame["group"] != "professional"]
+    assert not defined.drop(columns="group").isna().any().any()
+    one_class = frame[frame["group"] == "professional"]
+    assert one_class["auc_binary"].isna().all()  # one class: undefined at every threshold
     single = [str(w.message) for w in caught if issubclass(w.category, SingleClassWarning)]
     assert len(single) == 1 and single[0].startswith("group 'professional': ")
     messages = [str(w.message) for w in caught]

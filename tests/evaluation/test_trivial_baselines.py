@@ -25,7 +25,11 @@ def test_always_positive_metrics(n: int, n_pos: int) -> None:
     assert categories == ({SingleClassWarning} if n_pos == n else set())
     assert got["f1"] == pytest.approx(2 * p / (1 + p))
     assert got["precision"] == pytest.approx(p) and got["accuracy"] == pytest.approx(p)
-    assert got["recall"] == 1.0 and got["auc_binary"] == 0.5
+    assert got["recall"] == 1.0
+    if n_pos == n:
+        assert math.isnan(got["auc_binary"])  # one class: undefined, not 0.5
+    else:
+        assert got["auc_binary"] == 0.5
     assert (got["tp"], got["fp"], got["fn"], got["tn"]) == (n_pos, n - n_pos, 0, 0)
 
 
@@ -37,8 +41,8 @@ def _simulate(n: int, n_pos: int, draws: int, seed: int) -> dict[str, np.ndarray
     tp = pred[:, :n_pos].sum(axis=1)
     k = pred.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        precision = np.where(k > 0, tp / k, 0.0)
-        f1 = np.where(n_pos + k > 0, 2 * tp / (n_pos + k), 0.0)
+        precision = np.where(k > 0, tp / k, np.nan)  # undefined draws left out of the mean
+        f1 = np.where(n_pos + k > 0, 2 * tp / (n_pos + k), np.nan)
     accuracy = (tp + (n - n_pos) - (k - tp)) / n
     return {"f1": f1, "precision": precision, "recall": tp / n_pos, "accuracy": accuracy}
 
@@ -48,6 +52,7 @@ def test_random_expected_matches_monte_carlo(n: int, n_pos: int) -> None:
     expected = random_expected(_labels(n, n_pos))
     simulated = _simulate(n, n_pos, draws=100_000, seed=n + n_pos)
     for key, values in simulated.items():
+        values = values[~np.isnan(values)]
         standard_error = values.std() / math.sqrt(values.size)
         assert abs(values.mean() - expected[key]) < 4 * standard_error + 1e-12, key
 
@@ -58,7 +63,7 @@ def test_random_expected_closed_forms() -> None:
     got = random_expected(_labels(n, n_pos))
     assert got["accuracy"] == pytest.approx(p**2 + (1 - p) ** 2)
     assert got["recall"] == pytest.approx(p)
-    assert got["precision"] == pytest.approx(p * (1 - (1 - p) ** n))
+    assert got["precision"] == p  # E[TP/K | K > 0]: the draws where precision is defined
     assert got["tp"] + got["fn"] == pytest.approx(n_pos) and got["tp"] == pytest.approx(n_pos * p)
     assert got["auc_binary"] == 0.5
 
@@ -70,8 +75,10 @@ def test_random_expected_f1_tends_to_prevalence() -> None:
     assert abs(large["f1"] - 0.3) < abs(small["f1"] - 0.3)
 
 
-@pytest.mark.parametrize(("n_pos", "f1"), [(0, 0.0), (9, 1.0)])
-def test_random_expected_extremes_are_defined(n_pos: int, f1: float) -> None:
-    got = random_expected(_labels(9, n_pos))
-    assert not any(math.isnan(v) for v in got.values())
-    assert got["f1"] == pytest.approx(f1)
+def test_random_expected_with_one_class_leaves_undefined_metrics_undefined() -> None:
+    none = random_expected(_labels(9, 0))  # never predicts a positive
+    assert [k for k, v in none.items() if math.isnan(v)] == ["precision", "recall", "f1", "auc_binary",
+                                                               "auc_score"]
+    every = random_expected(_labels(9, 9))
+    assert every["f1"] == pytest.approx(1.0) and every["precision"] == 1.0
+    assert math.isnan(every["auc_binary"]) and math.isnan(every["auc_score"])

@@ -13,10 +13,13 @@ from mcu_exp.calibration.rules import (
 from mcu_exp.calibration.threshold import (
     QUANTILE_RULES,
     Decision,
+    clopper_pearson,
     conformal_level,
     decide,
     empirical_coverage,
+    quantile_rank,
     threshold,
+    thresholds,
 )
 
 __all__ = [
@@ -28,10 +31,13 @@ __all__ = [
     "Scores",
     "apply_rule",
     "check_rule",
+    "clopper_pearson",
     "conformal_level",
     "decide",
     "empirical_coverage",
     "get_rule",
+    "quantile_rank",
     "register_rule",
     "threshold",
+    "thresholds",
 ]

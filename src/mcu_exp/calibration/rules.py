@@ -10,7 +10,10 @@ Built-in rules:
 - ``p1_and_theta``: P1's conformal rule on P1's own α (``p1_alpha_cal/test``, pairwise SSC)
   AND ``similarity_test ≥ θ``; at θ = 0 this is exactly P1.
 
-Adding a rule = one function decorated with :func:`register_rule`.
+Adding a rule = one function decorated with :func:`register_rule`. A rule that calibrates
+on the data also registers a ``relabel`` function: the labels it would give each bootstrap
+resample of programs after recalibrating on that resample, so confidence intervals can
+include the threshold's own uncertainty (:mod:`mcu_exp.evaluation.bootstrap`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from mcu_exp.calibration.threshold import decide
+from mcu_exp.calibration.threshold import decide, thresholds
 from mcu_exp.config import DecisionConfig
 
 
@@ -55,26 +58,38 @@ class RuleDecision:
 
 
 RuleFn = Callable[[Scores, DecisionConfig], RuleDecision]
+RelabelFn = Callable[[Scores, DecisionConfig, np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True)
 class DecisionRule:
-    """A registered rule: its name, the score arrays it needs, and whether θ matters to it."""
+    """A registered rule: its name, the score arrays it needs, whether θ matters to it and,
+    for rules calibrated on the data, ``relabel(scores, cfg, indices)``: the (rows, m) labels
+    of programs ``indices`` (a (rows, m) matrix of positions into the score arrays, e.g.
+    bootstrap resamples) after recalibrating on each row's programs."""
 
     name: str
     needs: tuple[str, ...]
     uses_theta: bool
     apply: RuleFn
+    relabel: RelabelFn | None = None
+
+    @property
+    def calibrates(self) -> bool:
+        """Whether the rule's labels depend on a threshold calibrated on the programs."""
+        return self.relabel is not None
 
 
 RULES: dict[str, DecisionRule] = {}
 
 
-def register_rule(name: str, needs: tuple[str, ...], uses_theta: bool = False) -> Callable[[RuleFn], RuleFn]:
-    """Register ``fn(scores, decision_cfg) -> RuleDecision`` as ``decision.rule=<name>``."""
+def register_rule(name: str, needs: tuple[str, ...], uses_theta: bool = False,
+                  relabel: RelabelFn | None = None) -> Callable[[RuleFn], RuleFn]:
+    """Register ``fn(scores, decision_cfg) -> RuleDecision`` as ``decision.rule=<name>``
+    (``relabel``: see :class:`DecisionRule`)."""
 
     def add(fn: RuleFn) -> RuleFn:
-        RULES[name] = DecisionRule(name, tuple(needs), uses_theta, fn)
+        RULES[name] = DecisionRule(name, tuple(needs), uses_theta, fn, relabel)
         return fn
 
     return add
@@ -114,12 +129,30 @@ def _above_theta(scores: Scores, cfg: DecisionConfig) -> tuple[np.ndarray, dict[
     return above, {"theta": float(cfg.theta), "above_theta_share": share}
 
 
-@register_rule("conformal", needs=("alpha_cal", "alpha_test"))
+def _recalibrated(alpha_cal: np.ndarray | None, alpha_test: np.ndarray | None, cfg: DecisionConfig,
+                  indices: np.ndarray) -> np.ndarray:
+    """High iff α_test ≤ τ for each row of ``indices``, τ recalibrated on that row's α_cal."""
+    cal = np.asarray(alpha_cal, dtype=float)[indices]
+    test = np.asarray(alpha_test, dtype=float)[indices]
+    taus = thresholds(cal, float(cfg.epsilon), str(cfg.quantile))
+    return (test <= taus[:, None]).astype(int)
+
+
+def _relabel_conformal(scores: Scores, cfg: DecisionConfig, indices: np.ndarray) -> np.ndarray:
+    return _recalibrated(scores.alpha_cal, scores.alpha_test, cfg, indices)
+
+
+def _relabel_p1_and_theta(scores: Scores, cfg: DecisionConfig, indices: np.ndarray) -> np.ndarray:
+    above = np.asarray(scores.similarity_test, float)[indices] >= cfg.theta
+    return (_recalibrated(scores.p1_alpha_cal, scores.p1_alpha_test, cfg, indices).astype(bool) & above).astype(int)
+
+
+@register_rule("conformal", needs=("alpha_cal", "alpha_test"), relabel=_relabel_conformal)
 def conformal(scores: Scores, cfg: DecisionConfig) -> RuleDecision:
     """High iff α_test ≤ τ, τ calibrated on α_cal."""
     d = decide(scores.alpha_cal, scores.alpha_test, float(cfg.epsilon), str(cfg.quantile))
     return RuleDecision("conformal", d.labels, params={"tau": d.tau, "quantile": d.quantile},
-                        metrics={"tau": d.tau, "coverage": d.coverage, "nominal_coverage": 1.0 - d.epsilon})
+                        metrics=d.metrics())
 
 
 @register_rule("theta", needs=("similarity_test",), uses_theta=True)
@@ -129,14 +162,14 @@ def theta(scores: Scores, cfg: DecisionConfig) -> RuleDecision:
     return RuleDecision("theta", above, params={"theta": float(cfg.theta)}, prefixed=prefixed)
 
 
-@register_rule("p1_and_theta", needs=("similarity_test", "p1_alpha_cal", "p1_alpha_test"), uses_theta=True)
+@register_rule("p1_and_theta", needs=("similarity_test", "p1_alpha_cal", "p1_alpha_test"), uses_theta=True,
+               relabel=_relabel_p1_and_theta)
 def p1_and_theta(scores: Scores, cfg: DecisionConfig) -> RuleDecision:
     """P1's conformal labels AND similarity_test ≥ θ."""
     above, prefixed = _above_theta(scores, cfg)
     p1 = decide(scores.p1_alpha_cal, scores.p1_alpha_test, float(cfg.epsilon), str(cfg.quantile))
     labels = (p1.labels.astype(bool) & above.astype(bool)).astype(int)
     return RuleDecision("p1_and_theta", labels, params={"theta": float(cfg.theta), "tau_p1": p1.tau},
-                        metrics={"p1.tau": p1.tau, "p1.coverage": p1.coverage,
-                                 "p1.high_share": float(p1.labels.mean())},
+                        metrics={**p1.metrics(prefix="p1."), "p1.high_share": float(p1.labels.mean())},
                         prefixed=prefixed)
 

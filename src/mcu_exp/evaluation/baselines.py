@@ -3,7 +3,8 @@ prevalence-matched random labeller.
 
 Both need only the human labels. "Always understandable" is scored with every registered
 metric's own implementation; a labeller with no score has no ranking, so score metrics are
-computed on a constant score (``auc_score`` = 0.5: a constant score ranks at chance). The
+computed on a constant score (``auc_score`` = 0.5: a constant score ranks at chance; a rank
+correlation with a constant is undefined). The
 random labeller's expected values are each metric's closed form (``Metric.random``, derived
 in :mod:`mcu_exp.evaluation.definitions`); a metric without one has no random baseline.
 """
@@ -23,18 +24,21 @@ from mcu_exp.evaluation.metrics import (
 from mcu_exp.evaluation.registry import RandomLabeller, Ranking, registered
 
 
-def always_positive(y_true: ArrayLike) -> dict[str, float]:
+def always_positive(y_true: ArrayLike, human: ArrayLike | None = None) -> dict[str, float]:
     """Metrics of predicting 1 (understandable) for every program.
 
-    With prevalence p: accuracy = precision = p, recall = 1, F1 = 2p / (1 + p), AUC = 0.5.
+    With prevalence p: accuracy = precision = p, recall = 1, F1 = 2p / (1 + p), AUC = 0.5
+    (undefined when the truth has one class); correlations with ``human`` are undefined.
     """
     truth = as_binary(y_true, "y_true")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConstantPredictionWarning)
         result = alignment_metrics(truth, np.ones_like(truth))
-    constant = Ranking.single(np.zeros(truth.size), truth)
+    values = None if human is None else np.asarray(human, dtype=float)
+    constant = Ranking.single(np.zeros(truth.size), truth, values)
     for m in registered(score=True):
-        result[m.name] = float(m.compute(constant)[0])  # type: ignore[arg-type]
+        if values is not None or not m.uses_human:
+            result[m.name] = float(m.compute(constant)[0])  # type: ignore[arg-type]
     return result
 
 

@@ -5,15 +5,26 @@ negatives from the negatives as the data hold. Stratification therefore fixes th
 prevalence (and n) in every resample: the intervals describe the uncertainty of the metrics
 at the observed class balance, and no resample lacks a class when the data have both.
 
+Two kinds of interval (``evaluation.ci``):
+
+- ``recalibrate`` (the default for calibrated proxies): the whole decision is re-run inside
+  each resample: the threshold τ is recomputed from the resampled programs' calibration
+  scores, the resampled programs are relabelled, then scored. The interval includes τ's own
+  uncertainty. A ``relabel`` function (from the decision rule) does this for all resamples
+  at once.
+- ``conditional``: each program keeps the label the run gave it; the interval is
+  conditional on the calibrated τ (narrower). Proxies without a calibrated threshold
+  (P0, P3) only have this kind, which for them is the whole pipeline's interval.
+
 All resamples are scored at once from an index matrix (resamples × n) with each registered
-rate and AUC's vectorised implementation (:mod:`mcu_exp.evaluation.registry`): the label
-metrics from per-row confusion counts, the score AUC in the rank-sum (Mann–Whitney) form
-with mid-ranks for ties, which equals scikit-learn's ``roc_auc_score``. Conventions match
-:mod:`mcu_exp.evaluation.metrics` (``zero_division=0``; AUC 0.5 when a resample has one
-class).
+rate, AUC and correlation's vectorised implementation (:mod:`mcu_exp.evaluation.registry`).
+A resample where a metric is undefined (e.g. no predicted positive: precision) is left out
+of that metric's percentiles, and the report says in how many resamples that happened.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -22,6 +33,7 @@ from mcu_exp.evaluation.registry import INTERVAL_KINDS, Counts, Ranking, compute
 
 MIN_RESAMPLES = 1000
 _CELLS_PER_CHUNK = 2_000_000  # resamples × n cells scored at once, bounds memory
+Relabel = Callable[[np.ndarray], np.ndarray]  # (resamples, n) indices → (resamples, n) labels
 
 
 def stratified_indices(y_true: ArrayLike, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -36,18 +48,24 @@ def stratified_indices(y_true: ArrayLike, resamples: int, rng: np.random.Generat
 
 
 def resample_metrics(
-    y_true: ArrayLike, y_pred: ArrayLike, indices: np.ndarray, score: ArrayLike | None = None
+    y_true: ArrayLike, y_pred: ArrayLike, indices: np.ndarray, score: ArrayLike | None = None,
+    human: ArrayLike | None = None, relabel: Relabel | None = None,
 ) -> dict[str, np.ndarray]:
-    """Every registered rate and AUC (score metrics such as ``auc_score`` only when
-    ``score`` is given) of every resample row of ``indices``, vectorised; any index matrix
-    works."""
+    """Every registered rate, AUC and correlation (score metrics only when ``score`` is
+    given, correlations only with ``human`` too) of every resample row of ``indices``,
+    vectorised; any index matrix works. ``relabel`` gives each row's labels (recalibrated);
+    without it a program keeps its ``y_pred``."""
     truth, pred = check_pair(y_true, y_pred)
     idx = np.asarray(indices)
     if idx.ndim != 2:
         raise ValueError(f"indices must be a (resamples, n) matrix, got shape {idx.shape}")
     t = truth[idx]
-    ranking = None if score is None else Ranking(as_score(score, "score", truth.size), idx, t)
-    return compute(Counts.from_labels(t, pred[idx]), ranking, kinds=INTERVAL_KINDS)
+    ranking = None
+    if score is not None:
+        values = as_score(score, "score", truth.size)
+        ranking = Ranking(values, idx, t, None if human is None else as_score(human, "human", truth.size))
+    labels = pred[idx] if relabel is None else np.asarray(relabel(idx), dtype=int)
+    return compute(Counts.from_labels(t, labels), ranking, kinds=INTERVAL_KINDS)
 
 
 def bootstrap_distribution(
@@ -56,8 +74,11 @@ def bootstrap_distribution(
     score: ArrayLike | None = None,
     resamples: int = 2000,
     seed: int = 0,
+    human: ArrayLike | None = None,
+    relabel: Relabel | None = None,
 ) -> dict[str, np.ndarray]:
-    """Each metric over ``resamples`` stratified resamples (seeded NumPy Generator)."""
+    """Each metric over ``resamples`` stratified resamples (seeded NumPy Generator); see
+    :func:`resample_metrics` for ``human`` and ``relabel``."""
     if resamples < MIN_RESAMPLES:
         raise ValueError(f"evaluation.bootstrap_resamples must be at least {MIN_RESAMPLES} "
                          f"for a stable percentile interval, got {resamples}")
@@ -67,7 +88,7 @@ def bootstrap_distribution(
     parts: list[dict[str, np.ndarray]] = []
     for start in range(0, resamples, chunk):
         indices = stratified_indices(truth, min(chunk, resamples - start), rng)
-        parts.append(resample_metrics(truth, pred, indices, score))
+        parts.append(resample_metrics(truth, pred, indices, score, human, relabel))
     return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
 
 
@@ -77,11 +98,22 @@ def _check_confidence(confidence: float) -> None:
 
 
 def percentile_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
-    """The central ``confidence`` percentile interval of a bootstrap distribution."""
+    """The central ``confidence`` percentile interval of a bootstrap distribution, over its
+    defined (non-NaN) values; (NaN, NaN) when none is defined."""
     _check_confidence(confidence)
+    defined = np.asarray(values, dtype=float)
+    defined = defined[~np.isnan(defined)]
+    if defined.size == 0:
+        return float("nan"), float("nan")
     tail = 100.0 * (1.0 - confidence) / 2.0
-    low, high = np.percentile(values, [tail, 100.0 - tail])
+    low, high = np.percentile(defined, [tail, 100.0 - tail])
     return float(low), float(high)
+
+
+def undefined_shares(dist: dict[str, np.ndarray]) -> dict[str, float]:
+    """The share of resamples in which each metric was undefined (only those with any)."""
+    shares = {key: float(np.isnan(values).mean()) for key, values in dist.items()}
+    return {key: share for key, share in shares.items() if share > 0}
 
 
 def bootstrap_ci(
@@ -91,8 +123,10 @@ def bootstrap_ci(
     resamples: int = 2000,
     confidence: float = 0.95,
     seed: int = 0,
+    human: ArrayLike | None = None,
+    relabel: Relabel | None = None,
 ) -> dict[str, tuple[float, float]]:
     """Stratified bootstrap percentile interval (low, high) of each metric."""
     _check_confidence(confidence)
-    dist = bootstrap_distribution(y_true, y_pred, score, resamples, seed)
+    dist = bootstrap_distribution(y_true, y_pred, score, resamples, seed, human, relabel)
     return {key: percentile_interval(values, confidence) for key, values in dist.items()}

@@ -1,8 +1,9 @@
 """The built-in alignment metrics, positive class = understandable, with their conventions.
 
 Label metrics, from the confusion counts (tp, fp, fn, tn) of any shape, each equal to
-scikit-learn's with ``zero_division=0`` (a precision with no predicted positives, or a
-recall with no actual positives, is 0 rather than undefined):
+scikit-learn's where defined. A metric whose denominator is zero is **undefined** and
+returns NaN (never scikit-learn's ``zero_division`` 0): precision with no predicted
+positive, recall with no actual positive, F1 with neither, an AUC whose truth has one class.
 
 - accuracy = (tp + tn) / n; precision = tp / (tp + fp); recall = tp / (tp + fn);
 - F1 = 2tp / (2tp + fp + fn);
@@ -16,20 +17,26 @@ recall with no actual positives, is 0 rather than undefined):
 ``-alpha_test``), in the rank-sum (Mann–Whitney) form with mid-ranks for ties:
 (rank sum of the positives − n₊(n₊+1)/2) / (n₊n₋). This equals scikit-learn's
 ``roc_auc_score`` (the numerator is exact, so the value is the correctly rounded U/(n₊n₋);
-scikit-learn's trapezoid sum can be off in the last bit). When the truth has a single class,
-ROC AUC is undefined; both AUCs are then 0.5 (no discrimination) by convention.
+scikit-learn's trapezoid sum can be off in the last bit).
+
+``spearman`` and ``kendall`` (kind ``corr``) correlate the score with the humans' continuous
+per-program value (mean correctness, correct/total averaged over the readers) rather than
+the binary label: Spearman's ρ is the Pearson correlation of the mid-ranks, Kendall's τ is
+τ-b (ties in either variable handled), both equal to SciPy's ``spearmanr`` and
+``kendalltau``; undefined (NaN) when either variable is constant.
 
 Expected values under the prevalence-matched random labeller (n programs, n₊ = n·p
-positives, n₋ negatives; K ~ Binomial(n, p) predicted positives, E[TP | k] = k·p), exactly:
+positives, n₋ negatives; K ~ Binomial(n, p) predicted positives, E[TP | k] = k·p), given
+that the metric is defined:
 
 - E[TP] = n₊p, E[FP] = n₋p, E[FN] = n₊(1 − p), E[TN] = n₋(1 − p);
-- accuracy: p² + (1 − p)²;  recall: p (0 when n₊ = 0, by zero_division);
-- precision: Σₖ P(K = k)·E[TP | k]/k = p·(1 − (1 − p)ⁿ) (0 when K = 0);
+- accuracy: p² + (1 − p)²;  recall: p;  precision: E[TP/K | K > 0] = p (undefined when
+  n₊ = 0: the labeller then never predicts a positive);
 - F1 = 2TP / (n₊ + K), linear in TP given k: E[F1] = Σₖ P(K = k)·2kp / (n₊ + k),
   computed with scipy.stats' binomial and hypergeometric laws. For large n, K ≈ np and
   E[F1] → 2p·np / (2np) = p;
-- auc_binary: E[(1 + TPR − FPR)/2] = 0.5, as is auc_score (a score independent of the
-  truth ranks at chance).
+- auc_binary and auc_score: 0.5 (a labelling independent of the truth ranks at chance),
+  undefined when the truth has one class; spearman, kendall: 0.
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ from __future__ import annotations
 import numpy as np
 
 from mcu_exp.evaluation.registry import (
-    UNDEFINED_AUC,
+    CHANCE_AUC,
+    UNDEFINED,
     Counts,
     RandomLabeller,
     Ranking,
@@ -46,14 +54,14 @@ from mcu_exp.evaluation.registry import (
 )
 
 
-def _precision_random(r: RandomLabeller) -> float:
-    given_k = np.divide(r.tp_given_k, r.k, out=np.zeros(r.n + 1), where=r.k > 0)
-    return float(np.sum(r.p_k * given_k))
-
-
 def _f1_random(r: RandomLabeller) -> float:
-    given_k = np.divide(2.0 * r.tp_given_k, r.n_pos + r.k, out=np.zeros(r.n + 1), where=r.n_pos + r.k > 0)
-    return float(np.sum(r.p_k * given_k))
+    if r.n_pos == 0:
+        return UNDEFINED
+    return float(np.sum(r.p_k * 2.0 * r.tp_given_k / (r.n_pos + r.k)))
+
+
+def _chance_auc(r: RandomLabeller) -> float:
+    return CHANCE_AUC if 0 < r.n_pos < r.n else UNDEFINED
 
 
 @register("accuracy", kind="rate", series=False, random=lambda r: r.p * r.p + (1.0 - r.p) ** 2)
@@ -62,36 +70,37 @@ def accuracy(c: Counts) -> np.ndarray:
     return (c.tp + c.tn) / c.n
 
 
-@register("precision", kind="rate", random=_precision_random)
+@register("precision", kind="rate", random=lambda r: r.p if r.n_pos else UNDEFINED)
 def precision(c: Counts) -> np.ndarray:
-    """Fraction of the programs labelled understandable that are (0 when none is labelled)."""
-    return safe_ratio(c.tp, c.predicted, 0.0)
+    """Fraction of the programs labelled understandable that are (undefined when none is)."""
+    return safe_ratio(c.tp, c.predicted)
 
 
-@register("recall", kind="rate", random=lambda r: r.p if r.n_pos else 0.0)
+@register("recall", kind="rate", random=lambda r: r.p if r.n_pos else UNDEFINED)
 def recall(c: Counts) -> np.ndarray:
-    """Fraction of the understandable programs labelled so (0 when there are none)."""
-    return safe_ratio(c.tp, c.n_pos, 0.0)
+    """Fraction of the understandable programs labelled so (undefined when there are none)."""
+    return safe_ratio(c.tp, c.n_pos)
 
 
 @register("f1", header="F1", kind="rate", random=_f1_random)
 def f1(c: Counts) -> np.ndarray:
-    """Harmonic mean of precision and recall, 2tp / (2tp + fp + fn) (0 when tp = 0)."""
-    return safe_ratio(2 * c.tp, c.n_pos + c.predicted, 0.0)
+    """Harmonic mean of precision and recall, 2tp / (2tp + fp + fn) (0 when tp = 0 but
+    something was predicted or present; undefined when nothing was)."""
+    return safe_ratio(2 * c.tp, c.n_pos + c.predicted)
 
 
-@register("auc_binary", header="AUC (labels)", short="AUC", kind="auc", random=lambda r: UNDEFINED_AUC)
+@register("auc_binary", header="AUC (labels)", short="AUC", kind="auc", random=_chance_auc)
 def auc_binary(c: Counts) -> np.ndarray:
-    """ROC AUC of the 0/1 labels (0.5 when the truth has one class)."""
+    """ROC AUC of the 0/1 labels (undefined when the truth has one class)."""
     n_pos, n_neg = c.n_pos, c.n_neg
     tpr = safe_ratio(c.tp, n_pos, 0.0)
     fpr = safe_ratio(c.fp, n_neg, 0.0)
-    return np.where((n_pos > 0) & (n_neg > 0), 0.5 * (1.0 + tpr - fpr), UNDEFINED_AUC)
+    return np.where((n_pos > 0) & (n_neg > 0), 0.5 * (1.0 + tpr - fpr), UNDEFINED)
 
 
-@register("auc_score", header="AUC (score)", kind="auc", uses_score=True, random=lambda r: UNDEFINED_AUC)
+@register("auc_score", header="AUC (score)", kind="auc", uses_score=True, random=_chance_auc)
 def auc_score(r: Ranking) -> np.ndarray:
-    """ROC AUC of the score on each row, by rank sums with mid-ranks (0.5 for one class)."""
+    """ROC AUC of the score on each row, by rank sums with mid-ranks (undefined for one class)."""
     uniques, codes = np.unique(r.score, return_inverse=True)
     m = uniques.size
     rows = r.indices.shape[0]
@@ -102,7 +111,46 @@ def auc_score(r: Ranking) -> np.ndarray:
     n_neg = r.indices.shape[1] - n_pos
     midrank = np.cumsum(total, axis=1) - total + (total + 1) / 2.0
     u_stat = (positives * midrank).sum(axis=1) - n_pos * (n_pos + 1) / 2.0
-    return safe_ratio(u_stat, n_pos * n_neg, UNDEFINED_AUC)
+    return safe_ratio(u_stat, n_pos * n_neg)
+
+
+def _pairs(r: Ranking) -> tuple[np.ndarray, np.ndarray]:
+    """The (rows, m) score and human value of each row's programs."""
+    return r.score[r.indices], np.asarray(r.human, dtype=float)[r.indices]
+
+
+@register("spearman", header="Spearman ρ (score, correctness)", short="ρ", kind="corr",
+          uses_human=True, series=False, random=lambda r: 0.0)
+def spearman(r: Ranking) -> np.ndarray:
+    """Spearman's ρ between the score and the humans' mean correctness on each row."""
+    from scipy.stats import rankdata  # imported here: SciPy's stats take ~0.8 s to import
+
+    x, y = (rankdata(v, axis=1) for v in _pairs(r))
+    x -= x.mean(axis=1, keepdims=True)
+    y -= y.mean(axis=1, keepdims=True)
+    return safe_ratio((x * y).sum(axis=1), np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1)))
+
+
+_KENDALL_ROWS = 256  # rows × m × m cells per block
+
+
+@register("kendall", header="Kendall τ (score, correctness)", short="τ_b", kind="corr",
+          uses_human=True, series=False, random=lambda r: 0.0)
+def kendall(r: Ranking) -> np.ndarray:
+    """Kendall's τ-b between the score and the humans' mean correctness on each row."""
+    x_all, y_all = _pairs(r)
+    m = x_all.shape[1]
+    pairs = m * (m - 1) / 2.0
+    out = np.empty(x_all.shape[0])
+    for start in range(0, x_all.shape[0], _KENDALL_ROWS):
+        x, y = x_all[start:start + _KENDALL_ROWS], y_all[start:start + _KENDALL_ROWS]
+        sx = np.sign(x[:, :, None] - x[:, None, :])
+        sy = np.sign(y[:, :, None] - y[:, None, :])
+        concordance = (sx * sy).sum(axis=(1, 2)) / 2.0
+        untied_x = pairs - ((sx == 0).sum(axis=(1, 2)) - m) / 2.0
+        untied_y = pairs - ((sy == 0).sum(axis=(1, 2)) - m) / 2.0
+        out[start:start + _KENDALL_ROWS] = safe_ratio(concordance, np.sqrt(untied_x * untied_y))
+    return out
 
 
 @register("tn", kind="count", random=lambda r: r.n_neg * (1.0 - r.p))

@@ -2,13 +2,12 @@
 
 Every metric comes from :mod:`mcu_exp.evaluation.registry`: one vectorised implementation
 from the confusion counts (or the score), with the conventions of
-:mod:`mcu_exp.evaluation.definitions`: ``zero_division=0`` (a precision with no predicted
-positives, or a recall with no actual positives, is 0 rather than undefined). AUC comes two
-ways: ``auc_binary`` is the ROC AUC of the 0/1 predictions (what the paper reports; for
-binary predictions it equals balanced accuracy), ``auc_score`` the ROC AUC of a continuous
-score where higher means more understandable (e.g. ``-alpha_test``). When ``y_true`` has a
-single class, ROC AUC is undefined; it is reported as 0.5 (no discrimination) by
-convention. Every such degenerate case emits a :class:`DegenerateMetricWarning`.
+:mod:`mcu_exp.evaluation.definitions`. AUC comes two ways: ``auc_binary`` is the ROC AUC of
+the 0/1 predictions (what the paper reports; for binary predictions it equals balanced
+accuracy), ``auc_score`` the ROC AUC of a continuous score where higher means more
+understandable (e.g. ``-alpha_test``). A metric whose denominator is zero (a precision with
+no predicted positive, a recall or an AUC when ``y_true`` lacks a class) is undefined: it is
+NaN, shown as "undefined", and every such case emits a :class:`DegenerateMetricWarning`.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ import numpy as np
 
 from mcu_exp.evaluation.registry import (
     INTERVAL_KINDS,
-    UNDEFINED_AUC,
     Counts,
     Ranking,
     compute,
@@ -31,7 +29,7 @@ from mcu_exp.evaluation.registry import (
 ArrayLike = Sequence[float] | Sequence[int] | np.ndarray
 
 class DegenerateMetricWarning(UserWarning):
-    """A metric is undefined on these inputs and was given its conventional value."""
+    """A metric is undefined (NaN) or degenerate on these inputs."""
 
 
 class SingleClassWarning(DegenerateMetricWarning):
@@ -87,34 +85,33 @@ def degeneracy_messages(truth: np.ndarray, pred: np.ndarray) -> list[tuple[type[
     found: list[tuple[type[Warning], str]] = []
     if truth.min() == truth.max():
         found.append((SingleClassWarning,
-                      f"y_true holds only class {int(truth[0])}: ROC AUC is undefined and "
-                      f"reported as {UNDEFINED_AUC}; "
-                      + ("recall is 0 by zero_division=0" if truth[0] == 0
-                         else "specificity is undefined")))
+                      f"the reference labels hold only class {int(truth[0])}: ROC AUC is undefined"
+                      + ("; recall is undefined" if truth[0] == 0 else "")))
     if pred.min() == pred.max():
         found.append((ConstantPredictionWarning,
-                      f"y_pred is constant ({int(pred[0])} for every program): auc_binary is "
-                      f"{UNDEFINED_AUC} (no discrimination)"
-                      + ("; precision is 0 by zero_division=0" if pred[0] == 0 else "")))
+                      f"the proxy gives every program label {int(pred[0])}: auc_binary is at most "
+                      "chance (0.5)" + ("; precision is undefined" if pred[0] == 0 else "")))
     return found
 
 
 def alignment_metrics(
-    y_true: ArrayLike, y_pred: ArrayLike, score: ArrayLike | None = None
+    y_true: ArrayLike, y_pred: ArrayLike, score: ArrayLike | None = None, human: ArrayLike | None = None
 ) -> dict[str, float]:
-    """Every registered metric of ``y_pred`` vs ``y_true`` (rates, AUCs, the confusion
-    counts), then ``n`` and ``prevalence``.
+    """Every registered metric of ``y_pred`` vs ``y_true`` (rates, AUCs, correlations, the
+    confusion counts), then ``n`` and ``prevalence``.
 
     Score metrics such as ``auc_score`` are present only when ``score`` is given (higher =
-    more understandable). Degenerate inputs get the conventional values of the module
-    docstring and a warning.
+    more understandable), correlations with the humans only when ``human`` (their continuous
+    per-program value, e.g. mean correctness) is given too. Undefined metrics are NaN, with a
+    warning.
     """
     truth, pred = check_pair(y_true, y_pred)
     n = truth.size
     values = None if score is None else as_score(score, "score", n)
+    continuous = None if human is None or values is None else as_score(human, "human", n)
     for category, message in degeneracy_messages(truth, pred):
         warnings.warn(message, category, stacklevel=2)
-    ranking = None if values is None else Ranking.single(values, truth)
+    ranking = None if values is None else Ranking.single(values, truth, continuous)
     result = {name: float(value[0])
               for name, value in compute(Counts.from_labels(truth[None], pred[None]), ranking).items()}
     result.update({"n": float(n), "prevalence": float(truth.mean())})

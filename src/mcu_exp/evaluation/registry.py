@@ -13,11 +13,14 @@ implementations, so adding a metric is one function::
 A label metric takes :class:`Counts` (tp, fp, fn, tn arrays of any shape: one labelling,
 a (resamples,) bootstrap or a (grid,) sweep) and returns an array of that shape; a score
 metric (``uses_score=True``) takes a :class:`Ranking` (a continuous score and a
-(rows, n) index matrix) and returns one value per row. Kinds: ``rate`` and ``auc`` metrics
-get bootstrap CIs and baselines (rates shown as percentages, AUCs with 3 decimals);
-``count`` metrics (the confusion counts) are reported as they are. Listings follow kind
-order (rate, auc, count), then registration order. The built-ins, with their conventions
-(``zero_division=0``; AUC 0.5 when undefined), live in :mod:`mcu_exp.evaluation.definitions`.
+(rows, n) index matrix) and returns one value per row; a score metric that also needs the
+humans' continuous per-program value (``uses_human=True``, e.g. a rank correlation with mean
+correctness) is computed only when the ranking carries one. Kinds: ``rate``, ``auc`` and
+``corr`` metrics get bootstrap CIs and baselines (rates shown as percentages, AUCs and
+correlations with 3 decimals); ``count`` metrics (the confusion counts) are reported as they
+are. Listings follow kind order (rate, auc, corr, count), then registration order. A metric
+whose denominator is zero on some input is undefined there and returns NaN, never a
+conventional number. The built-ins live in :mod:`mcu_exp.evaluation.definitions`.
 """
 
 from __future__ import annotations
@@ -30,19 +33,20 @@ from typing import Literal
 
 import numpy as np
 
-Kind = Literal["rate", "auc", "count"]
-KINDS: tuple[Kind, ...] = ("rate", "auc", "count")
-INTERVAL_KINDS: tuple[Kind, ...] = ("rate", "auc")  # bootstrapped, compared with the baselines
-FORMATS: dict[str, tuple[str, str]] = {"rate": (".1%", ".1%"), "auc": (".3f", ".3f"),
+Kind = Literal["rate", "auc", "corr", "count"]
+KINDS: tuple[Kind, ...] = ("rate", "auc", "corr", "count")
+INTERVAL_KINDS: tuple[Kind, ...] = ("rate", "auc", "corr")  # bootstrapped, compared with the baselines
+FORMATS: dict[str, tuple[str, str]] = {"rate": (".1%", ".1%"), "auc": (".3f", ".3f"), "corr": (".3f", ".3f"),
                                        "count": (".0f", ".1f")}  # (observed, expected value)
 DEFAULT_FORMAT = ".3f"  # any other number (n, prevalence, an unregistered name)
-UNDEFINED_AUC = 0.5
+UNDEFINED = float("nan")  # the value of a metric whose denominator is zero
+CHANCE_AUC = 0.5  # an AUC's value for a ranking independent of the truth
 PRIMARY = "f1"  # the headline metric: a job's result, the tuning objective, the baseline columns
 HEADLINE = (PRIMARY, "auc_binary")  # shown per reader subgroup and in the θ and ε figures
 
 
-def safe_ratio(num: np.ndarray, den: np.ndarray, default: float) -> np.ndarray:
-    """num / den elementwise, ``default`` where den is 0 (scikit-learn's zero_division)."""
+def safe_ratio(num: np.ndarray, den: np.ndarray, default: float = UNDEFINED) -> np.ndarray:
+    """num / den elementwise, ``default`` (NaN: undefined) where den is 0."""
     out = np.full(np.shape(num), default, dtype=float)
     np.divide(num, den, out=out, where=den > 0)
     return out
@@ -91,16 +95,19 @@ class Counts:
 @dataclass(frozen=True)
 class Ranking:
     """A continuous score (higher = more understandable) and the rows to score it on: row r
-    holds programs ``indices[r]`` (e.g. a bootstrap resample) with 0/1 truth ``truth[r]``."""
+    holds programs ``indices[r]`` (e.g. a bootstrap resample) with 0/1 truth ``truth[r]`` and,
+    when known, the humans' continuous value of each program (``human``, per program like
+    ``score``, e.g. mean correctness)."""
 
     score: np.ndarray
     indices: np.ndarray
     truth: np.ndarray
+    human: np.ndarray | None = None
 
     @classmethod
-    def single(cls, score: np.ndarray, truth: np.ndarray) -> Ranking:
+    def single(cls, score: np.ndarray, truth: np.ndarray, human: np.ndarray | None = None) -> Ranking:
         """One row: every program once, in order."""
-        return cls(score=score, indices=np.arange(truth.size)[None, :], truth=truth[None, :])
+        return cls(score=score, indices=np.arange(truth.size)[None, :], truth=truth[None, :], human=human)
 
 
 @dataclass(frozen=True)
@@ -153,6 +160,7 @@ class Metric:
     """One registered metric (see the module docstring).
 
     ``random`` gives the expected value under :class:`RandomLabeller` (None: no baseline);
+    ``uses_human`` marks a score metric that needs :attr:`Ranking.human`;
     ``short`` is a compact header (per-group columns); ``series`` puts the metric on the ε
     grid and in the MLflow series; ``fmt``/``expected_fmt`` are format specs for an observed
     and an expected value (defaults by kind).
@@ -163,6 +171,7 @@ class Metric:
     kind: Kind
     compute: Compute
     uses_score: bool = False
+    uses_human: bool = False
     random: Callable[[RandomLabeller], float] | None = None
     short: str = ""
     series: bool = True
@@ -188,15 +197,17 @@ _ORDER = itertools.count()  # registration order, kept across unregister()
 
 
 def register(name: str, *, header: str | None = None, kind: Kind = "rate", uses_score: bool = False,
-             random: Callable[[RandomLabeller], float] | None = None, short: str = "",
-             series: bool = True, fmt: str = "", expected_fmt: str = "") -> Callable[[Compute], Compute]:
+             uses_human: bool = False, random: Callable[[RandomLabeller], float] | None = None,
+             short: str = "", series: bool = True, fmt: str = "",
+             expected_fmt: str = "") -> Callable[[Compute], Compute]:
     """Decorator registering its function as the implementation of metric ``name``."""
     if name in _REGISTRY:
         raise ValueError(f"metric {name!r} is already registered; unregister it first")
 
     def add(compute: Compute) -> Compute:
         _REGISTRY[name] = Metric(name=name, header=header or name, kind=kind, compute=compute,
-                                 uses_score=uses_score, random=random, short=short, series=series,
+                                 uses_score=uses_score or uses_human, uses_human=uses_human,
+                                 random=random, short=short, series=series,
                                  fmt=fmt, expected_fmt=expected_fmt, order=next(_ORDER))
         return compute
 
@@ -239,11 +250,12 @@ def header(name: str) -> str:
 def compute(counts: Counts, ranking: Ranking | None = None,
             kinds: tuple[Kind, ...] = KINDS) -> dict[str, np.ndarray]:
     """Every registered metric of ``kinds``, in order: label metrics from ``counts``, score
-    metrics from ``ranking`` (left out when it is None)."""
+    metrics from ``ranking`` (left out when it is None, and those needing the humans'
+    continuous value when the ranking has none)."""
     out: dict[str, np.ndarray] = {}
     for m in registered(kinds):
         if not m.uses_score:
             out[m.name] = m.compute(counts)  # type: ignore[arg-type]
-        elif ranking is not None:
+        elif ranking is not None and (ranking.human is not None or not m.uses_human):
             out[m.name] = m.compute(ranking)  # type: ignore[arg-type]
     return out

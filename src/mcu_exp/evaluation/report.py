@@ -10,21 +10,29 @@ from __future__ import annotations
 
 import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
 from mcu_exp.evaluation.baselines import always_positive, random_expected
-from mcu_exp.evaluation.bootstrap import bootstrap_ci
+from mcu_exp.evaluation.bootstrap import Relabel, bootstrap_distribution, percentile_interval, undefined_shares
 from mcu_exp.evaluation.metrics import ArrayLike, alignment_metrics, unique_warnings
-from mcu_exp.evaluation.registry import DEFAULT_FORMAT, INTERVAL_KINDS, metric, metric_names
+from mcu_exp.evaluation.registry import DEFAULT_FORMAT, INTERVAL_KINDS, header, metric, metric_names
+from mcu_exp.evaluation.significance import auc_permutation_p
+from mcu_exp.evaluation.verdict import verdict
+from mcu_exp.names import UNDEFINED
 
 ALWAYS = "always_positive"
 RANDOM = "random_expected"
 BASELINE_SHORT = {ALWAYS: "always", RANDOM: "random"}  # in the MLflow keys
 CI_LOW, CI_HIGH = "_ci_low", "_ci_high"  # suffixes of a metric's interval bounds in MLflow
+AUC_PERMUTATION_P = "auc_score_perm_p"  # two-sided permutation p-value of AUC(score) vs 0.5
+CI_RECALIBRATE, CI_CONDITIONAL = "recalibrate", "conditional"
+CI_METHODS = (CI_RECALIBRATE, CI_CONDITIONAL)
+CI_DESCRIPTIONS = {CI_RECALIBRATE: "stratified bootstrap resamples, τ recalibrated in each",
+                   CI_CONDITIONAL: "stratified bootstrap resamples, each program's label fixed"}
 
 
 def baseline_key(baseline: str, name: str) -> str:
@@ -37,9 +45,11 @@ def baseline_key(baseline: str, name: str) -> str:
 class AlignmentReport:
     """Metrics of one labelling against human labels, with CIs and the trivial baselines.
 
-    ``ci`` maps each rate and AUC to its stratified bootstrap percentile interval;
+    ``ci`` maps each rate, AUC and correlation to its stratified bootstrap percentile
+    interval, computed as ``ci_method`` says (see :mod:`mcu_exp.evaluation.bootstrap`);
     ``baselines`` maps "always_positive" and "random_expected" to their metrics;
-    ``warnings`` holds the degenerate-input messages raised while computing them.
+    ``tests`` holds significance tests (``auc_score_perm_p``); ``warnings`` holds the
+    degenerate-input messages raised while computing them. An undefined metric is NaN.
     """
 
     metrics: dict[str, float]
@@ -50,6 +60,19 @@ class AlignmentReport:
     confidence: float
     resamples: int
     seed: int
+    ci_method: str = CI_CONDITIONAL
+    tests: dict[str, float] = field(default_factory=dict)
+    permutations: int = 0
+
+    @property
+    def undefined(self) -> list[str]:
+        """The metrics without a value on these programs (NaN), in table order."""
+        return [name for name in self.metric_names if math.isnan(self.metrics[name])]
+
+    @property
+    def verdict(self) -> str:
+        """The plain-sentence verdict (:func:`mcu_exp.evaluation.verdict.verdict`)."""
+        return verdict(self)
 
     @property
     def metric_names(self) -> list[str]:
@@ -85,26 +108,44 @@ def evaluate(
     resamples: int = 2000,
     confidence: float = 0.95,
     seed: int = 0,
+    human: ArrayLike | None = None,
+    relabel: Relabel | None = None,
+    permutations: int = 10_000,
 ) -> AlignmentReport:
     """Metrics, stratified bootstrap CIs and baselines of ``y_pred`` (and ``score``, higher =
-    more understandable) against ``y_true``; degenerate-input warnings are emitted once each
-    and kept in the report."""
+    more understandable; ``human``, the humans' continuous per-program value for the rank
+    correlations) against ``y_true``, and the permutation test of AUC(score) (``permutations``
+    0: none). With ``relabel`` the CIs recalibrate the decision in every resample
+    (:mod:`mcu_exp.evaluation.bootstrap`). Degenerate-input warnings are emitted once each and
+    kept in the report."""
     with unique_warnings() as messages:
-        metrics = alignment_metrics(y_true, y_pred, score)
-        baselines = {ALWAYS: always_positive(y_true), RANDOM: random_expected(y_true)}
-    ci = bootstrap_ci(y_true, y_pred, score, resamples=resamples, confidence=confidence,
-                      seed=seed)
+        metrics = alignment_metrics(y_true, y_pred, score, human)
+        baselines = {ALWAYS: always_positive(y_true, human), RANDOM: random_expected(y_true)}
+    dist = bootstrap_distribution(y_true, y_pred, score, resamples, seed, human, relabel)
+    ci = {key: percentile_interval(values, confidence) for key, values in dist.items()}
+    notes = list(messages)
+    for name, share in undefined_shares(dist).items():
+        if not math.isnan(metrics[name]):
+            notes.append(f"{header(name)} is undefined in {100.0 * share:.1f}% of the resamples; "
+                         "its CI is over the others")
+    tests = {}
+    if score is not None and permutations:
+        tests[AUC_PERMUTATION_P] = auc_permutation_p(y_true, score, permutations, seed)
     return AlignmentReport(metrics=metrics, ci=ci, baselines=baselines,
-                           warnings=tuple(messages), n=int(metrics["n"]),
-                           confidence=confidence, resamples=resamples, seed=seed)
+                           warnings=tuple(notes), n=int(metrics["n"]),
+                           confidence=confidence, resamples=resamples, seed=seed,
+                           ci_method=CI_CONDITIONAL if relabel is None else CI_RECALIBRATE,
+                           tests=tests, permutations=permutations if tests else 0)
 
 
 def format_value(name: str, value: float | None, expected: bool = False) -> str:
     """A metric for display in its registered format: rates as percentages (1 decimal),
-    AUCs with 3 decimals, counts as integers (expected counts with 1 decimal); other
-    numbers with 3 decimals; "—" when missing."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    AUCs and correlations with 3 decimals, counts as integers (expected counts with 1
+    decimal); other numbers with 3 decimals; "—" when missing, "undefined" when NaN."""
+    if value is None:
         return "—"
+    if isinstance(value, float) and math.isnan(value):
+        return UNDEFINED
     try:
         return metric(name).format(value, expected)
     except KeyError:
@@ -115,6 +156,8 @@ def format_interval(name: str, interval: tuple[float, float] | None) -> str:
     """A confidence interval for display, in the unit of :func:`format_value`."""
     if interval is None:
         return "—"
+    if all(math.isnan(bound) for bound in interval):
+        return UNDEFINED
     low, high = (format_value(name, bound) for bound in interval)
     return f"[{low}, {high}]"
 
@@ -124,7 +167,7 @@ def render_table(report: AlignmentReport, title: str = "Alignment with human lab
     with rich into a string 100 columns wide, without colour or a TTY."""
     table = Table(title=title, caption=(
         f"n = {report.n}, prevalence = {100.0 * report.metrics['prevalence']:.1f}%; "
-        f"{report.resamples} stratified bootstrap resamples, seed {report.seed}"))
+        f"CIs: {report.resamples} {CI_DESCRIPTIONS[report.ci_method]}, seed {report.seed}"))
     for header, justify in (("metric", "left"), ("value", "right"),
                             (f"{100.0 * report.confidence:g} % CI", "right"),
                             ("always-1 baseline", "right"), ("random baseline", "right")):
@@ -140,16 +183,23 @@ def render_table(report: AlignmentReport, title: str = "Alignment with human lab
     console = Console(file=buffer, width=100, color_system=None, force_terminal=False,
                       force_jupyter=False, soft_wrap=False)
     console.print(table)
+    p_value = report.tests.get(AUC_PERMUTATION_P)
+    if p_value is not None:
+        shown = UNDEFINED if math.isnan(p_value) else f"{p_value:.4f}"
+        console.print(f"AUC (score) vs 0.5: two-sided permutation p = {shown} "
+                      f"({report.permutations:,} permutations)", markup=False, highlight=False)
     for message in report.warnings:
         console.print(f"warning: {message}", markup=False, highlight=False)
+    console.print(report.verdict, markup=False, highlight=False)
     return buffer.getvalue()
 
 
 def metrics_for_mlflow(report: AlignmentReport, prefix: str = "") -> dict[str, float]:
     """Flat name → value for ``mlflow.log_metrics``: each metric (with n and prevalence),
     ``<m>_ci_low``/``<m>_ci_high``, ``baseline_always_<m>`` and ``baseline_random_<m>`` for
-    the registered rates and AUCs; non-finite or missing values are left out."""
-    flat: dict[str, float | None] = dict(report.metrics)
+    the registered rates, AUCs and correlations, and the tests' p-values. Undefined values
+    stay NaN (MLflow stores NaN); missing ones are left out."""
+    flat: dict[str, float | None] = {**report.metrics, **report.tests}
     for name, (low, high) in report.ci.items():
         flat[f"{name}{CI_LOW}"] = low
         flat[f"{name}{CI_HIGH}"] = high
@@ -158,4 +208,4 @@ def metrics_for_mlflow(report: AlignmentReport, prefix: str = "") -> dict[str, f
             if name in report.metrics:
                 flat[baseline_key(baseline, name)] = report.baselines[baseline].get(name)
     return {f"{prefix}{name}": float(value) for name, value in flat.items()
-            if value is not None and math.isfinite(value)}
+            if value is not None and not math.isinf(value)}

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mcu_exp.calibration.threshold import QUANTILE_RULES
+
 
 def outputs_dir() -> Path:
     """``$MCU_EXP_OUTPUTS`` or ``./outputs``, as the app resolves ``paths.outputs``."""
@@ -39,7 +41,7 @@ def build_parser(prog: str = "mcu-exp tune") -> argparse.ArgumentParser:
     parser.add_argument("--trials", type=int, default=100, help="Optuna trials per study (default 100)")
     parser.add_argument("--folds", type=int, default=5, help="outer cross-validation folds (default 5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the folds and the TPE samplers")
-    parser.add_argument("--quantile", choices=("empirical", "conformal"), default=None,
+    parser.add_argument("--quantile", choices=QUANTILE_RULES, default=None,
                         help="quantile rule for τ in ε mode (default: the run's, else empirical)")
     parser.add_argument("--epsilon-range", type=float, nargs=2, default=(0.01, 0.6), metavar=("LOW", "HIGH"))
     parser.add_argument("--reference-epsilon", type=float, default=None,
