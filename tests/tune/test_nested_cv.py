@@ -62,7 +62,7 @@ def test_held_out_programs_never_inform_their_own_fold() -> None:
     changed_cal[test] = 10.0  # the held-out programs' calibration scores: absurd, and unused
     other = nested_cv(dataclasses.replace(scores, alpha_cal=changed_cal), "epsilon", folds=4, trials=15, seed=3)
     assert other.folds[0] == base.folds[0]
-    assert other.in_sample.tau != base.in_sample.tau  # the all-programs tuning does see them
+    assert other.in_sample.value != base.in_sample.value  # the all-programs tuning does see them
 
 
 def test_tuned_value_gives_the_reported_f1_and_seeds_reproduce() -> None:

@@ -95,8 +95,8 @@ def decide_labels(search: str, value: float, alpha_cal: np.ndarray, alpha_test: 
 
 
 def f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
-    """The objective (F1 of the understandable class, 0 when nothing is predicted or present),
-    with the registry's implementation."""
+    """F1 of the understandable class with the registry's implementation (NaN when nothing is
+    predicted or present; the tuning objective counts that as 0)."""
     return label_metric(OBJECTIVE, np.asarray(y_true), np.asarray(y_pred))
 
 
@@ -138,7 +138,8 @@ def tune(scores: Scores, search: str, trials: int, seed: int, quantile: str = "e
     def objective(trial: optuna.Trial) -> float:
         value = trial.suggest_float(search, low, high)
         labels, _ = decide_labels(search, value, scores.alpha_cal, scores.alpha_test, quantile)
-        return f1(scores.labels, labels)
+        achieved = f1(scores.labels, labels)
+        return 0.0 if math.isnan(achieved) else achieved  # undefined (nothing present or predicted): no credit
 
     done = len([t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE])
     if trials > done:
@@ -186,6 +187,9 @@ class TuneResult:
     def fold_f1(self) -> tuple[float, float]:
         """Mean and standard deviation of the per-fold held-out F1."""
         values = np.array([f.test_f1 for f in self.folds], dtype=float)
+        values = values[~np.isnan(values)]  # a fold where F1 is undefined has no F1 to average
+        if values.size == 0:
+            return math.nan, math.nan
         return float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else 0.0
 
     def row(self) -> dict[str, Any]:
