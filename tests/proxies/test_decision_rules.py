@@ -14,10 +14,10 @@ from mcu_exp.calibration import RULES, Scores, apply_rule, check_rule, decide
 from mcu_exp.config import DecisionConfig
 from mcu_exp.pipeline import build_proxies, typed_config
 
-# Small arrays chosen by hand. τ at ε = 0.2 over ALPHA_CAL: empirical (linear) quantile at
-# 0.8 = 0.4 + 0.2 × 0.1 = 0.42; conformal = the ⌈6 × 0.8⌉ = 5th smallest = 0.5.
+# Small arrays chosen by hand. τ at ε = 0.2 over ALPHA_CAL: empirical = the ⌈5 × 0.8⌉ = 4th
+# smallest = 0.4 (linear would interpolate 0.42); conformal = the ⌈6 × 0.8⌉ = 5th smallest = 0.5.
 ALPHA_CAL = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
-ALPHA_TEST = np.array([0.05, 0.41, 0.45, 0.9])
+ALPHA_TEST = np.array([0.05, 0.38, 0.45, 0.9])
 SIMILARITY = np.array([0.2, 0.45, 0.6, 0.44])
 
 
@@ -28,8 +28,12 @@ def rule_cfg(rule: str, epsilon: float = 0.2, quantile: str = "empirical", theta
 def test_conformal_by_hand() -> None:
     d = apply_rule("conformal", Scores(alpha_cal=ALPHA_CAL, alpha_test=ALPHA_TEST), rule_cfg("conformal"))
     assert d.rule == "conformal" and d.labels.tolist() == [1, 1, 0, 0]
-    assert d.params["tau"] == pytest.approx(0.42) and d.params["quantile"] == "empirical"
+    assert d.params["tau"] == 0.4 and d.params["quantile"] == "empirical"
     assert d.metrics["coverage"] == 0.5 and d.metrics["nominal_coverage"] == pytest.approx(0.8)
+    assert d.metrics["calibration_fraction"] == 0.8
+    linear = apply_rule("conformal", Scores(alpha_cal=ALPHA_CAL, alpha_test=ALPHA_TEST),
+                        rule_cfg("conformal", quantile="linear"))
+    assert linear.params["tau"] == pytest.approx(0.42)
     conformal = apply_rule("conformal", Scores(alpha_cal=ALPHA_CAL, alpha_test=ALPHA_TEST),
                            rule_cfg("conformal", quantile="conformal"))
     assert conformal.labels.tolist() == [1, 1, 1, 0] and conformal.params["tau"] == 0.5
@@ -52,8 +56,8 @@ def test_p1_and_theta_by_hand() -> None:
     scores = Scores(similarity_test=SIMILARITY, p1_alpha_cal=ALPHA_CAL, p1_alpha_test=ALPHA_TEST)
     d = apply_rule("p1_and_theta", scores, rule_cfg("p1_and_theta"))
     assert d.labels.tolist() == [0, 1, 0, 0]  # P1 [1, 1, 0, 0] AND θ [0, 1, 1, 0]
-    assert d.params["theta"] == 0.45 and d.params["tau_p1"] == pytest.approx(0.42)
-    assert d.metrics["p1.high_share"] == 0.5 and d.metrics["p1.tau"] == pytest.approx(0.42)
+    assert d.params["theta"] == 0.45 and d.params["tau_p1"] == 0.4
+    assert d.metrics["p1.high_share"] == 0.5 and d.metrics["p1.tau"] == 0.4
     assert d.prefixed["above_theta_share"] == 0.5
 
 

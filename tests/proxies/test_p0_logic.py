@@ -75,24 +75,42 @@ def test_majority_over_all_runs_in_original_indices() -> None:
     assert result["answer"] == 2 and result["answered_correctly"] and result["n_samples"] == 12
 
 
-def test_unparseable_answers_do_not_vote() -> None:
-    answers = answers_for([["A", "garbage", "???"], ["nothing"], ["D", "D"], []])  # run 2 shows (0,1,2,3): D = 3
-    result = question_results(answers, [QUESTION]).iloc[0]
+def test_samples_without_an_answer_count_against_every_option() -> None:
+    # run 0 shows (2, 3, 0, 1): A = option 2 (correct); run 2 shows (0, 1, 2, 3): D = option 3
+    outvoted = answers_for([["A", "garbage", "???"], ["nothing"], ["D", "D"], []])
+    result = question_results(outvoted, [QUESTION]).iloc[0]
     assert result["n_parseable"] == 3 and result["n_samples"] == 6
-    assert result["answer"] == 3  # two votes for option 3 beat one for option 2
-    assert not result["answered_correctly"]
+    assert pd.isna(result["answer"]) and not result["tied"]  # 3 without an answer beat 2 votes for option 3
+    assert result["sample_accuracy"] == pytest.approx(1 / 6) and not result["answered_correctly"]
+    assert result["answer_share"] == 0.5 and not result["too_few_answers"]  # the minimum itself is enough
+    tied = question_results(answers_for([["A", "garbage"], ["nothing"], ["D", "D"]]), [QUESTION]).iloc[0]
+    assert pd.isna(tied["answer"]) and tied["tied"]
+    won = question_results(answers_for([["A", "garbage"], [], ["D", "D", "D"]]), [QUESTION]).iloc[0]
+    assert won["answer"] == 3 and not won["answered_correctly"]
+
+
+def test_a_question_with_too_few_answers_is_flagged() -> None:
+    answers = answers_for([["x", "y", "z"], ["A"]])  # run 1 shows (1, 2, 3, 0): A = option 1
+    assert question_results(answers, [QUESTION]).iloc[0]["too_few_answers"]  # 1 of 4 < 0.5
+    assert not question_results(answers, [QUESTION], min_answer_share=0.25).iloc[0]["too_few_answers"]
 
 
 def test_program_high_iff_at_least_half_the_questions_right() -> None:
     per_question = pd.DataFrame({
         "program_id": ["a", "a", "a", "b", "b", "c", "c", "c"],
         "answered_correctly": [True, False, False, True, False, True, True, False],
+        "n_samples": [4] * 8,
+        "n_parseable": [4, 4, 4, 1, 2, 4, 0, 0],
     })
     table = program_table(per_question, ["a", "b", "c"])
     assert table.loc["a", "label"] == 0 and table.loc["a", "score"] == pytest.approx(1 / 3)
     assert table.loc["b", "label"] == 1 and table.loc["b", "score"] == 0.5  # half is enough (ABU50)
     assert table.loc["c", "label"] == 1
     assert list(table.index) == ["a", "b", "c"]
+    assert table["answer_share"].tolist() == [1.0, 3 / 8, 4 / 12]  # over all of a program's samples
+    assert table["too_few_answers"].tolist() == [False, True, True]
+    assert program_table(per_question, ["a", "b", "c"], min_answer_share=0.3)["too_few_answers"].tolist() == [
+        False, False, False]
 
 
 def test_position_bias_shares() -> None:

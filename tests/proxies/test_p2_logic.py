@@ -11,8 +11,9 @@ from hydra.errors import MissingConfigException
 from proxy_support import compose_cfg, make_proxy, synthetic_dataset, walk_stages
 
 from mcu_exp.pipeline import typed_config
-from mcu_exp.proxies.experts import EXPERT_SUMMARIES, centrality, draw_index, program_rng, top_n
+from mcu_exp.proxies.experts import EXPERT_SUMMARIES, centrality, top_n
 from mcu_exp.proxies.stages import TARGET_SUMMARIES
+from mcu_exp.streams import REFERENCE, draw_index, expert_summaries, program_rng, program_seed
 
 
 def test_centrality_is_the_mean_similarity_to_the_others() -> None:
@@ -41,13 +42,16 @@ def test_top_n_ranks_by_centrality() -> None:
     assert np.isnan(centrality(np.ones((1, 1)))).all()
 
 
-def test_seeded_draws_depend_only_on_seed_and_program() -> None:
-    draws = [draw_index(9, 0, f"prog-{i}") for i in range(200)]
-    assert draws == [draw_index(9, 0, f"prog-{i}") for i in range(200)]
+def test_seeded_draws_depend_only_on_seed_program_and_stream() -> None:
+    draws = [draw_index(9, 0, f"prog-{i}", REFERENCE) for i in range(200)]
+    assert draws == [draw_index(9, 0, f"prog-{i}", REFERENCE) for i in range(200)]
     assert set(draws) == set(range(9))  # every pool member can be drawn
-    assert draws != [draw_index(9, 1, f"prog-{i}") for i in range(200)]
-    a = program_rng(3, "x").integers(1000, size=5)
-    assert np.array_equal(a, program_rng(3, "x").integers(1000, size=5))
+    assert draws != [draw_index(9, 1, f"prog-{i}", REFERENCE) for i in range(200)]
+    assert draws != [draw_index(9, 0, f"prog-{i}", "another stream") for i in range(200)]
+    a = program_rng(3, "x", REFERENCE).integers(1000, size=5)
+    assert np.array_equal(a, program_rng(3, "x", REFERENCE).integers(1000, size=5))
+    assert 0 <= program_seed(-1, "x", REFERENCE) < 2**31 and program_seed(-1, "x", REFERENCE) != program_seed(
+        1, "x", REFERENCE)
 
 
 def test_member_model_configs_are_composed_with_the_members_overrides() -> None:
@@ -77,5 +81,8 @@ def test_an_expert_override_reaches_that_experts_requests(tmp_path: Path) -> Non
                       f"{EXPERT_SUMMARIES}:smollm2-b": {48}, f"{EXPERT_SUMMARIES}:smollm2-c": {48}}
     a = stages[f"{EXPERT_SUMMARIES}:smollm2-a"]
     assert a.model.max_new_tokens == 17 and a.model_label == "smollm2-a"
-    assert [(r.n, r.seed, r.temperature) for r in a.requests] == [(3, 101, 0.7)] * 3
-    assert [(r.n, r.seed) for r in stages[TARGET_SUMMARIES].requests] == [(4, 0)] * 3
+    ids = proxy.ctx.program_ids
+    assert [(r.n, r.seed, r.temperature) for r in a.requests] == [
+        (3, program_seed(101, pid, expert_summaries("smollm2-a")), 0.7) for pid in ids]
+    assert [(r.n, r.seed) for r in stages[TARGET_SUMMARIES].requests] == [
+        (4, program_seed(0, pid, TARGET_SUMMARIES)) for pid in ids]

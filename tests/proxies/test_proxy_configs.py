@@ -41,6 +41,17 @@ def test_the_reference_is_p0_by_default(tmp_path: Path) -> None:
     assert typed_config(compose_cfg("reference=null")).reference is None
 
 
+@pytest.mark.parametrize(("name", "key"), [("p3", "min_verdict_share"), ("p0", "min_answer_share")])
+def test_the_minimum_share_of_readable_answers_is_a_share(tmp_path: Path, name: str, key: str) -> None:
+    assert getattr(make_proxy(compose_cfg(f"proxy={name}"), synthetic_dataset(3), tmp_path).cfg, key) == 0.5
+    for value in (0.0, 1.0):
+        assert list(make_proxy(compose_cfg(f"proxy={name}", f"proxy.{key}={value}"), synthetic_dataset(3),
+                               tmp_path).problems()) == []
+    for value in (-0.1, 1.5):
+        proxy = make_proxy(compose_cfg(f"proxy={name}", f"proxy.{key}={value}"), synthetic_dataset(3), tmp_path)
+        assert list(proxy.problems()) == [f"proxy.{key}={value}: expected a share in [0, 1]"]
+
+
 @pytest.mark.parametrize(("group", "rule"), [("theta", "theta"), ("p1_and_theta", "p1_and_theta")])
 def test_decision_groups(tmp_path: Path, group: str, rule: str) -> None:
     cfg = compose_cfg("proxy=p2", f"decision={group}")

@@ -14,9 +14,10 @@ from mcu_exp.data import Dataset
 from mcu_exp.llm import CachedGenerator
 from mcu_exp.proxies.base import Proxy
 from mcu_exp.proxies.p0_subject import SubjectConfig, answer_jobs
-from mcu_exp.proxies.p3_judge import assign_judges, judge_request
+from mcu_exp.proxies.p3_judge import assign_judges, judge_request, judgment_seed
 from mcu_exp.proxies.preview import StageEstimate, preview
 from mcu_exp.proxies.stages import StageResults, summary_requests
+from mcu_exp.streams import expert_summaries
 
 SUMMARIES = ("proxy.k=4", "proxy.k_cal=2", "experts.m=3", "experts.top_n=1")
 TINY = (*SUMMARIES, "reference.samples=2")
@@ -53,8 +54,9 @@ def fill_cache(proxy: Proxy, reference: Proxy | None) -> int:
     total += sum(r.n for r in targets)
     members = ctx.experts.labelled()  # by display label, as the judges are drawn
     if proxy.name == "p2":
-        for member in members.values():
-            requests = summary_requests(member.model, dataset, ids, c.prompt, ctx.experts.m, member.seed)
+        for label, member in members.items():
+            requests = summary_requests(member.model, dataset, ids, c.prompt, ctx.experts.m, member.seed,
+                                        stream=expert_summaries(label))
             prefill(cache, member.model, requests, lambda pos, i: f"Expert summary {i} of {pos}.")
             total += sum(r.n for r in requests)
     if proxy.name == "p3":
@@ -62,7 +64,8 @@ def fill_cache(proxy: Proxy, reference: Proxy | None) -> int:
         for pos, pid in enumerate(ids):
             member, program = members[judges[pid]], dataset.program(pid)
             requests = [judge_request(member.model, program.code, program.language, summary(pos, i), c.r,
-                                      member.seed, c.judge_max_new_tokens) for i in range(c.k)]
+                                      judgment_seed(member.seed, pid, i), c.judge_max_new_tokens)
+                        for i in range(c.k)]
             prefill(cache, member.model, requests, lambda i, j: "CORRECT" if (i + j) % 3 else "INCORRECT")
             total += sum(r.n for r in requests)
     return total

@@ -41,6 +41,27 @@ def test_unparseable_is_its_own_class(text: str) -> None:
     assert parse_verdict(text) == UNPARSEABLE
 
 
+@pytest.mark.parametrize("text", [
+    "I would not say it is correct", "I don't think the summary is correct", "it is not really correct",
+    "I do not believe the summary is correct.", "I wouldn't call this summary correct.",
+    "I can't say that the summary is correct.", "The summary cannot be correct.",
+    "I don't really think that this summary is fully correct.", "I do not think it's correct",
+])
+def test_a_negation_at_a_distance_makes_it_incorrect(text: str) -> None:
+    assert parse_verdict(text) == INCORRECT
+
+
+@pytest.mark.parametrize("text", [
+    "correct", "The summary is correct.", "CORRECT: it does not crash", "I don't think it is incorrect.",
+    "I do not think it's not correct.", "It does not crash and the summary is correct.",
+    "I do not think so. The summary is correct.", "It does not mention the cache; the summary is correct.",
+    "I don't think it misses anything, but the summary is correct.", "No, it is correct.",
+    "It does not say what it returns and is otherwise correct.",
+])
+def test_a_negation_in_another_clause_leaves_it_correct(text: str) -> None:
+    assert parse_verdict(text) == CORRECT
+
+
 def test_a_leading_verdict_wins_over_later_mentions() -> None:
     assert parse_verdict("Correct. An incorrect reading would miss the loop.") == CORRECT
     assert parse_verdict("Incorrect. The summary is correct about the loop only.") == INCORRECT

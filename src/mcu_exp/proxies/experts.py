@@ -3,15 +3,16 @@
 Each expert writes ``m`` intent summaries of a program (the same summary prompt as the
 target); its ``top_n`` most central summaries (highest mean BERTScore-F1 to that expert's
 other summaries, ties broken by sample index) are kept, the experts' kept summaries are
-pooled, and one pooled summary is drawn as the reference ``r*`` with a generator seeded by
-``(experts.reference_seed, program id)``: a program's reference does not move when other
-programs are added or dropped. Each member's model config is composed by Hydra
-(``conf/experts/*.yaml``), so command-line overrides reach it.
+pooled, and one pooled summary is drawn as the reference ``r*`` from the program's
+``reference`` stream under ``experts.reference_seed`` (:mod:`mcu_exp.streams`): a program's
+reference does not move when other programs are added or dropped, and is independent of
+P3's judge. Each expert's summary requests are seeded from the program's own
+``expert summaries:<label>`` stream under the member's ``seed``. Each member's model config
+is composed by Hydra (``conf/experts/*.yaml``), so command-line overrides reach it.
 """
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,14 +23,10 @@ import pandas as pd
 from mcu_exp.config import ExpertsConfig
 from mcu_exp.proxies.base import ProxyContext
 from mcu_exp.proxies.stages import Stage, StageResults, summary_requests
+from mcu_exp.streams import REFERENCE, draw_index, expert_summaries
 
 RANKINGS = ("centrality",)
 EXPERT_SUMMARIES = "P2 expert summaries"
-
-
-def program_rng(seed: int, program_id: str) -> np.random.Generator:
-    """A generator seeded by ``(seed, program id)`` (the id through CRC-32, as P1's split)."""
-    return np.random.default_rng([int(seed), zlib.crc32(program_id.encode("utf-8"))])
 
 
 def centrality(similarity: np.ndarray) -> np.ndarray:
@@ -50,13 +47,6 @@ def top_n(similarity: np.ndarray, n: int) -> np.ndarray:
         raise ValueError(f"experts.top_n={n}: expected 1..{len(scores)} (experts.m)")
     order = np.argsort(-np.nan_to_num(scores, nan=0.0), kind="stable")
     return order[:n]
-
-
-def draw_index(size: int, seed: int, program_id: str) -> int:
-    """A seeded draw of one of ``size`` items for one program."""
-    if size < 1:
-        raise ValueError(f"cannot draw from an empty set for program {program_id!r}")
-    return int(program_rng(seed, program_id).integers(size))
 
 
 @dataclass(frozen=True)
@@ -106,7 +96,7 @@ def expert_stages(ctx: ProxyContext, prompt: str) -> Iterator[Stage]:
     """One stage per expert: ``m`` summaries of every program (the target's summary prompt)."""
     for label, member in ctx.experts.labelled().items():
         requests = summary_requests(member.model, ctx.dataset, ctx.program_ids, prompt, ctx.experts.m,
-                                    member.seed)
+                                    member.seed, stream=expert_summaries(label))
         yield Stage(f"{EXPERT_SUMMARIES}:{label}", EXPERT_SUMMARIES, label, member.model, requests)
 
 
@@ -130,7 +120,7 @@ def build_pools(ctx: ProxyContext, done: StageResults, scorer: Any) -> ExpertPoo
                              "sample_index": i, "text": text, "centrality": float(scores[i]),
                              "rank": rank[i], "kept": i in kept})
     seed = experts.reference_seed
-    references = {pid: pool[draw_index(len(pool), seed, pid)] for pid, pool in pools.items()}
+    references = {pid: pool[draw_index(len(pool), seed, pid, REFERENCE)] for pid, pool in pools.items()}
     records = pd.DataFrame(rows, columns=["program_id", "expert", "model", "sample_index", "text",
                                           "centrality", "rank", "kept"])
     ref_keys = {(pid, e.expert, e.sample_index) for pid, e in references.items()}

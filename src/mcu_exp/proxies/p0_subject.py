@@ -3,11 +3,17 @@
 Each multiple-choice question is shown with its options lettered A, B, C, … For ``q``
 options and ``proxy.rotate=true`` it is asked in ``q`` runs that rotate the options
 cyclically so that the correct one sits at each position exactly once (run ``j`` shows the
-correct option at position ``j``); ``proxy.samples`` samples per run. Every sample is parsed
-(:func:`mcu_exp.scoring.parsing.parse_choice`) and mapped back to the ORIGINAL option index;
-the question's answer is the majority over all parseable samples of all runs (a tie for the
-top leaves it unanswered, i.e. wrong). A program is High iff at least half of its questions
-are answered correctly (the ABU50 rule); score = the share answered correctly.
+correct option at position ``j``); ``proxy.samples`` samples per run, each run's request
+seeded from the program's ``answers:<question id>:<run>`` stream under ``proxy.sample_seed``
+(:mod:`mcu_exp.streams`; the rotations themselves are fixed, not drawn). Every sample is
+parsed (:func:`mcu_exp.scoring.parsing.parse_choice`) and mapped back to the ORIGINAL option
+index; the question's answer is the option chosen most often over all samples of all runs,
+where the samples without an answer form a block the winner must strictly outnumber (they
+count as not correct; a tie for the top leaves the question unanswered, i.e. wrong). A
+question, or a program over all its samples, with fewer than ``proxy.min_answer_share`` of
+its samples answered is flagged (``too_few_answers``, ``p0.questions_too_few_answers``,
+``p0.programs_too_few_answers`` and one warning). A program is High iff at least half of
+its questions are answered correctly (the ABU50 rule); score = the share answered correctly.
 
 Programs without questions are dropped with a warning (and counted); the table holds only
 programs with questions. P0's labels are also the reference P1–P3 are scored against
@@ -23,7 +29,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from mcu_exp.config import ModelConfig
@@ -33,8 +38,10 @@ from mcu_exp.llm.cache import canonical_json
 from mcu_exp.proxies.base import Proxy, ProxyOutcome
 from mcu_exp.proxies.prompts import question_messages
 from mcu_exp.proxies.stages import Stage, StageResults
-from mcu_exp.proxies.voting import majority
+from mcu_exp.proxies.voting import plurality, too_few
 from mcu_exp.scoring.parsing import option_letters, parse_choice
+from mcu_exp.streams import answers as answer_stream
+from mcu_exp.streams import program_seed
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +58,8 @@ class SubjectConfig:
     samples: int = 5  # samples per question and rotation
     rotate: bool = True  # one run per option position of the correct answer
     answer_max_new_tokens: int = 8
-    sample_seed: int = 0
+    sample_seed: int = 0  # seeds each run's request (its own stream per program, question and run)
+    min_answer_share: float = 0.5  # below this share of samples with an answer, a question/program is flagged
 
 
 def rotation_orders(n_options: int, correct: int, rotate: bool = True) -> list[tuple[int, ...]]:
@@ -86,7 +94,8 @@ def split_by_questions(dataset: Dataset, program_ids: Sequence[str]) -> tuple[li
 def answer_jobs(model: ModelConfig, dataset: Dataset, program_ids: Sequence[str],
                 proxy_cfg: SubjectConfig) -> list[AnswerJob]:
     """Every run of every question of ``program_ids``: ``proxy.samples`` samples of at most
-    ``proxy.answer_max_new_tokens`` tokens, seeded with ``proxy.sample_seed``."""
+    ``proxy.answer_max_new_tokens`` tokens, each run seeded from its own stream under
+    ``proxy.sample_seed``."""
     jobs = []
     for pid in program_ids:
         program = dataset.program(pid)
@@ -96,7 +105,8 @@ def answer_jobs(model: ModelConfig, dataset: Dataset, program_ids: Sequence[str]
                                                         bool(proxy_cfg.rotate))):
                 shown = [question.options[i] for i in order]
                 messages = question_messages(program.code, program.language, question.text, shown)
-                request = request_for(model, messages, n=proxy_cfg.samples, seed=proxy_cfg.sample_seed)
+                seed = program_seed(proxy_cfg.sample_seed, pid, answer_stream(question.question_id, run))
+                request = request_for(model, messages, n=proxy_cfg.samples, seed=seed)
                 request = dataclasses.replace(request, max_new_tokens=proxy_cfg.answer_max_new_tokens)
                 jobs.append(AnswerJob(question, run, order, request))
     return jobs
@@ -118,27 +128,39 @@ def read_answers(job: AnswerJob, texts: Sequence[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def question_results(answers: pd.DataFrame, questions: Sequence[Question]) -> pd.DataFrame:
-    """Per question: samples, parseable samples, votes, the majority answer and whether it is right."""
+def question_results(answers: pd.DataFrame, questions: Sequence[Question],
+                     min_answer_share: float = 0.5) -> pd.DataFrame:
+    """Per question: samples, parseable samples, votes, the answer (samples without one count
+    against every option), whether it is right, and whether too few samples had an answer."""
     rows = []
     for q in questions:
         mine = answers[(answers["program_id"] == q.program_id) & (answers["question_id"] == q.question_id)]
         votes = [int(o) for o in mine["option"].dropna()]
-        answer = majority(votes)
+        answer, tied = plurality(votes, abstentions=len(mine) - len(votes))
+        share = len(votes) / len(mine) if len(mine) else 0.0
+        hits = sum(v == q.correct for v in votes)  # a sample without an answer is not correct
         rows.append({"program_id": q.program_id, "question_id": q.question_id, "n_samples": len(mine),
                      "n_parseable": len(votes), "correct_option": q.correct,
                      "votes": canonical_json({str(k): v for k, v in sorted(Counter(votes).items())}),
-                     "answer": answer, "tied": answer is None and bool(votes),
-                     "sample_accuracy": float(np.mean([v == q.correct for v in votes])) if votes else float("nan"),
+                     "answer": answer, "tied": tied,
+                     "sample_accuracy": hits / len(mine) if len(mine) else float("nan"),
+                     "answer_share": share, "too_few_answers": too_few(share, min_answer_share),
                      "answered_correctly": answer == q.correct})
     return pd.DataFrame(rows).astype({"answer": "Int64"})
 
 
-def program_table(per_question: pd.DataFrame, program_ids: Sequence[str]) -> pd.DataFrame:
-    """Per program: questions, correctly answered, score = their share, label = score ≥ 1/2."""
-    grouped = per_question.groupby("program_id", sort=False)["answered_correctly"]
-    table = pd.DataFrame({"n_questions": grouped.size(), "n_correct": grouped.sum().astype(int)})
+def program_table(per_question: pd.DataFrame, program_ids: Sequence[str],
+                  min_answer_share: float = 0.5) -> pd.DataFrame:
+    """Per program: questions, correctly answered, score = their share, label = score ≥ 1/2,
+    and the share of its samples (over all its questions) with an answer, flagged below
+    ``min_answer_share``."""
+    grouped = per_question.groupby("program_id", sort=False)
+    table = pd.DataFrame({"n_questions": grouped.size(),
+                          "n_correct": grouped["answered_correctly"].sum().astype(int)})
+    samples = grouped["n_samples"].sum()
+    table["answer_share"] = (grouped["n_parseable"].sum() / samples.where(samples > 0)).fillna(0.0)
     table = table.reindex(list(program_ids))
+    table["too_few_answers"] = [too_few(share, min_answer_share) for share in table["answer_share"]]
     table["score"] = table["n_correct"] / table["n_questions"]
     table["label"] = (table["score"] >= 0.5).astype(int)
     table.index.name = "program_id"
@@ -168,6 +190,8 @@ class SubjectProxy(Proxy):
     def problems(self) -> Iterator[str]:
         if self.cfg.samples < 1:
             yield f"proxy.samples={self.cfg.samples}: expected at least 1 sample per run"
+        if not 0.0 <= self.cfg.min_answer_share <= 1.0:
+            yield f"proxy.min_answer_share={self.cfg.min_answer_share}: expected a share in [0, 1]"
 
     def applies(self) -> bool:
         return bool(split_by_questions(self.ctx.dataset, self.ctx.program_ids)[0])
@@ -194,13 +218,18 @@ class SubjectProxy(Proxy):
         answers = pd.DataFrame([row for job, t in zip(jobs, texts) for row in read_answers(job, t)],
                                columns=columns).astype({"option": "Int64"})
         questions = [q for pid in kept for q in self.ctx.dataset.questions_for(pid)]
-        per_question = question_results(answers, questions)
-        table = program_table(per_question, kept)
+        minimum = self.cfg.min_answer_share
+        per_question = question_results(answers, questions, minimum)
+        table = program_table(per_question, kept, minimum)
+        flagged = [pid for pid in kept if table.loc[pid, "too_few_answers"]]
+        if flagged:
+            log.warning("P0: %d of %d programs have an answer for less than %g of their samples "
+                        "(too_few_answers in per_program.csv; first: %s)", len(flagged), len(kept), minimum,
+                        flagged[0])
         n_samples = len(answers)
         n_unparseable = int(answers["letter"].isna().sum())
         if n_unparseable:
             log.warning("P0: %d of %d answers were unparseable (see answers.csv)", n_unparseable, n_samples)
-        parsed = answers["is_correct"].dropna().astype(bool)
         metrics = {
             "p0.programs": float(len(kept)),
             "p0.programs_without_questions": float(len(dropped)),
@@ -210,15 +239,18 @@ class SubjectProxy(Proxy):
             "p0.unparseable_share": n_unparseable / n_samples if n_samples else float("nan"),
             "p0.tied_questions": float(per_question["tied"].sum()),
             "p0.questions_correct_share": float(per_question["answered_correctly"].mean()),
-            "p0.sample_accuracy": float(parsed.mean()) if len(parsed) else float("nan"),
+            "p0.sample_accuracy": float(answers["is_correct"].eq(True).mean()) if n_samples else float("nan"),
+            "p0.questions_too_few_answers": float(per_question["too_few_answers"].sum()),
+            "p0.programs_too_few_answers": float(len(flagged)),
             "p0.high_share": float(table["label"].mean()),
             **position_metrics(answers, max(len(q.options) for q in questions)),
         }
         labels = table[["label", "score"]].reset_index()
         return ProxyOutcome(
             table=table,
-            params={"samples": self.cfg.samples, "rotate": self.cfg.rotate,
-                    "tie_rule": "question tie -> unanswered (wrong); program High iff >= half correct"},
+            params={"samples": self.cfg.samples, "rotate": self.cfg.rotate, "min_answer_share": minimum,
+                    "tie_rule": "no answer -> not correct; question tie -> unanswered (wrong); "
+                                "program High iff >= half correct"},
             metrics=metrics,
             records={"answers": answers, "p0_questions": per_question, "p0_labels": labels},
         )

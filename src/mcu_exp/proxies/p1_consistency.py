@@ -1,7 +1,9 @@
 """P1, semantic self-consistency: does the model summarise a program the same way each time?
 
-For each program the target model writes ``k`` intent summaries; a seeded split gives
-``k_cal`` calibration and ``k - k_cal`` test summaries. SSC = mean pairwise BERTScore-F1,
+For each program the target model writes ``k`` intent summaries (the request seeded from
+the program's own ``target summaries`` stream under ``proxy.sample_seed``); a split drawn
+from its ``split`` stream under ``proxy.split_seed`` gives ``k_cal`` calibration and
+``k - k_cal`` test summaries (streams: :mod:`mcu_exp.streams`). SSC = mean pairwise BERTScore-F1,
 α = 1 − SSC. τ = the (1 − ε) quantile of α_cal over programs; High iff α_test ≤ τ.
 
 :class:`SummaryProxy` holds what P1, P2 and P3 share: the target's summaries (one stage, so
@@ -10,7 +12,6 @@ one set of cache entries for all three) and their calibration/test split.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -24,6 +25,7 @@ from mcu_exp.proxies.base import Proxy, ProxyOutcome
 from mcu_exp.proxies.prompts import TEMPLATES
 from mcu_exp.proxies.stages import TARGET_SUMMARIES, Stage, StageResults, summary_requests
 from mcu_exp.scoring import BertScorer
+from mcu_exp.streams import SPLIT, program_rng
 
 
 @dataclass
@@ -34,18 +36,17 @@ class SummaryConfig:
     k: int = 20  # summaries per program
     k_cal: int = 10  # of which calibration; the rest are test
     split_seed: int = 0
-    sample_seed: int = 0  # seed of the generation requests
+    sample_seed: int = 0  # seeds each program's generation request (its own stream)
     prompt: str = "summarize_intent"  # key into mcu_exp.proxies.prompts.TEMPLATES
 
 
 def split_indices(program_id: str, k: int, k_cal: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """A seeded calibration/test split of sample indices ``0..k-1`` for one program.
 
-    Seeded by ``(seed, program id)``, so a program's split does not change when other
-    programs are added, dropped or reordered.
+    Drawn from the program's ``split`` stream under ``seed``, so a program's split does not
+    change when other programs are added, dropped or reordered.
     """
-    rng = np.random.default_rng([seed, zlib.crc32(program_id.encode("utf-8"))])
-    perm = rng.permutation(k)
+    perm = program_rng(seed, program_id, SPLIT).permutation(k)
     return np.sort(perm[:k_cal]), np.sort(perm[k_cal:])
 
 

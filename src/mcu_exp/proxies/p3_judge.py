@@ -1,16 +1,20 @@
 """P3, LLM as judge: does an expert accept the target's summaries as correct?
 
-For each program one judge is drawn from the expert pool with a generator seeded by
-``(proxy.judge_seed, program id)``. The judge sees the program and each of the target's
-``k`` summaries (all of them: P1's requests, so P1's cache entries) and answers CORRECT or
-INCORRECT, ``proxy.r`` times under sampling (``r`` samples of one request, at most
-``proxy.judge_max_new_tokens`` tokens each). Answers are parsed by
-:func:`mcu_exp.scoring.parsing.parse_verdict`; unparseable answers are their own class,
-counted in the metrics and never taken as INCORRECT.
+For each program one judge is drawn from the expert pool, from the program's ``judge``
+stream under ``proxy.judge_seed`` (:mod:`mcu_exp.streams`; independent of P2's r*). The
+judge sees the program and each of the target's ``k`` summaries (all of them: P1's requests,
+so P1's cache entries) and answers CORRECT or INCORRECT, ``proxy.r`` times under sampling
+(``r`` samples of one request, at most ``proxy.judge_max_new_tokens`` tokens each, seeded
+from the program's ``judgments:<summary index>`` stream under the judge's member ``seed``).
+Answers are parsed by :func:`mcu_exp.scoring.parsing.parse_verdict`; an unparseable answer
+is its own class, counted in the metrics and never a vote of its own.
 
 Votes (see :mod:`mcu_exp.proxies.voting`): a summary's verdict is the majority of its
-parseable judgments, a tie INCORRECT; the program is High iff strictly more than half of its
-summaries with a verdict are CORRECT (a tie is Low). score = that share of CORRECT summaries.
+parseable judgments, a tie INCORRECT; the program is High iff strictly more than half of
+*all* its summaries are CORRECT (a summary without a verdict counts as not CORRECT; a tie is
+Low). score = CORRECT summaries / all summaries. A program with fewer than
+``proxy.min_verdict_share`` of its summaries with a verdict is flagged (``too_few_verdicts``,
+``p3.programs_too_few_verdicts`` and one warning).
 """
 
 from __future__ import annotations
@@ -27,12 +31,13 @@ import pandas as pd
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import GenerationRequest, request_for
 from mcu_exp.proxies.base import ProxyOutcome
-from mcu_exp.proxies.experts import draw_index, expert_problems, expert_specs
+from mcu_exp.proxies.experts import expert_problems, expert_specs
 from mcu_exp.proxies.p1_consistency import SummaryConfig, SummaryProxy
 from mcu_exp.proxies.prompts import judge_messages
 from mcu_exp.proxies.stages import Stage, StageResults
-from mcu_exp.proxies.voting import program_high, summary_verdict
+from mcu_exp.proxies.voting import decided_share, program_high, summary_verdict, too_few
 from mcu_exp.scoring.parsing import CORRECT, INCORRECT, UNPARSEABLE, parse_verdict
+from mcu_exp.streams import JUDGE, draw_index, judgments, program_seed
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +52,17 @@ class JudgeConfig(SummaryConfig):
     r: int = 5  # judgments per summary
     judge_seed: int = 0  # which expert judges which program
     judge_max_new_tokens: int = 8  # room for the one-word verdict
+    min_verdict_share: float = 0.5  # below this share of summaries with a verdict, a program is flagged
 
 
 def assign_judges(program_ids: list[str], members: list[str], seed: int) -> dict[str, str]:
-    """The judge (member label) of each program, drawn with ``(seed, program id)``."""
-    return {pid: members[draw_index(len(members), seed, pid)] for pid in program_ids}
+    """The judge (member label) of each program, drawn from its ``judge`` stream under ``seed``."""
+    return {pid: members[draw_index(len(members), seed, pid, JUDGE)] for pid in program_ids}
+
+
+def judgment_seed(member_seed: int, program_id: str, summary_index: int) -> int:
+    """The seed of the judge request for one summary: its own stream under the member's seed."""
+    return program_seed(member_seed, program_id, judgments(summary_index))
 
 
 def judge_request(judge: ModelConfig, code: str, language: str, summary: str, r: int, seed: int,
@@ -71,6 +82,8 @@ class JudgeProxy(SummaryProxy):
         yield from expert_problems(self.ctx.experts, needs_pool=False)
         if self.cfg.r < 1:
             yield f"proxy.r={self.cfg.r}: expected at least 1 judgment per summary"
+        if not 0.0 <= self.cfg.min_verdict_share <= 1.0:
+            yield f"proxy.min_verdict_share={self.cfg.min_verdict_share}: expected a share in [0, 1]"
 
     def judges(self) -> dict[str, str]:
         """The judge of each program."""
@@ -88,8 +101,8 @@ class JudgeProxy(SummaryProxy):
             for pid in judged:
                 program = self.ctx.dataset.program(pid)
                 requests += [judge_request(member.model, program.code, program.language, summary, self.cfg.r,
-                                           member.seed, self.cfg.judge_max_new_tokens)
-                             for summary in summaries[pid]]
+                                           judgment_seed(member.seed, pid, i), self.cfg.judge_max_new_tokens)
+                             for i, summary in enumerate(summaries[pid])]
             yield Stage(f"{JUDGMENTS}:{label}", JUDGMENTS, label, member.model, requests)
 
     def verdicts(self, done: StageResults, summaries: dict[str, list[str]],
@@ -125,14 +138,19 @@ class JudgeProxy(SummaryProxy):
                                       "sample_index": j, "text": text, "verdict": v}
                                      for j, (text, v) in enumerate(parsed))
             label, score = program_high(per_summary)
-            tally = Counter(per_summary)
-            if tally[CORRECT] + tally[INCORRECT] == 0:
-                log.warning("P3: no summary of %s got a parseable judgment; labelled Low", pid)
+            tally, share = Counter(per_summary), decided_share(per_summary)
             program_rows.append({"program_id": pid, "judge": judges[pid], "n_summaries": len(per_summary),
                                  "n_correct": tally[CORRECT], "n_incorrect": tally[INCORRECT],
-                                 "n_without_verdict": tally[UNPARSEABLE], "score": score, "label": label})
+                                 "n_without_verdict": tally[UNPARSEABLE], "verdict_share": share,
+                                 "too_few_verdicts": too_few(share, self.cfg.min_verdict_share),
+                                 "score": score, "label": label})
 
         table = pd.DataFrame(program_rows).set_index("program_id")
+        flagged = [pid for pid in ids if table.loc[pid, "too_few_verdicts"]]
+        if flagged:
+            log.warning("P3: %d of %d programs have a verdict for less than %g of their summaries "
+                        "(too_few_verdicts in per_program.csv; first: %s)", len(flagged), len(ids),
+                        self.cfg.min_verdict_share, flagged[0])
         judgments = pd.DataFrame(judgment_rows, columns=["program_id", "summary_index", "judge", "sample_index",
                                                          "text", "verdict"])
         per_summary_frame = pd.DataFrame(summary_rows)
@@ -147,14 +165,16 @@ class JudgeProxy(SummaryProxy):
             "p3.summaries_correct_share": float((per_summary_frame["verdict"] == CORRECT).mean()),
             "p3.summaries_without_verdict": float((per_summary_frame["verdict"] == UNPARSEABLE).sum()),
             "p3.programs_without_verdict": float(((table["n_correct"] + table["n_incorrect"]) == 0).sum()),
+            "p3.programs_too_few_verdicts": float(len(flagged)),
             "p3.high_share": float(np.mean(table["label"])) if len(table) else float("nan"),
         }
         for label in experts.labelled():
             metrics[f"p3.judge_programs.{label}"] = float(sum(j == label for j in judges.values()))
         return ProxyOutcome(
             table=table,
-            params={"tie_rule": "summary tie -> INCORRECT; program tie -> Low", "r": self.cfg.r,
-                    "judge_seed": self.cfg.judge_seed, "experts": experts.name},
+            params={"tie_rule": "summary tie -> INCORRECT; no verdict -> not CORRECT; program tie -> Low",
+                    "r": self.cfg.r, "judge_seed": self.cfg.judge_seed,
+                    "min_verdict_share": self.cfg.min_verdict_share, "experts": experts.name},
             metrics=metrics,
             records={"judgments": judgments, "verdicts": per_summary_frame,
                      "judges": pd.DataFrame({"program_id": ids, "judge": [judges[p] for p in ids]})},

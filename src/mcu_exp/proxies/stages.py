@@ -20,6 +20,8 @@ from mcu_exp.llm import CachedGenerator, GenerationRequest, request_for, sum_usa
 from mcu_exp.llm.cache import canonical_json
 from mcu_exp.llm.factory import backend_identity
 from mcu_exp.proxies.prompts import summary_messages
+from mcu_exp.streams import TARGET_SUMMARIES as TARGET_STREAM
+from mcu_exp.streams import program_seed
 
 if TYPE_CHECKING:
     from mcu_exp.proxies.base import Proxy
@@ -116,10 +118,15 @@ def run_stages(proxy: Proxy, generators: Generators) -> StageResults:
 
 
 def summary_requests(model: ModelConfig, dataset: Dataset, program_ids: Sequence[str], prompt: str, n: int,
-                     seed: int) -> list[GenerationRequest]:
-    """One request per program for ``n`` intent summaries (the target's and the experts')."""
+                     seed: int, stream: str = TARGET_STREAM) -> list[GenerationRequest]:
+    """One request per program for ``n`` intent summaries (the target's and the experts').
+
+    Each program's request seed is drawn from its own ``stream`` under ``seed`` (see
+    :mod:`mcu_exp.streams`), so no two programs' samples share one random stream.
+    """
     requests = []
     for pid in program_ids:
         program = dataset.program(pid)
-        requests.append(request_for(model, summary_messages(program.code, program.language, prompt), n=n, seed=seed))
+        messages = summary_messages(program.code, program.language, prompt)
+        requests.append(request_for(model, messages, n=n, seed=program_seed(seed, pid, stream)))
     return requests

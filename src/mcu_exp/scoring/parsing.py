@@ -11,11 +11,21 @@ Verdicts (:func:`parse_verdict`):
 2. If the answer *starts* with a verdict word, that word decides ("INCORRECT - because the
    method is only correct for…" is INCORRECT).
 3. Otherwise every mention of ``correct``/``correctly``/``incorrect``/``incorrectly`` is read
-   with its polarity: a negation among the three words before it ("not", "n't", "never",
-   "no", "hardly") flips it ("not correct", "does not correctly reflect", "not incorrect"),
-   and "partially/partly correct" counts as INCORRECT (the summary does not fully reflect
-   the program). All mentions agreeing give the verdict; mentions that disagree, or none at
-   all ("Yes", an empty answer), give UNPARSEABLE.
+   with its polarity, within its clause (the text since the last ``. , ; : ! ?``):
+
+   - a negation among the three words before it ("not", "n't", "never", "no", "cannot",
+     "hardly") flips it ("not correct", "does not correctly reflect", "not incorrect",
+     "not really correct"); a negation in an earlier clause does not ("No, it is correct");
+   - a negated opinion verb earlier in the same clause, with "I" or "we" as its subject,
+     flips it too ("I would not say it is correct", "I don't think the summary is correct",
+     "I wouldn't call it correct"); the clause here also ends at "but", "however",
+     "although", "though", "yet", "whereas" and "while", and a negation after the verb
+     flips it back ("I don't think it is incorrect", "I do not think it's not correct");
+   - "partially/partly correct" counts as INCORRECT (the summary does not fully reflect
+     the program).
+
+   All mentions agreeing give the verdict; mentions that disagree, or none at all ("Yes",
+   an empty answer), give UNPARSEABLE.
 
 Choices (:func:`parse_choice`), for options shown as letters A, B, C, …: a leading letter
 ("B", "(B)", "b)", "B. text", "B: text"), an explicit cue anywhere ("Answer: B", "The answer
@@ -40,8 +50,15 @@ _ECHO = re.compile(r"\b(?:in)?correct\s*(?:or|/|\|)\s*(?:in)?correct\b")
 _LEAD = re.compile(r"^\W*(incorrect|correct)\b")
 _MENTION = re.compile(r"\b(incorrect(?:ly)?|correct(?:ly)?)\b")
 _NEGATION = re.compile(
-    r"\b(?:not|never|no|hardly|neither|nor)\b|n't\b"
+    r"\b(?:not|never|no|cannot|hardly|neither|nor)\b|n't\b"
     r"|\b(?:is|was|does|do|did|are|were|ca|wo|could|would|should|has|have|had)nt\b"
+)
+_CLAUSE_END = re.compile(r"[.,;:!?]")
+_SCOPE_END = re.compile(r"[.,;:!?]|\b(?:but|however|although|though|yet|whereas|while)\b")
+_RAISED = re.compile(  # "I would not say", "I don't think", "we do not believe", "I wouldn't call"
+    r"\b(?:i|we)\b[\w' ]{0,24}?"
+    r"(?:\b(?:not|never|cannot|hardly)\b|n't\b|\b(?:do|does|did|would|could|ca|wo|should)nt\b)"
+    r"(?:\s+[\w']+){0,2}?\s+(?:think|believe|say|consider|call|feel|agree|deem|regard|claim)\b"
 )
 _PARTIAL = re.compile(r"\b(?:partially|partly|half)\s*$")
 _WINDOW_WORDS = 3
@@ -54,13 +71,23 @@ def _normalise(text: str) -> str:
     return _ECHO.sub(" ", flat).strip()
 
 
+def _since(text: str, boundary: re.Pattern[str]) -> str:
+    """The part of ``text`` after the last match of ``boundary`` (all of it when none)."""
+    ends = [m.end() for m in boundary.finditer(text)]
+    return text[ends[-1]:] if ends else text
+
+
 def _polarity(word: str, before: str) -> str:
     """The verdict one mention expresses, given the text that precedes it."""
-    positive = not word.startswith("in")
-    window = " ".join(before.split()[-_WINDOW_WORDS:])
     if _PARTIAL.search(before):
         return INCORRECT
-    if _NEGATION.search(window):
+    positive = not word.startswith("in")
+    local = _since(before, _CLAUSE_END)
+    raised = list(_RAISED.finditer(_since(before, _SCOPE_END)))
+    if raised:  # "I don't think (it is) correct": the opinion's negation reaches the mention
+        positive = not positive
+        local = _since(before, _SCOPE_END)[raised[-1].end():]
+    if _NEGATION.search(" ".join(local.split()[-_WINDOW_WORDS:])):
         positive = not positive
     return CORRECT if positive else INCORRECT
 
