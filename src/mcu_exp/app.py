@@ -10,6 +10,7 @@ import logging
 import os
 import secrets
 import sys
+import warnings
 from pathlib import Path
 
 import hydra
@@ -66,8 +67,24 @@ def _single_run() -> bool:
     return HydraConfig.get().mode != RunMode.MULTIRUN
 
 
+def _one_line_warnings() -> None:
+    """Warnings about the user's data print as ``warning: <message>``, without Python's file
+    and source-line trailer; other warnings keep the default format."""
+    from mcu_exp.data.types import DatasetWarning
+
+    default = warnings.formatwarning
+
+    def format_warning(message, category, filename, lineno, line=None):  # type: ignore[no-untyped-def]
+        if issubclass(category, DatasetWarning):
+            return f"warning: {message}\n"
+        return default(message, category, filename, lineno, line)
+
+    warnings.formatwarning = format_warning
+
+
 def main() -> None:
     """Console entry point."""
+    _one_line_warnings()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:

@@ -85,3 +85,11 @@ def test_missing_custom_dataset_folder_is_one_line(outputs: Path, tmp_path: Path
     assert res.returncode == 1
     assert "Traceback" not in res.stderr
     assert str(tmp_path / "nowhere") in res.stderr
+
+
+def test_data_warnings_print_as_one_line(outputs: Path) -> None:
+    res = mcu_exp("preview_only=true", "tracking=none", "quiet=true")
+    assert res.returncode == 0, res.stderr[-2000:]
+    (line,) = [x for x in res.stderr.splitlines() if "repeated (participant, program) pairs" in x]
+    assert line.startswith("warning: ") and line.rstrip().endswith("437 evaluations")
+    assert "read_scalabrino(" not in res.stderr and "DatasetWarning" not in res.stderr
