@@ -206,7 +206,9 @@ def run_job(raw: DictConfig) -> float:
         tracker.log_metrics_and_series(metrics, artifacts.series)
         if outcome.params:
             tracker.log_params({f"result.{k}": str(v) for k, v in outcome.params.items()})
-        result_tags = {"mcu.f1": f"{main.metrics[PRIMARY]:.4f}", names.TAG_VERDICT: main.verdict}
+        primary = main.metrics[PRIMARY]
+        result_tags = {"mcu.f1": names.UNDEFINED if np.isnan(primary) else f"{primary:.4f}",
+                       names.TAG_VERDICT: main.verdict}
         if main.undefined:
             result_tags[names.TAG_UNDEFINED] = ",".join(main.undefined)
         tracker.set_tags(result_tags)

@@ -86,3 +86,13 @@ def test_single_run_prints_table_and_logs_artifacts(outputs: Path) -> None:
     series = client.get_metric_history(run.info.run_id, "sens.threshold.f1")
     assert len(series) >= 41 and [m.step for m in series] == list(range(len(series)))
     assert run.data.tags["mcu.labels.group"] == "professional"
+
+
+def test_debug_job_logs_apart_from_real_runs(outputs: Path) -> None:
+    res = run_app("debug=quick")
+    assert res.returncode == 0, res.stderr[-3000:]
+    client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
+    assert client.get_experiment_by_name("mcu_exp") is None  # nothing in the real experiment
+    (run,) = client.search_runs([client.get_experiment_by_name("mcu_exp-debug").experiment_id])
+    assert run.info.run_name == "[debug] smollm2-135m · p1 · ε=0.1"
+    assert run.data.tags["mcu.debug"] == "true" and run.data.params["dataset.limit"] == "6"

@@ -38,7 +38,8 @@ def test_offline_sweep_reuses_caches_and_reports(tmp_path: Path, tiny_llama: Pat
     run("-m", "proxy=p1,p2,p3", "decision.epsilon=0.05,0.3", *tiny, env=env)
 
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
-    exp = client.get_experiment_by_name("mcu_exp")
+    assert client.get_experiment_by_name("mcu_exp") is None  # smoke runs (dataset.limit) never land there
+    exp = client.get_experiment_by_name("mcu_exp-debug")
     runs = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("mcu.kind") != "report"]
     assert len(runs) == 6 and {r.info.status for r in runs} == {"FINISHED"}
     by_proxy: dict[str, list] = {}
@@ -66,7 +67,7 @@ def test_offline_sweep_reuses_caches_and_reports(tmp_path: Path, tiny_llama: Pat
     # The report over the first sweep: tables and every figure, rendered in Chromium.
     sweep = p1[0].data.tags["mcu.sweep"]
     out = tmp_path / "report"
-    run("report", "--sweep", sweep, "--out", str(out), env=env)
+    run("report", "--experiment", "mcu_exp-debug", "--debug", "--sweep", sweep, "--out", str(out), env=env)
     summary = (out / "summary.csv").read_text()
     assert summary.count("\n") >= 1 + 6
     page = out / "report.html"

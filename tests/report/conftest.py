@@ -1,10 +1,23 @@
 """A real stand-in sweep (the app, no model) in its own MLflow store, shared by the report
-tests of a module."""
+tests of a module; and an empty MLflow store for tests that log their own runs."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+from mlflow_helpers import Store
 from sweep_helpers import Sweep, standin_sweep
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """A fresh SQLite MLflow store per test module (each test logs to an experiment of its own)."""
+    outputs = tmp_path_factory.mktemp("mlflow") / "outputs"
+    outputs.mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("MLFLOW_TRACKING_URI", raising=False)
+        yield Store(outputs, f"sqlite:///{outputs / 'mlflow.db'}")
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure as MplFigure
 
+from mcu_exp.names import TAG_UNDEFINED, UNDEFINED
 from mcu_exp.report import figures, tables
 from mcu_exp.report.html import Figure, ReportDocument, Section, render_html, render_markdown
 
@@ -150,3 +151,16 @@ def test_html_page_is_self_contained_and_escaped() -> None:
     assert [base64.b64decode(u) for u in uris] == [b"\x89PNG-a", b"\x89PNG-b"]
     markdown = render_markdown(doc)
     assert "![first](figures/a.png)" in markdown and "| model | F1 |" in markdown
+
+
+def test_metrics_the_undefined_tag_names_read_undefined_and_absent_ones_a_dash() -> None:
+    tags = {"mcu.model": "m", "mcu.proxy": "p1", TAG_UNDEFINED: "auc_binary, precision"}
+    frame = tables.runs_frame([tables.run_record("r", "m · p1", "1", "FINISHED", 1, tags, {},
+                                                 {"f1": 0.5, "recall": 0.4, "n": 6.0})])
+    keys = tables.varying_keys(frame)
+    shown = tables.display_table(tables.summary_table(frame, keys), keys)
+    assert shown.loc[0, "AUC (labels)"] == UNDEFINED and shown.loc[0, "precision"] == UNDEFINED
+    assert shown.loc[0, "F1"] == "50.0%" and shown.loc[0, "n"] == "6" and "accuracy" not in shown.columns
+    csv = tables.csv_table(tables.summary_table(frame, keys))
+    assert csv.loc[0, "auc_binary"] == "NaN" and pd.isna(csv.loc[0, "accuracy"])
+    assert csv.loc[0, "undefined"] == "auc_binary; precision"

@@ -1,7 +1,8 @@
 """``mcu-exp report``: compare finished runs of MLflow in paper-style tables and figures.
 
-Selects runs (an experiment, a sweep tag, any MLflow filter string), collapses reruns of a
-configuration to the newest, and writes ``report.md``, ``report.html`` (self-contained),
+Selects runs (an experiment, a sweep tag, any MLflow filter string; debug runs, tagged
+``mcu.debug=true``, only with ``--debug``), collapses reruns of a configuration (every
+result-changing parameter equal, see :mod:`mcu_exp.report.identity`) to the newest, and writes ``report.md``, ``report.html`` (self-contained),
 ``summary.csv``, ``subgroups.csv``, ``runs.csv`` and ``figures/*.png`` to ``--out``; then
 logs that folder as the artifacts of a run named ``report · <sweep>`` (tag
 ``mcu.kind=report``), which later reports leave out. Heavy imports wait until a report is
@@ -18,7 +19,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.names import EPSILON_GRID, GRID_VALUE, THETA_GRID, THRESHOLD_GRID, sensitivity_file, series_key
+from mcu_exp.names import (
+    EPSILON_GRID,
+    GRID_VALUE,
+    TAG_DEBUG,
+    THETA_GRID,
+    THRESHOLD_GRID,
+    sensitivity_file,
+    series_key,
+)
 
 REPORT_KIND = "report"
 HEADLINE = ("f1", "auc_binary")  # mcu_exp.evaluation.registry.HEADLINE, without importing NumPy at start-up
@@ -66,6 +75,8 @@ def build_parser(prog: str = "mcu-exp report") -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=None, help="output folder (default outputs/reports/<time>)")
     parser.add_argument("--title", default=None, help="page title")
     parser.add_argument("--no-log", action="store_true", help="do not log the report as an MLflow run")
+    parser.add_argument("--debug", action="store_true",
+                        help="also compare debug and smoke runs (tag mcu.debug=true), which are skipped otherwise")
     return parser
 
 
@@ -130,10 +141,15 @@ def selection_filter(sweep: str | None, status: str, extra: str) -> str:
     return " and ".join(parts)
 
 
-def latest_sweep(client: Any, ids: Sequence[str], status: str) -> str:
-    """The ``mcu.sweep`` tag of the newest run that has one."""
+def is_debug_run(run: Any) -> bool:
+    """Whether a run is a debug or smoke run (tag ``mcu.debug=true``: a ``dataset.limit``)."""
+    return str(run.data.tags.get(TAG_DEBUG, "")).lower() == "true"
+
+
+def latest_sweep(client: Any, ids: Sequence[str], status: str, include_debug: bool = False) -> str:
+    """The ``mcu.sweep`` tag of the newest run that has one (debug runs only if included)."""
     for run in search_all(client, ids, selection_filter(None, status, ""), limit=1000):
-        if run.data.tags.get("mcu.sweep"):
+        if run.data.tags.get("mcu.sweep") and (include_debug or not is_debug_run(run)):
             return str(run.data.tags["mcu.sweep"])
     raise fail("no run with a mcu.sweep tag: --sweep latest needs a multirun (mcu-exp -m …)")
 
@@ -202,12 +218,13 @@ def run_records(runs: Sequence[Any]) -> Any:
 
 def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str | None = None,
                 filter_string: str = "", status: str = "FINISHED", out: Path | None = None,
-                title: str | None = None, log: bool = True) -> Path:
-    """Write the report of the selected runs to ``out``; return the folder."""
+                title: str | None = None, log: bool = True, include_debug: bool = False) -> Path:
+    """Write the report of the selected runs to ``out``; return the folder. Debug runs (tag
+    ``mcu.debug=true``) are skipped, and counted, unless ``include_debug``."""
     import pandas as pd
     from mlflow.tracking import MlflowClient
 
-    from mcu_exp.report import tables
+    from mcu_exp.report import display, tables
     from mcu_exp.report.figures import curve_keys, report_figures
     from mcu_exp.report.html import Figure, ReportDocument, Section, render_html, render_markdown
 
@@ -215,22 +232,30 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
     client = MlflowClient(tracking_uri=uri)
     ids = experiment_ids(client, experiments, uri)
     if sweep == "latest":
-        sweep = latest_sweep(client, list(ids), status)
+        sweep = latest_sweep(client, list(ids), status, include_debug)
     selection = selection_filter(sweep, status, filter_string)
-    runs = search_all(client, list(ids), selection)
+    found = search_all(client, list(ids), selection)
+    runs = [r for r in found if include_debug or not is_debug_run(r)]
+    skipped = len(found) - len(runs)
+    skip_text = f"{skipped} debug run{'' if skipped == 1 else 's'} (tag {TAG_DEBUG}=true; --debug compares them)"
     if not runs:
         raise fail(f"no runs match [{selection or 'everything'}] in experiment(s) "
-                   f"{', '.join(ids.values())} of {uri}")
+                   f"{', '.join(ids.values())} of {uri}" + (f"; skipped {skip_text}" if skipped else ""))
+    if skipped:
+        print(f"Skipped {skip_text}")
     frame = run_records(runs)
     keys = tables.varying_keys(frame)
+    hidden = tables.name_settings(frame)
     rows = tables.latest_per_config(frame, keys)
-    summary = tables.summary_table(frame, keys)
+    summary = tables.summary_table(frame, keys, hidden)
     subgroup = tables.subgroup_table(frame, keys)
     thr_ids = rows.drop_duplicates(subset=curve_keys(keys)).index.tolist()
     eps_ids = rows.drop_duplicates(subset=curve_keys(keys, keep=("quantile",))).index.tolist()
     thr = curves(client, uri, thr_ids, THRESHOLD_SERIES, sensitivity_file(THRESHOLD_GRID))
     eps = curves(client, uri, eps_ids, EPSILON_SERIES, sensitivity_file(EPSILON_GRID))
-    theta_ids = [r for r in thr_ids if pd.notna(rows.loc[r].get(THETA_SERIES[HEADLINE[0]]))]
+    theta_key = THETA_SERIES[HEADLINE[0]]  # a run with θ curves logged their last point (a number or NaN)
+    theta_ids = [r for r in thr_ids if pd.notna(rows.loc[r].get(theta_key))
+                 or theta_key in rows.loc[r, tables.UNDEFINED_COLUMN]]
     theta = series_frame(client, theta_ids, THETA_SERIES)
     pngs = report_figures(rows, keys, thr, eps, subgroup, theta)
 
@@ -243,25 +268,29 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
             "experiments": ", ".join(ids.values()),
             "selection": selection or "every run",
             "runs": f"{len(frame)} ({len(rows)} configurations)",
+            "skipped": skip_text if skipped else "—",
             "sweeps": ", ".join(sweeps) or "—",
             "made": time.strftime("%Y-%m-%d %H:%M:%S"),
         },
         sections=[
-            Section("Alignment with human labels", tables.display_table(summary, keys),
-                    "Value [95 % stratified bootstrap CI] against the human ABU labels (all readers). "
-                    "F1 always-1: label every program understandable; F1 random: prevalence-matched random "
-                    "labeller (expected value)."),
-            Section("Per human reader subgroup", tables.display_subgroups(subgroup, keys),
-                    "F1 and AUC of the binary labels against each subgroup's labels, with 95 % CIs. "
-                    f"Programs per group: {tables.group_sizes(subgroup) or '—'}."),
+            Section("Alignment with human labels", display.display_table(summary, keys),
+                    f"{display.scope(rows)}. Value [95 % stratified bootstrap CI] against these human labels; "
+                    "n: programs. F1 always-1: label every program understandable; F1 random: prevalence-matched "
+                    "random labeller (expected value).",
+                    [*display.row_notes(summary, keys), *filter(None, [display.name_settings_note(hidden)])]),
+            Section("Per human reader group", display.display_subgroups(subgroup, keys),
+                    f"label: {display.label_rule(rows)}. F1 and AUC of the binary labels against each reader "
+                    "group's labels, with 95 % CIs; each column names the group. "
+                    f"Programs per group: {display.group_sizes(subgroup) or '—'}."),
         ],
         figures=[Figure(name, png, FIGURE_CAPTIONS[name]) for name, png in pngs.items()],
         notes=[
             "AUC (labels) is the ROC AUC of the High/Low labels (what the paper reports); AUC (score) the "
             "threshold-free ROC AUC of −α_test.",
-            "A configuration run several times shows its newest run; the 'runs' column of summary.csv "
-            "counts them.",
-            "'—' marks a metric the run did not log (undefined on its data, or not computed).",
+            "A configuration is every parameter that can change a result (docs/reports.md lists those that "
+            "cannot); one run several times shows its newest run, and 'runs' counts them.",
+            "'undefined' marks a metric (or CI bound) that has no value on the run's data, e.g. an AUC when the "
+            "human labels hold one class (NaN in the CSVs); '—' a metric the run did not log.",
         ],
     )
     out = out or outputs_dir() / "reports" / time.strftime("%Y-%m-%d_%H-%M-%S")
@@ -270,10 +299,9 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
         (out / "figures" / fig.name).write_bytes(fig.png)
     (out / "report.html").write_text(render_html(doc), encoding="utf-8")
     (out / "report.md").write_text(render_markdown(doc), encoding="utf-8")
-    summary.to_csv(out / "summary.csv", index=False)
-    subgroup.to_csv(out / "subgroups.csv", index=False)
-    frame[[c for c in ("run_name", "status", "sweep", *tables.IDENTITY) if c in frame.columns]].to_csv(
-        out / "runs.csv")
+    tables.csv_table(summary).to_csv(out / "summary.csv", index=False)
+    tables.csv_table(subgroup).to_csv(out / "subgroups.csv", index=False)
+    frame[["run_name", "status", "sweep", *tables.identity_columns(frame)]].to_csv(out / "runs.csv")
     if log:
         log_report(client, str(rows["experiment_id"].iloc[0]), label, selection, len(frame), out)
     return out
@@ -299,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     uri = args.tracking_uri or default_tracking_uri()
     try:
         out = make_report(uri, args.experiment or ["mcu_exp"], args.sweep, args.filter, args.status, args.out,
-                          args.title, log=not args.no_log)
+                          args.title, log=not args.no_log, include_debug=args.debug)
     except ReportError as exc:
         print(f"mcu-exp report: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -21,7 +21,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header
-from mcu_exp.report.tables import HEADERS, key_text
+from mcu_exp.report.identity import as_text, row_label
 
 DECISION_KEYS = ("epsilon", "theta", "quantile")
 DPI = 100
@@ -43,17 +43,20 @@ def curve_keys(keys: Sequence[str], keep: Sequence[str] = ()) -> list[str]:
 
 def curve_label(row: pd.Series, keys: Sequence[str], skip: Sequence[str] = ("proxy",)) -> str:
     """A legend entry: the configuration's identity values joined by " · "."""
-    parts = [key_text(k, row[k]) if k not in ("epsilon", "theta") else f"{HEADERS[k]}={key_text(k, row[k])}"
-             for k in keys if k not in skip]
-    return " · ".join(parts) or "all runs"
+    return row_label(row, keys, skip)
 
 
 def representatives(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """One run per curve (the newest), indexed by run id, with a ``label`` column."""
-    ident = rows[list(keys)].astype(str)
+    ident = as_text(rows[list(keys)])
     reps = rows[~ident.duplicated(keep="first").to_numpy()].copy()
     reps["label"] = [curve_label(r, keys) for _, r in reps.iterrows()]
     return reps
+
+
+def _joined(rows: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
+    """Each row's values of ``keys`` as one exact string (to find a curve's runs)."""
+    return as_text(rows[list(keys)]).agg("\x1f".join, axis=1)
 
 
 def _panels(reps: pd.DataFrame) -> list[str]:
@@ -73,14 +76,14 @@ def plot_threshold_metric(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequen
     reps = representatives(rows, ckeys)
     proxies = _panels(reps)
     fig, axes = _axes(len(proxies))
-    ident = rows[ckeys].astype(str).agg("\x1f".join, axis=1)
+    ident, rep_ident = _joined(rows, ckeys), _joined(reps, ckeys)
     for ax, proxy in zip(axes, proxies, strict=True):
         for run_id, rep in reps[reps["proxy"].astype(str) == proxy].iterrows():
             curve = curves[curves["run_id"] == run_id].sort_values("threshold")
             if curve.empty:
                 continue
             (line,) = ax.plot(curve["threshold"], curve[metric], "-", lw=1.4, label=rep["label"])
-            same = rows[ident == "\x1f".join(str(rep[k]) for k in ckeys)]
+            same = rows[ident == rep_ident[run_id]]
             points = same[["tau", metric]].dropna() if {"tau", metric} <= set(same.columns) else pd.DataFrame()
             points = points[np.isfinite(points["tau"].to_numpy(dtype=float))] if len(points) else points
             if len(points):
@@ -167,13 +170,13 @@ def plot_theta(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str]) ->
     reps = representatives(rows[rows.index.isin(curves["run_id"])], ckeys)
     fig, axes = _axes(len(HEADLINE))
     uses_theta = rows[rows["rule"] == "theta"] if "rule" in rows.columns else rows.iloc[:0]
-    ident = uses_theta[ckeys].astype(str).agg("\x1f".join, axis=1)
+    ident, rep_ident = _joined(uses_theta, ckeys), _joined(reps, ckeys)
     for ax, metric in zip(axes, HEADLINE, strict=True):
         label = header(metric)
         for run_id, rep in reps.iterrows():
             curve = curves[curves["run_id"] == run_id].sort_values("theta")
             (line,) = ax.plot(curve["theta"], curve[metric], "-", lw=1.4, label=curve_label(rep, ckeys, skip=()))
-            same = uses_theta[ident == "\x1f".join(str(rep[k]) for k in ckeys)]
+            same = uses_theta[ident == rep_ident[run_id]]
             if metric in same.columns and len(same):
                 ax.plot(same["theta"], same[metric], "o", color=line.get_color(), ms=4)
         ax.set_title(f"{label} against θ (High iff SSC_meta ≥ θ)")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from mcu_exp.report.tables import to_markdown
+from mcu_exp.report.display import to_markdown
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1400px; color: #222; }
@@ -26,11 +26,12 @@ img { max-width: 100%; border: 1px solid #eee; } .note { font-size: 0.85rem; col
 
 @dataclass
 class Section:
-    """A titled table with a caption."""
+    """A titled table with a caption, and notes on its rows (reruns, warnings, verdicts)."""
 
     title: str
     table: pd.DataFrame
     caption: str = ""
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -77,6 +78,8 @@ def render_html(doc: ReportDocument) -> str:
             parts.append(f'<div class="scroll">{table}</div>')
         if section.caption:
             parts.append(f'<p class="note">{esc(section.caption)}</p>')
+        if section.notes:
+            parts.append('<ul class="note">' + "".join(f"<li>{esc(n)}</li>" for n in section.notes) + "</ul>")
     if doc.figures:
         parts.append("<h2>Figures</h2>")
     for fig in doc.figures:
@@ -99,6 +102,8 @@ def render_markdown(doc: ReportDocument, figure_dir: str = "figures") -> str:
         lines.append(to_markdown(section.table) if not section.table.empty else "_nothing to show_\n")
         if section.caption:
             lines.append(f"_{section.caption}_")
+        if section.notes:
+            lines += [""] + [f"- {n}" for n in section.notes]
     if doc.figures:
         lines += ["", "## Figures", ""]
     for fig in doc.figures:

@@ -1,8 +1,11 @@
-"""Paper-style comparison tables from MLflow runs: one row per model × proxy (× ε, θ, … when
-those vary), alignment metrics with 95 % CIs and the trivial baselines beside them.
+"""Paper-style comparison tables from MLflow runs: one row per configuration, alignment
+metrics with 95 % CIs and the trivial baselines beside them.
 
+A configuration is every result-changing parameter of a run (see
+:mod:`mcu_exp.report.identity`); reruns of one collapse to the newest, counted in ``runs``.
 Everything here works on plain pandas frames (see :func:`runs_frame`), so the tables can be
-rebuilt from any list of runs, from MLflow or not.
+rebuilt from any list of runs, from MLflow or not. Text cells are made in
+:mod:`mcu_exp.report.display`.
 """
 
 from __future__ import annotations
@@ -14,37 +17,39 @@ from typing import Any
 import pandas as pd
 
 from mcu_exp.calibration import RULES
-from mcu_exp.evaluation.registry import HEADLINE, INTERVAL_KINDS, PRIMARY, header, metric, metric_names
-from mcu_exp.evaluation.report import (
-    ALWAYS,
-    CI_HIGH,
-    CI_LOW,
-    RANDOM,
-    baseline_key,
-    format_interval,
-    format_value,
+from mcu_exp.evaluation.registry import HEADLINE, PRIMARY
+from mcu_exp.evaluation.report import AUC_PERMUTATION_P
+from mcu_exp.names import ALL_READERS, TAG_UNDEFINED, group_prefix
+from mcu_exp.report.columns import (
+    BASELINE_PREFIX,
+    NOTE_COLUMNS,
+    UNDEFINED_COLUMN,
+    main_metrics,
+    vs_p0_metrics,
+    with_ci,
 )
-from mcu_exp.names import ALL_READERS, VS_P0_PREFIX, group_prefix
+from mcu_exp.report.display import display_subgroups, display_table, group_sizes, to_markdown
+from mcu_exp.report.identity import (
+    ALWAYS_SHOWN,
+    HEADERS,
+    IDENTITY,
+    as_text,
+    identity_columns,
+    key_text,
+    name_settings,
+    numeric_params,
+    param_columns,
+    varying_keys,
+)
 
-# Identity of a configuration, in table order. model and proxy always show; the others only
-# when they differ between the runs of a report.
-IDENTITY = ("model", "proxy", "dataset", "scorer", "labels_group", "rule", "quantile", "epsilon", "theta")
-ALWAYS_SHOWN = ("model", "proxy")
-HEADERS = {"model": "model", "proxy": "proxy", "dataset": "dataset", "scorer": "scorer",
-           "labels_group": "readers", "rule": "rule", "quantile": "quantile", "epsilon": "ε", "theta": "θ"}
+__all__ = [  # the frame functions, and what callers of this module also reach through it
+    "ALWAYS_SHOWN", "HEADERS", "IDENTITY", "UNDEFINED_COLUMN", "csv_table", "display_subgroups", "display_table",
+    "group_sizes", "identity_columns", "key_text", "latest_per_config", "main_metrics", "name_settings", "run_record", "runs_frame",
+    "subgroup_table", "subgroups", "summary_table", "to_markdown", "varying_keys", "vs_p0_metrics", "with_ci",
+]
+
 RUN_COLUMNS = ("run_id", "run_name", "experiment_id", "status", "start_time", "sweep")
-BASELINE_PREFIX = "baseline_"
-BASELINE_HEADERS = {ALWAYS: "always-1", RANDOM: "random"}  # after the metric's header
 _GROUP_HEAD, _GROUP_TAIL = group_prefix("\0").split("\0")  # "group.", "." around a group name
-
-
-def main_metrics() -> list[str]:
-    """Every registered rate and AUC, in table order: the summary's metric columns."""
-    return metric_names(INTERVAL_KINDS)
-
-
-def _with_ci(name: str) -> list[str]:
-    return [name, f"{name}{CI_LOW}", f"{name}{CI_HIGH}"]
 
 
 def _param(params: Mapping[str, str], key: str) -> str | None:
@@ -59,13 +64,20 @@ def _number(text: str | None) -> float:
         return math.nan
 
 
+def _nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
 def run_record(run_id: str, run_name: str, experiment_id: str, status: str, start_time: int,
                tags: Mapping[str, str], params: Mapping[str, str],
                metrics: Mapping[str, float]) -> dict[str, Any]:
-    """One run as a flat dict: run columns, identity columns, then every metric by name.
+    """One run as a flat dict: run columns, identity columns, every configuration param as
+    ``params.<key>``, the row notes (class-size warning, verdict), then every metric by name.
 
     θ is set only when the run's decision rule uses it (else it would be a meaningless
-    default); tags win over params where both say the same thing.
+    default); tags win over params where both say the same thing. A metric logged as NaN
+    (or named in the ``mcu.undefined`` tag) is undefined, which the tables tell apart from
+    a metric the run never logged.
     """
     rule = _param(params, "decision.rule") or tags.get("mcu.decision.rule")
     record: dict[str, Any] = {
@@ -79,12 +91,18 @@ def run_record(run_id: str, run_name: str, experiment_id: str, status: str, star
         "proxy": tags.get("mcu.proxy") or _param(params, "proxy.name") or "?",
         "dataset": tags.get("mcu.dataset") or _param(params, "dataset.name") or "?",
         "scorer": tags.get("mcu.scorer") or _param(params, "scorer.name") or "?",
-        "labels_group": tags.get("mcu.labels.group") or _param(params, "labels.group") or "all",
+        "labels_group": tags.get("mcu.labels.group") or _param(params, "labels.group") or ALL_READERS,
         "rule": rule or "?",
         "quantile": _param(params, "decision.quantile") or "?",
         "epsilon": _number(_param(params, "decision.epsilon")),
         "theta": _number(_param(params, "decision.theta")) if rule in RULES and RULES[rule].uses_theta else math.nan,
     }
+    record.update(param_columns(params))
+    for column, tag in NOTE_COLUMNS.items():
+        record[column] = tags.get(tag) or ""
+    undefined = {name for name, value in metrics.items() if _nan(float(value))}
+    undefined |= {n.strip() for n in tags.get(TAG_UNDEFINED, "").split(",") if n.strip()}
+    record[UNDEFINED_COLUMN] = frozenset(undefined)
     for name, value in metrics.items():
         if name not in record:
             record[name] = float(value)
@@ -96,31 +114,24 @@ def runs_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(list(records))
     if frame.empty:
         return pd.DataFrame(columns=[*RUN_COLUMNS, *IDENTITY]).set_index("run_id")
-    frame = frame.sort_values("start_time", ascending=False, kind="stable")
+    if UNDEFINED_COLUMN not in frame.columns:
+        frame[UNDEFINED_COLUMN] = [frozenset()] * len(frame)
+    frame[UNDEFINED_COLUMN] = [v if isinstance(v, frozenset) else frozenset() for v in frame[UNDEFINED_COLUMN]]
+    frame = numeric_params(frame).sort_values("start_time", ascending=False, kind="stable")
     return frame.set_index("run_id")
 
 
-def varying_keys(frame: pd.DataFrame) -> list[str]:
-    """model and proxy, plus every other identity column with more than one value."""
-    keys = list(ALWAYS_SHOWN)
-    for key in IDENTITY:
-        if key in ALWAYS_SHOWN or key not in frame.columns:
-            continue
-        if frame[key].astype(str).nunique(dropna=False) > 1:
-            keys.append(key)
-    return keys
-
-
 def latest_per_config(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """The newest run of each configuration (reruns of the same configuration collapse),
-    sorted by the keys, with a ``runs`` column counting how many runs shared it."""
+    """The newest run of each configuration (every identity column, not only ``keys``, must
+    match: runs that differ in anything that changes results keep a row each), in the order
+    of ``keys``, with a ``runs`` column counting the runs that shared the configuration."""
     if frame.empty:
         return frame.assign(runs=pd.Series(dtype=int))
-    group_keys = list(keys)
-    ident = frame[group_keys].astype(str)
+    group_keys = identity_columns(frame) or list(keys)
+    ident = as_text(frame[group_keys])
     counts = ident.groupby(group_keys, sort=False)[group_keys[0]].transform("size")
     latest = frame.assign(runs=counts.to_numpy())[~ident.duplicated(keep="first").to_numpy()]
-    return latest.iloc[config_order(latest, group_keys, frame)]
+    return latest.iloc[config_order(latest, keys, frame)]
 
 
 def config_order(rows: pd.DataFrame, keys: Sequence[str], runs: pd.DataFrame | None = None) -> list[int]:
@@ -135,52 +146,56 @@ def config_order(rows: pd.DataFrame, keys: Sequence[str], runs: pd.DataFrame | N
         if pd.api.types.is_numeric_dtype(column):
             ranks[key] = column.fillna(math.inf).to_numpy()
         else:
-            first = {v: i for i, v in enumerate(dict.fromkeys(launched[key].astype(str)))}
-            ranks[key] = column.astype(str).map(first).to_numpy()
+            first = {v: i for i, v in enumerate(dict.fromkeys(as_text(launched[[key]])[key]))}
+            ranks[key] = as_text(rows[[key]])[key].map(first).to_numpy()
     order = pd.DataFrame(ranks).reset_index(drop=True)
     return order.sort_values(list(keys), kind="stable").index.tolist()
 
 
-def vs_p0_metrics(frame: pd.DataFrame) -> list[str]:
-    """The "against P0" metrics the runs logged (``vs_p0.f1`` …), CI bounds left out."""
-    names = [c for c in frame.columns if c.startswith(VS_P0_PREFIX) and not c.endswith((CI_LOW, CI_HIGH))]
-    order = {m: i for i, m in enumerate(main_metrics())}
-    return sorted(names, key=lambda c: (order.get(c[len(VS_P0_PREFIX):], len(order)), c))
-
-
-def summary_table(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """Numbers for the CSV: identity keys, run count and id, each main metric with its CI
-    bounds, every baseline, τ, coverage, n and any ``vs_p0.*`` metric the runs logged."""
+def summary_table(frame: pd.DataFrame, keys: Sequence[str], extra: Sequence[str] = ()) -> pd.DataFrame:
+    """Numbers for the CSV: the keys (and ``extra`` configuration columns), run count and id,
+    n, each main metric with its CI bounds, AUC(score)'s permutation p-value, every baseline, τ, coverage, prevalence and any
+    ``vs_p0.*`` metric the runs logged; then the undefined metrics and the row notes."""
     rows = latest_per_config(frame, keys)
-    columns: list[str] = [*keys, "runs"]
+    columns: list[str] = [*keys, *extra, "runs", "n"]
     for name in main_metrics():
-        columns += _with_ci(name)
+        columns += with_ci(name)
+    columns.append(AUC_PERMUTATION_P)
     columns += sorted(c for c in rows.columns if c.startswith(BASELINE_PREFIX))
-    columns += ["tau", "coverage", "n", "prevalence"]
+    columns += ["tau", "coverage", "prevalence"]
     for name in vs_p0_metrics(rows):
-        columns += _with_ci(name)
+        columns += with_ci(name)
+    columns += [UNDEFINED_COLUMN, *NOTE_COLUMNS]
     table = rows.reindex(columns=columns)
-    table.insert(len(keys) + 1, "run_id", rows.index)
-    table.insert(len(keys) + 2, "run_name", rows["run_name"])
+    table[UNDEFINED_COLUMN] = [v if isinstance(v, frozenset) else frozenset() for v in table[UNDEFINED_COLUMN]]
+    table[list(NOTE_COLUMNS)] = table[list(NOTE_COLUMNS)].fillna("")
+    table.insert(len(keys) + len(extra) + 1, "run_id", rows.index)
+    table.insert(len(keys) + len(extra) + 2, "run_name", rows["run_name"])
     return table.reset_index(drop=True)
 
 
 def subgroup_table(frame: pd.DataFrame, keys: Sequence[str], groups: Sequence[str] | None = None) -> pd.DataFrame:
-    """Per human reader subgroup, the headline metrics (F1 and binary AUC) with CIs: one row
-    per configuration and group ("all" plus each ``group.<name>.*`` the runs logged)."""
+    """Per human reader group, the headline metrics (F1 and binary AUC) with CIs: one row per
+    configuration and group. A run's unprefixed metrics are against its own ``labels.group``
+    (all readers, or e.g. professional readers alone), so that is the group they are shown
+    under; then each ``group.<name>.*`` the runs logged (a subgroup equal to the run's own
+    group is the same labels, shown once)."""
     rows = latest_per_config(frame, keys)
     found = groups or subgroups(rows)
     out = []
     for run_id, row in rows.iterrows():
-        for group in [ALL_READERS, *found]:
-            prefix = group_prefix(group)
-            if f"{prefix}{PRIMARY}" not in row or pd.isna(row.get(f"{prefix}{PRIMARY}")):
+        own = str(row.get("labels_group") or ALL_READERS)
+        undefined = row.get(UNDEFINED_COLUMN) or frozenset()
+        for group, prefix in [(own, ""), *((g, group_prefix(g)) for g in found if g != own)]:
+            first = f"{prefix}{PRIMARY}"
+            if first not in row or (pd.isna(row.get(first)) and first not in undefined):
                 continue
             item: dict[str, Any] = {k: row[k] for k in keys}
             item.update({"group": group, "n": row.get(f"{prefix}n"), "run_id": run_id})
             for name in HEADLINE:
-                for column in _with_ci(name):
+                for column in with_ci(name):
                     item[column] = row.get(f"{prefix}{column}")
+            item[UNDEFINED_COLUMN] = frozenset(n[len(prefix):] for n in undefined if n.startswith(prefix))
             out.append(item)
     return pd.DataFrame(out)
 
@@ -193,85 +208,16 @@ def subgroups(frame: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _cell(name: str, value: Any, low: Any = None, high: Any = None) -> str:
-    def clean(v: Any) -> float | None:
-        return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
-
-    text = format_value(name, clean(value))
-    lo, hi = clean(low), clean(high)
-    if text != "—" and lo is not None and hi is not None:
-        text += " " + format_interval(name, (lo, hi))
-    return text
-
-
-def key_text(key: str, value: Any) -> str:
-    """An identity value for display (ε and θ as short numbers, "—" when missing)."""
-    if isinstance(value, float):
-        return "—" if math.isnan(value) else f"{value:g}"
-    return str(value)
-
-
-def display_table(summary: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """:func:`summary_table` as text cells: "67.7% [58.1%, 77.4%]", AUCs with 3 decimals,
-    the baselines of the headline metric (F1), and "F1 vs P0" (…) columns when the runs
-    logged them; headers and formats come from the metric registry."""
-    table = pd.DataFrame({HEADERS.get(k, k): [key_text(k, v) for v in summary[k]] for k in keys})
-    for name in main_metrics():
-        if name in summary.columns and summary[name].notna().any():
-            table[header(name)] = _cells(summary, name)
-    for baseline, suffix in BASELINE_HEADERS.items():
-        column = baseline_key(baseline, PRIMARY)
-        if column in summary.columns:
-            table[f"{header(PRIMARY)} {suffix}"] = [_cell(PRIMARY, v) for v in summary[column]]
-    for column in vs_p0_metrics(summary):
-        short = column[len(VS_P0_PREFIX):]
-        table[f"{header(short)} vs P0"] = _cells(summary, column, short)
-    return table
-
-
-def _cells(summary: pd.DataFrame, column: str, name: str | None = None) -> list[str]:
-    """Text cells of ``column`` with its CI columns, formatted as metric ``name``."""
-    low, high = (summary[c] for c in _with_ci(column)[1:])
-    return [_cell(name or column, v, lo, hi) for v, lo, hi in zip(summary[column], low, high, strict=True)]
-
-
-def display_subgroups(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """:func:`subgroup_table` as text: one row per configuration, the headline metrics (F1
-    and AUC) per group."""
-    if table.empty:
+def csv_table(table: pd.DataFrame) -> pd.DataFrame:
+    """A numeric table ready for ``to_csv``: an undefined metric as ``NaN`` (read back as NaN
+    by pandas, NumPy and R), a metric the run never logged as an empty cell, the undefined
+    metrics' names "; "-joined."""
+    if UNDEFINED_COLUMN not in table.columns:
         return table
-    out: dict[tuple[str, ...], dict[str, str]] = {}
-    for _, row in table.iterrows():
-        ident = tuple(key_text(k, row[k]) for k in keys)
-        cells = out.setdefault(ident, {})
-        for name in HEADLINE:
-            cells[f"{metric(name).short} {row['group']}"] = _cell(name, *(row[c] for c in _with_ci(name)))
-    rows = [{**{HEADERS.get(k, k): v for k, v in zip(keys, ident, strict=True)}, **cells}
-            for ident, cells in out.items()]
-    return pd.DataFrame(rows).fillna("—")
-
-
-def group_sizes(table: pd.DataFrame) -> str:
-    """"all 50, bachelor 50, …": programs per reader group (the largest n seen per group)."""
-    if table.empty:
-        return ""
-    sizes = table.groupby("group", sort=False)["n"].max()
-    return ", ".join(f"{g} {int(n)}" for g, n in sizes.items() if pd.notna(n))
-
-
-def to_markdown(table: pd.DataFrame) -> str:
-    """A GitHub-flavoured Markdown table (pipes in cells escaped); text left, numbers right."""
-    def esc(value: Any) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    header = "| " + " | ".join(esc(c) for c in table.columns) + " |"
-    align = ["---" if i < 1 or not _numeric_column(table.iloc[:, i]) else "---:" for i in range(table.shape[1])]
-    lines = [header, "| " + " | ".join(align) + " |"]
-    for row in table.itertuples(index=False):
-        lines.append("| " + " | ".join(esc(v) for v in row) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def _numeric_column(column: pd.Series) -> bool:
-    text = column.astype(str)
-    return bool(len(text)) and bool(text.str.match(r"^[\d.\-—]").all())
+    out = table.astype(object)
+    for i, undefined in enumerate(table[UNDEFINED_COLUMN]):
+        for name in undefined:
+            if name in out.columns and pd.isna(table[name].iloc[i]):
+                out.iloc[i, out.columns.get_loc(name)] = "NaN"
+    out[UNDEFINED_COLUMN] = ["; ".join(sorted(u)) for u in table[UNDEFINED_COLUMN]]
+    return out

@@ -2,17 +2,20 @@
 
 from mcu_exp.tracking.mlflow_run import (
     RunLogger,
+    experiment_name,
     flatten_config,
     is_secret_key,
     mlflow_run,
     tracking_uri,
     ui_command,
 )
-from mcu_exp.tracking.naming import run_name, run_tags
+from mcu_exp.tracking.naming import is_debug, run_name, run_tags
 
 __all__ = [
     "RunLogger",
+    "experiment_name",
     "flatten_config",
+    "is_debug",
     "is_secret_key",
     "mlflow_run",
     "run_name",

@@ -3,7 +3,8 @@
 The default store is a SQLite file under the outputs folder, so every job of every sweep
 logs to the same place; ``MLFLOW_TRACKING_URI`` (or ``tracking.uri``) points elsewhere,
 e.g. at a tracking server. Params are the flattened resolved config minus anything that
-looks like a secret.
+looks like a secret. A run tagged ``mcu.debug=true`` goes to ``<experiment>-debug``. A
+metric that is undefined on the run's data is logged as NaN, which MLflow stores as NaN.
 """
 
 from __future__ import annotations
@@ -20,12 +21,20 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from mcu_exp.config import TrackingConfig
+from mcu_exp.names import TAG_DEBUG
 
 log = logging.getLogger(__name__)
 
 SECRET_KEY = re.compile(r"(api_?key|secret|token|password|passwd|credential)", re.IGNORECASE)
 SECRET_KEY_ALLOWED = re.compile(r"(api_key_env|max_new_tokens|tokens_per_minute|_tokens?$)", re.IGNORECASE)
 MAX_PARAM_CHARS = 500
+DEBUG_SUFFIX = "-debug"  # debug and smoke runs' experiment: <tracking.experiment>-debug
+
+
+def experiment_name(tracking: TrackingConfig, debug: bool = False) -> str:
+    """The MLflow experiment of a run: ``tracking.experiment``, or its ``-debug`` twin for a
+    debug run, so ``mcu-exp report`` and the UI never show smoke runs beside real ones."""
+    return f"{tracking.experiment}{DEBUG_SUFFIX}" if debug else str(tracking.experiment)
 
 
 def tracking_uri(tracking: TrackingConfig, outputs: str) -> str:
@@ -93,18 +102,28 @@ def flatten_config(cfg: DictConfig | Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def finite_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
-    """Keep numeric, finite metrics (MLflow rejects NaN in some stores; a missing value is honest)."""
+def loggable(value: Any) -> float | None:
+    """A metric value as MLflow can store it: a float, NaN included (an undefined metric,
+    which MLflow's stores keep as NaN); None for a non-number or ±inf (SQL stores would
+    replace it with ±1.8e308, which reads as a number)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isinf(number) else number
+
+
+def loggable_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """The numeric metrics, NaN kept (undefined on the run's data), ±inf left out with a warning."""
     out: dict[str, float] = {}
     for k, v in metrics.items():
-        if isinstance(v, bool) or v is None:
-            continue
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            continue
-        if math.isfinite(f):
-            out[k] = f
+        number = loggable(v)
+        if number is not None:
+            out[k] = number
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            log.warning("metric %s is %s: not logged to MLflow", k, v)
     return out
 
 
@@ -140,10 +159,10 @@ class RunLogger:
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        items = [Metric(k, v, now, 0) for k, v in finite_metrics(metrics).items()]
+        items = [Metric(k, v, now, 0) for k, v in loggable_metrics(metrics).items()]
         for name, values in series.items():
-            items += [Metric(name, float(v), now, i) for i, v in enumerate(values)
-                      if v is not None and math.isfinite(float(v))]
+            points = ((i, loggable(v)) for i, v in enumerate(values))
+            items += [Metric(name, v, now, i) for i, v in points if v is not None]
         for i in range(0, len(items), 1000):
             self.client.log_batch(self.run_id, metrics=items[i : i + 1000])
 
@@ -162,22 +181,24 @@ class RunLogger:
 @contextmanager
 def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str,
                tags: Mapping[str, str]) -> Iterator[RunLogger]:
-    """Open one MLflow run; end it FINISHED, or FAILED (then re-raise) if the job fails."""
+    """Open one MLflow run in :func:`experiment_name`'s experiment (the debug one when ``tags``
+    hold ``mcu.debug=true``, as :func:`mcu_exp.tracking.run_tags` sets for a debug job); end
+    it FINISHED, or FAILED (then re-raise) if the job fails."""
     if not tracking.enabled:
         yield RunLogger(None, None, None)
         return
     from mlflow.tracking import MlflowClient
 
     uri = tracking_uri(tracking, outputs)
+    name = experiment_name(tracking, debug=str(tags.get(TAG_DEBUG, "")).lower() == "true")
     with store_lock(uri):  # MlflowClient() itself creates the schema of a new SQLite store
         client = MlflowClient(tracking_uri=uri)
-        experiment = client.get_experiment_by_name(tracking.experiment)
+        experiment = client.get_experiment_by_name(name)
         if experiment is None:
             try:
-                exp_id = client.create_experiment(tracking.experiment,
-                                                  artifact_location=artifact_location(outputs, uri))
+                exp_id = client.create_experiment(name, artifact_location=artifact_location(outputs, uri))
             except Exception:  # another job of the sweep created it first
-                experiment = client.get_experiment_by_name(tracking.experiment)
+                experiment = client.get_experiment_by_name(name)
                 if experiment is None:
                     raise
                 exp_id = experiment.experiment_id

@@ -1,4 +1,10 @@
-"""Readable MLflow run names and the tags the UI filters and groups by."""
+"""Readable MLflow run names and the tags the UI filters and groups by.
+
+A debug or smoke job (any ``dataset.limit``, which ``debug=quick`` sets) is marked three
+ways so it never mixes with real results: its name starts with ``[debug] ``, it carries the
+tag ``mcu.debug=true``, and :func:`mcu_exp.tracking.mlflow_run` logs it to the experiment
+``<tracking.experiment>-debug``.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +12,36 @@ from pathlib import Path
 
 from mcu_exp.calibration import RULES
 from mcu_exp.config import Config
+from mcu_exp.names import TAG_DEBUG
+
+DEBUG_PREFIX = "[debug] "
+
+
+def is_debug(cfg: Config) -> bool:
+    """Whether the job is a debug or smoke run: it keeps only some programs (``dataset.limit``)."""
+    return cfg.dataset.limit is not None
 
 
 def run_name(cfg: Config) -> str:
-    """``model · proxy · ε=… [· θ=…]`` unless ``tracking.run_name`` is set."""
+    """``model · proxy · ε=… [· θ=…]`` unless ``tracking.run_name`` is set; prefixed with
+    ``[debug] `` for a debug run."""
+    prefix = DEBUG_PREFIX if is_debug(cfg) else ""
     if cfg.tracking.run_name:
-        return str(cfg.tracking.run_name)
+        return prefix + str(cfg.tracking.run_name)
     parts = [str(cfg.model.name), str(cfg.proxy["name"]), f"ε={cfg.decision.epsilon:g}"]
     rule = RULES.get(cfg.decision.rule)
     if rule is not None and rule.uses_theta:
         parts.append(f"θ={cfg.decision.theta:g}")
     if cfg.decision.quantile != "empirical":
         parts.append(str(cfg.decision.quantile))
-    return " · ".join(parts)
+    return prefix + " · ".join(parts)
 
 
 def run_tags(cfg: Config) -> dict[str, str]:
-    """Tags for model, proxy, dataset, label rule and, in a multirun, the sweep it belongs to."""
+    """Tags for model, proxy, dataset, label rule, whether it is a debug run
+    (``mcu.debug``: "true" or "false") and, in a multirun, the sweep it belongs to."""
     tags = {
+        TAG_DEBUG: "true" if is_debug(cfg) else "false",
         "mcu.model": str(cfg.model.name),
         "mcu.proxy": str(cfg.proxy["name"]),
         "mcu.dataset": str(cfg.dataset.name),

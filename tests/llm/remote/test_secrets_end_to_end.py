@@ -39,7 +39,7 @@ def test_planted_key_is_in_no_log_param_or_artifact(fake_server: FakeServer, tmp
     for path in files:
         assert PLANTED_KEY.encode() not in path.read_bytes(), f"planted key found in {path}"
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
-    (run,) = client.search_runs([client.get_experiment_by_name("mcu_exp").experiment_id])
+    (run,) = client.search_runs([client.get_experiment_by_name("mcu_exp-debug").experiment_id])
     for key, value in {**run.data.params, **run.data.tags}.items():
         assert PLANTED_KEY not in value and PLANTED_KEY not in key
     assert run.data.params["model.api_key_env"] in ("null", "None", "OPENAI_API_KEY")

@@ -1,0 +1,31 @@
+"""Column names the report's frames share: metrics with their CI bounds, the per-row
+undefined metrics and notes (used by :mod:`tables` to build and :mod:`display` to show)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from mcu_exp.evaluation.registry import INTERVAL_KINDS, metric_names
+from mcu_exp.evaluation.report import CI_HIGH, CI_LOW
+from mcu_exp.names import TAG_CLASS_WARNING, TAG_VERDICT, VS_P0_PREFIX
+
+UNDEFINED_COLUMN = "undefined"  # the metrics a run logged as NaN (undefined on its data), "; "-joined in CSVs
+NOTE_COLUMNS = {"class_warning": TAG_CLASS_WARNING, "verdict": TAG_VERDICT}  # run tags kept per row
+BASELINE_PREFIX = "baseline_"
+
+
+def main_metrics() -> list[str]:
+    """Every registered rate and AUC, in table order: the summary's metric columns."""
+    return metric_names(INTERVAL_KINDS)
+
+
+def with_ci(name: str) -> list[str]:
+    """A metric's column and its CI bounds' columns."""
+    return [name, f"{name}{CI_LOW}", f"{name}{CI_HIGH}"]
+
+
+def vs_p0_metrics(frame: pd.DataFrame) -> list[str]:
+    """The "against P0" metrics the runs logged (``vs_p0.f1`` …), CI bounds left out."""
+    names = [c for c in frame.columns if c.startswith(VS_P0_PREFIX) and not c.endswith((CI_LOW, CI_HIGH))]
+    order = {m: i for i, m in enumerate(main_metrics())}
+    return sorted(names, key=lambda c: (order.get(c[len(VS_P0_PREFIX):], len(order)), c))

@@ -1,0 +1,200 @@
+"""The comparison tables as text: cells, captions and the notes under each table.
+
+A metric cell is "67.7% [58.1%, 77.4%]" (value, 95 % CI), ``undefined`` where the run
+logged the metric as NaN (an AUC with one class, a precision with no predicted positive…;
+a CI bound alike), and "—" where the run never logged it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header, metric
+from mcu_exp.evaluation.report import ALWAYS, AUC_PERMUTATION_P, RANDOM, baseline_key, format_value
+from mcu_exp.names import ALL_READERS, UNDEFINED, VS_P0_PREFIX
+from mcu_exp.report.identity import PARAM_PREFIX, key_header, key_text, row_label
+from mcu_exp.report.columns import UNDEFINED_COLUMN, main_metrics, vs_p0_metrics, with_ci
+
+MISSING = "—"
+BASELINE_HEADERS = {ALWAYS: "always-1", RANDOM: "random"}  # after the metric's header
+RULE_TEXT = {"mean_abu50": "mean ABU50"}  # labels.rule → words
+
+
+def value(row: pd.Series, column: str) -> float | None:
+    """``column`` of a table row: a number, NaN when the run logged it undefined, None when
+    the run has no such metric."""
+    raw = row.get(column)
+    if raw is None or pd.isna(raw):
+        return math.nan if column in (row.get(UNDEFINED_COLUMN) or ()) else None
+    return float(raw)
+
+
+def _text(name: str, number: float | None) -> str:
+    if number is None:
+        return MISSING
+    if math.isnan(number):
+        return UNDEFINED
+    return format_value(name, number)
+
+
+def cell(name: str, number: float | None, low: float | None = None, high: float | None = None) -> str:
+    """A metric with its CI as text, in the metric's registered format; each of the three
+    reads ``undefined`` when NaN; no CI when the run logged no bound."""
+    text = _text(name, number)
+    if number is None or math.isnan(number) or (low is None and high is None):
+        return text
+    return f"{text} [{_text(name, low)}, {_text(name, high)}]"
+
+
+def _cells(table: pd.DataFrame, column: str, name: str | None = None) -> list[str]:
+    return [cell(name or column, *(value(row, c) for c in with_ci(column))) for _, row in table.iterrows()]
+
+
+def _shown(table: pd.DataFrame, column: str) -> bool:
+    """Whether any row has ``column`` (a value, or undefined)."""
+    return any(value(row, column) is not None for _, row in table.iterrows())
+
+
+def count_text(number: float | None) -> str:
+    """A count (n, runs) as an integer, ``undefined`` or "—"."""
+    if number is None:
+        return MISSING
+    return UNDEFINED if math.isnan(number) else f"{number:.0f}"
+
+
+def p_text(number: float | None) -> str:
+    """A p-value with 4 decimals, ``undefined`` or "—"."""
+    if number is None:
+        return MISSING
+    return UNDEFINED if math.isnan(number) else f"{number:.4f}"
+
+
+def display_table(summary: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """:func:`~mcu_exp.report.tables.summary_table` as text cells: the keys, runs, n, each
+    metric with its CI ("67.7% [58.1%, 77.4%]", AUCs with 3 decimals), the baselines of the
+    headline metric (F1), and "F1 vs P0" (…) columns when the runs logged them; headers and
+    formats come from the metric registry."""
+    table = pd.DataFrame({key_header(k): [key_text(k, v) for v in summary[k]] for k in keys})
+    table["runs"] = [count_text(float(v)) for v in summary["runs"]]
+    table["n"] = [count_text(value(row, "n")) for _, row in summary.iterrows()]
+    for name in main_metrics():
+        if name in summary.columns and _shown(summary, name):
+            table[header(name)] = _cells(summary, name)
+    if AUC_PERMUTATION_P in summary.columns and _shown(summary, AUC_PERMUTATION_P):
+        table["p (AUC score vs 0.5)"] = [p_text(value(row, AUC_PERMUTATION_P)) for _, row in summary.iterrows()]
+    for baseline, suffix in BASELINE_HEADERS.items():
+        column = baseline_key(baseline, PRIMARY)
+        if column in summary.columns:
+            table[f"{header(PRIMARY)} {suffix}"] = [cell(PRIMARY, value(row, column)) for _, row in summary.iterrows()]
+    for column in vs_p0_metrics(summary):
+        short = column[len(VS_P0_PREFIX):]
+        table[f"{header(short)} vs P0"] = _cells(summary, column, short)
+    return table
+
+
+def display_subgroups(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """:func:`~mcu_exp.report.tables.subgroup_table` as text: one row per configuration, the
+    headline metrics (F1 and AUC) per reader group, each column named after the group whose
+    labels it holds."""
+    if table.empty:
+        return table
+    out: dict[tuple[str, ...], dict[str, str]] = {}
+    for _, row in table.iterrows():
+        ident = tuple(key_text(k, row[k]) for k in keys)
+        cells = out.setdefault(ident, {})
+        for name in HEADLINE:
+            cells[f"{metric(name).short} {row['group']}"] = cell(name, *(value(row, c) for c in with_ci(name)))
+    rows = [{**{key_header(k): v for k, v in zip(keys, ident, strict=True)}, **cells}
+            for ident, cells in out.items()]
+    return pd.DataFrame(rows).fillna(MISSING)
+
+
+def group_sizes(table: pd.DataFrame) -> str:
+    """"all 50, bachelor 50, …": programs per reader group (the largest n seen per group)."""
+    if table.empty:
+        return ""
+    sizes = table.groupby("group", sort=False)["n"].max()
+    return ", ".join(f"{g} {int(n)}" for g, n in sizes.items() if pd.notna(n))
+
+
+def _one(rows: pd.DataFrame, column: str) -> Any:
+    """The single value of ``column`` in ``rows``; None when absent, "" when it varies."""
+    if column not in rows.columns or rows[column].isna().all():
+        return None
+    values = list(dict.fromkeys(rows[column].astype(str)))
+    return rows[column].iloc[0] if len(values) == 1 else ""
+
+
+def label_rule(rows: pd.DataFrame) -> str:
+    """How the human labels were made, in words: "mean ABU50 ≥ 0.5"."""
+    rule, fraction = _one(rows, f"{PARAM_PREFIX}labels.rule"), _one(rows, f"{PARAM_PREFIX}labels.min_fraction")
+    if rule is None or fraction is None:
+        return "not recorded"
+    if rule == "" or fraction == "":
+        return "per row (see the label columns)"
+    return f"{RULE_TEXT.get(str(rule), str(rule))} ≥ {key_text('', fraction)}"
+
+
+def scope(rows: pd.DataFrame) -> str:
+    """What the metrics are measured against: "readers: all; label: mean ABU50 ≥ 0.5"
+    ("readers: all, tested only" under ``labels.readers=tested``)."""
+    group = _one(rows, "labels_group")
+    readers = "per row (see the reader group column)" if group == "" else str(group or ALL_READERS)
+    tested = _one(rows, f"{PARAM_PREFIX}labels.readers")
+    if tested == "":
+        readers += " (tested or all: see the readers column)"
+    elif tested == "tested":
+        readers += ", tested only"
+    return f"readers: {readers}; label: {label_rule(rows)}"
+
+
+def row_notes(summary: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """Notes under the main table: reruns, and each row's class-size warning and verdict."""
+    notes = []
+    reruns = int((summary["runs"] > 1).sum()) if "runs" in summary.columns else 0
+    if reruns:
+        notes.append(f"{reruns} {'row' if reruns == 1 else 'rows'} had reruns; the newest is shown "
+                     "(the runs column counts them).")
+    for _, row in summary.iterrows():
+        label = row_label(row, keys)
+        if row.get("class_warning"):
+            notes.append(f"{label}: class size warning: {row['class_warning']}")
+        if row.get("verdict"):
+            notes.append(f"{label}: verdict: {row['verdict']}")
+    return notes
+
+
+def name_settings_note(columns: Sequence[str], most: int = 6) -> str:
+    """The note naming the settings that vary only with their section's name (a model's
+    backend, an expert pool's members), not shown as columns: each param key, or a count
+    per section when it has more than ``most`` of them."""
+    sections: dict[str, list[str]] = {}
+    for column in columns:
+        key = column[len(PARAM_PREFIX):] if column.startswith(PARAM_PREFIX) else column
+        sections.setdefault(key.split(".", 1)[0], []).append(key)
+    parts = [", ".join(keys) if len(keys) <= most else f"{len(keys)} {section}.* settings"
+             for section, keys in sections.items()]
+    return f"Also differing, with the model, proxy or expert pool named in the row (in summary.csv): " \
+           f"{'; '.join(parts)}." if parts else ""
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table (pipes in cells escaped); text left, numbers right."""
+    def esc(text: Any) -> str:
+        return str(text).replace("|", "\\|").replace("\n", " ")
+
+    head = "| " + " | ".join(esc(c) for c in table.columns) + " |"
+    align = ["---" if i < 1 or not _numeric_column(table.iloc[:, i]) else "---:" for i in range(table.shape[1])]
+    lines = [head, "| " + " | ".join(align) + " |"]
+    for row in table.itertuples(index=False):
+        lines.append("| " + " | ".join(esc(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _numeric_column(column: pd.Series) -> bool:
+    text = column.astype(str)
+    return bool(len(text)) and bool(text.str.match(rf"^([\d.\-—]|{UNDEFINED})").all())
