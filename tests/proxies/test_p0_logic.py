@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import logging
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
+from proxy_support import compose_cfg, context, make_proxy, synthetic_dataset
 
-from mcu_exp.data import Question
+from mcu_exp.data import Dataset, Question, read_questions
 from mcu_exp.llm import GenerationRequest
+from mcu_exp.pipeline import build_proxies, typed_config
 from mcu_exp.proxies.p0_subject import (
     AnswerJob,
     position_metrics,
@@ -17,6 +23,7 @@ from mcu_exp.proxies.p0_subject import (
     read_answers,
     rotation_orders,
 )
+from mcu_exp.proxies.preview import preview
 
 
 @pytest.mark.parametrize("n_options", [2, 3, 4, 5])
@@ -122,3 +129,42 @@ def test_position_bias_shares() -> None:
     assert sum(metrics[f"p0.letter_share.{x}"] for x in "ABCD") == pytest.approx(1.0)
     assert metrics["p0.accuracy_when_correct_at.A"] == pytest.approx(2 / 3)  # run 0: correct at A
     assert math.isnan(metrics["p0.accuracy_when_correct_at.D"])  # run 3: nothing parseable
+
+
+def _keyless_dataset(tmp_path: Path) -> Dataset:
+    """Three programs with one question each; the questions of p1 and p2 have no correct option."""
+    path = tmp_path / "questions.jsonl"
+    path.write_text("".join(json.dumps({"program_id": f"p{i}", "question_id": "q", "text": "Which?",
+                                        "options": ["a", "b"], **({"correct": 1} if i == 0 else {})}) + "\n"
+                            for i in range(3)), encoding="utf-8")
+    base = synthetic_dataset(n_programs=3, n_questions=0)
+    return dataclasses.replace(base, questions=read_questions(path, set(base.program_ids)))
+
+
+def test_p0_refuses_questions_without_a_correct_option_at_start(tmp_path: Path) -> None:
+    dataset = _keyless_dataset(tmp_path)
+    proxy = make_proxy(compose_cfg("proxy=p0"), dataset, tmp_path / "cache")
+    assert not proxy.applies()
+    with pytest.raises(ValueError, match=r"P0 needs the correct option of every question: 2 of 3 questions "
+                                         r"have no 'correct' key \(first: .*questions\.jsonl:2\)") as info:
+        preview(proxy, cache_dir=proxy.ctx.cache_dir)  # what a job does before anything else
+    assert "\n" not in str(info.value)
+    keyed = make_proxy(compose_cfg("proxy=p0"), dataset, tmp_path / "cache", program_ids=["p0"])
+    assert keyed.applies()  # only the questions of the programs it labels matter
+    (stage,) = preview(keyed, cache_dir=keyed.ctx.cache_dir)
+    assert stage.requests == 2
+
+
+def test_keyless_questions_leave_p1_running_without_its_p0_reference(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    dataset = _keyless_dataset(tmp_path)
+    cfg = compose_cfg("proxy.k=4", "proxy.k_cal=2")
+    proxy, reference = build_proxies(typed_config(cfg), context(cfg, dataset, tmp_path / "cache"))
+    assert proxy.name == "p1" and reference is not None and reference.name == "p0"
+    with caplog.at_level(logging.INFO, logger="mcu_exp.proxies.p0_subject"):
+        assert [s.stage for s in preview(proxy, reference)] == ["target summaries"]
+        assert not reference.applies()
+    notes = [r for r in caplog.records if r.name == "mcu_exp.proxies.p0_subject"]
+    assert len(notes) == 1 and notes[0].levelno == logging.INFO
+    assert "2 of 3 questions have no 'correct' key" in notes[0].getMessage()
+    assert "\n" not in notes[0].getMessage()

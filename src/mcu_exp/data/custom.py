@@ -2,7 +2,9 @@
 
 ``programs.csv`` (``program_id, language`` and ``code`` or ``code_file``), ``evaluations.csv``
 (``program_id, participant_id, correct, total`` and optional ``perceived``, ``group``; ``total``
-0 means the participant was not asked the questions) and an optional ``questions.jsonl``.
+0 means the participant was not asked the questions) and an optional ``questions.jsonl``
+(its ``correct`` keys are optional). Every file must be UTF-8, and a ``code_file`` must resolve,
+symlinks followed, inside the folder.
 Everything is validated on load; the first problem raises a :class:`DatasetError` naming the
 file, the line (header = line 1) and what was expected.
 """
@@ -10,12 +12,14 @@ file, the line (header = line 1) and what was expected.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from mcu_exp.data.files import read_text
 from mcu_exp.data.types import (
     GROUPS,
     Dataset,
@@ -29,7 +33,8 @@ from mcu_exp.data.types import (
 PROGRAMS_FILE = "programs.csv"
 EVALUATIONS_FILE = "evaluations.csv"
 QUESTIONS_FILE = "questions.jsonl"
-QUESTION_KEYS = ("program_id", "question_id", "text", "options", "correct")
+QUESTION_KEYS = ("program_id", "question_id", "text", "options")
+"""Keys every question must have; ``correct`` is optional (only proxy P0 needs it)."""
 
 
 def _rows(
@@ -41,7 +46,7 @@ def _rows(
     """
     if not path.is_file():
         raise DatasetError(f"{path}: missing file")
-    with path.open(encoding="utf-8-sig", newline="") as handle:
+    with io.StringIO(read_text(path), newline="") as handle:
         reader = csv.reader(handle)
         try:
             header = [h.strip() for h in next(reader)]
@@ -123,16 +128,31 @@ def _program_code(root: Path, row: dict[str, str], where: str, program_id: str) 
         relative = Path(code_file)
         if relative.is_absolute():
             raise DatasetError(f"{where}: code_file {code_file!r} must be relative to {root}")
-        target = root / relative
+        target = _inside(root, code_file, where)
         if not target.is_file():
             raise DatasetError(f"{where}: code_file {code_file!r} not found (looked for {target})")
         try:
-            inline = target.read_text(encoding="utf-8").rstrip("\n")
-        except UnicodeDecodeError as err:
-            raise DatasetError(f"{where}: code_file {target} is not UTF-8 text: {err}") from err
+            inline = read_text(target).rstrip("\n")
+        except DatasetError as err:
+            raise DatasetError(f"{where}: code_file {err}") from None
     if not inline.strip():
         raise DatasetError(f"{where}: empty code for program {program_id!r}")
     return inline
+
+
+def _inside(root: Path, code_file: str, where: str) -> Path:
+    """``root / code_file`` with every symlink followed; an error unless it stays in ``root``."""
+    try:
+        target = (root / code_file).resolve()
+    except (OSError, RuntimeError) as err:
+        raise DatasetError(f"{where}: code_file {code_file!r} cannot be resolved: {err}") from None
+    base = root.resolve()
+    if not target.is_relative_to(base):
+        raise DatasetError(
+            f"{where}: code_file {code_file!r} resolves to {target}, outside the dataset folder "
+            f"{base}; expected a file inside it"
+        )
+    return target
 
 
 def _read_evaluations(root: Path, known: set[str]) -> dict[str, list[Any]]:
@@ -191,28 +211,34 @@ def _question(obj: Any, where: str) -> Question:
         if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
             raise DatasetError(f"{where}: {key} is {value!r}, expected a non-empty string")
         ids[key] = str(value).strip()
-    text, options, correct = obj["text"], obj["options"], obj["correct"]
+    text, options, correct = obj["text"], obj["options"], obj.get("correct")
     if not isinstance(text, str) or not text.strip():
         raise DatasetError(f"{where}: text is {text!r}, expected a non-empty string")
     if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
         raise DatasetError(f"{where}: options must be a list of strings")
     if len(options) < 2:
         raise DatasetError(f"{where}: {len(options)} option(s), expected at least 2")
+    if correct is None:
+        return Question(text=text, options=tuple(options), correct=None, source=where, **ids)
     if isinstance(correct, bool) or not isinstance(correct, int):
-        raise DatasetError(f"{where}: correct is {correct!r}, expected a 0-based option index")
+        raise DatasetError(
+            f"{where}: correct is {correct!r}, expected a 0-based option index (or no key)"
+        )
     if not 0 <= correct < len(options):
         raise DatasetError(
             f"{where}: correct is {correct}, expected an option index in 0..{len(options) - 1}"
         )
-    return Question(text=text, options=tuple(options), correct=correct, **ids)
+    return Question(text=text, options=tuple(options), correct=correct, source=where, **ids)
 
 
 def read_questions(path: Path | str, program_ids: set[str] | None = None) -> list[Question]:
     """Read multiple-choice questions from a JSONL file, one object per line.
 
     Each object: ``{"program_id", "question_id", "text", "options": [...], "correct": i}``
-    with ``correct`` the 0-based index of the right option. ``program_ids``, when given, is
-    the set every ``program_id`` must belong to. Blank lines are skipped.
+    with ``correct`` the 0-based index of the right option, or absent (or null) when the key
+    is unknown: such a question loads with ``correct=None`` (proxy P0 then refuses the data;
+    P1–P3 do not use questions). ``program_ids``, when given, is the set every ``program_id``
+    must belong to. Blank lines are skipped; each question's ``source`` is its file and line.
     """
     path = Path(path).expanduser()
     if not path.is_file():
@@ -221,7 +247,7 @@ def read_questions(path: Path | str, program_ids: set[str] | None = None) -> lis
         raise DatasetError(f"{path}: questions must be a .jsonl file (one JSON object per line)")
     questions: list[Question] = []
     first_line: dict[tuple[str, str], int] = {}
-    with path.open(encoding="utf-8-sig") as handle:
+    with io.StringIO(read_text(path), newline=None) as handle:
         for line, text in enumerate(handle, start=1):
             if not text.strip():
                 continue
@@ -259,7 +285,12 @@ def load_custom(root: Path | str, name: str = "custom") -> Dataset:
     if not programs:
         raise DatasetError(f"{root / PROGRAMS_FILE}: no programs, expected at least one row")
     known = {p.id for p in programs}
-    evaluations = evaluations_frame(**_read_evaluations(root, known))
+    columns = _read_evaluations(root, known)
+    if not columns["program_id"]:
+        raise DatasetError(
+            f"{root / EVALUATIONS_FILE}: no evaluations after the header, expected at least one row"
+        )
+    evaluations = evaluations_frame(**columns)
     questions_path = root / QUESTIONS_FILE
     questions = read_questions(questions_path, known) if questions_path.exists() else []
     dataset = Dataset(

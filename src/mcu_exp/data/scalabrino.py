@@ -11,6 +11,7 @@ row has no answer time (``TNPU`` empty) and ``AU`` 0. Such an evaluation gets ``
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import textwrap
@@ -20,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 import mcu_exp.data.download as dl
+from mcu_exp.data.files import read_text
 from mcu_exp.data.types import Dataset, DatasetError, Program, evaluations_frame
 
 DATA_ENV = "MCU_EXP_DATA"
@@ -136,12 +138,19 @@ def read_scalabrino(root: Path, name: str = "scalabrino", source: str = "") -> D
         if not needed.exists():
             raise DatasetError(f"{needed}: missing (expected the Scalabrino data in {root})")
     try:
-        frame = pd.read_csv(csv_path, dtype={"participant_id": str, "file_name": str})
-    except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise DatasetError(f"{csv_path}: cannot parse as CSV: {err}") from err
+        frame = pd.read_csv(
+            io.StringIO(read_text(csv_path)), dtype={"participant_id": str, "file_name": str}
+        )
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        detail = " ".join(str(err).split())
+        raise DatasetError(f"{csv_path}: cannot parse as CSV: {detail}") from err
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         raise DatasetError(f"{csv_path}:1: missing columns {missing}")
+    if frame.empty:
+        raise DatasetError(
+            f"{csv_path}: no evaluations after the header, expected at least one row"
+        )
     for column in ("participant_id", "file_name"):
         empty = frame[column].isna()
         if empty.any():
@@ -167,7 +176,7 @@ def read_scalabrino(root: Path, name: str = "scalabrino", source: str = "") -> D
             Program(
                 id=record["file_name"],
                 language="java",
-                code=strip_wrapper(snippet.read_text(encoding="utf-8"), snippet),
+                code=strip_wrapper(read_text(snippet), snippet),
                 meta={
                     "system_name": record["system_name"],
                     "snippet_signature": record["snippet_signature"],

@@ -49,13 +49,19 @@ class Program:
 
 @dataclass(frozen=True)
 class Question:
-    """A multiple-choice comprehension question with exactly one correct option (0-based)."""
+    """A multiple-choice comprehension question with exactly one correct option (0-based).
+
+    ``correct`` is None when the dataset does not give the key (proxy P0, which scores the
+    answers, then refuses to run; P1–P3 never read questions). ``source`` says where the
+    question was read (``file:line``) for messages; it takes no part in equality.
+    """
 
     program_id: str
     question_id: str
     text: str
     options: tuple[str, ...]
-    correct: int
+    correct: int | None
+    source: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if len(self.options) < 2:
@@ -63,7 +69,7 @@ class Question:
                 f"question {self.program_id}/{self.question_id}: expected at least 2 options, "
                 f"got {len(self.options)}"
             )
-        if not 0 <= self.correct < len(self.options):
+        if self.correct is not None and not 0 <= self.correct < len(self.options):
             raise DatasetError(
                 f"question {self.program_id}/{self.question_id}: correct option index "
                 f"{self.correct} is outside 0..{len(self.options) - 1}"

@@ -16,8 +16,12 @@ its samples answered is flagged (``too_few_answers``, ``p0.questions_too_few_ans
 its questions are answered correctly (the ABU50 rule); score = the share answered correctly.
 
 Programs without questions are dropped with a warning (and counted); the table holds only
-programs with questions. P0's labels are also the reference P1–P3 are scored against
-(cross-proxy reliability): the job's ``reference`` section is a P0 config.
+programs with questions. Every question of the programs P0 labels needs its ``correct``
+option: a dataset without those keys stops a P0 job before any model is called (one line
+naming the count and the first keyless question's file and line). P0's labels are also the
+reference P1–P3 are scored against (cross-proxy reliability): the job's ``reference``
+section is a P0 config, which does not apply (one info line) when there are no questions or
+some have no key.
 """
 
 from __future__ import annotations
@@ -85,6 +89,27 @@ class AnswerJob:
     request: GenerationRequest
 
 
+def correct_option(question: Question) -> int:
+    """The question's correct option index; ValueError naming where it was read when absent."""
+    if question.correct is None:
+        where = f" ({question.source})" if question.source else ""
+        raise ValueError(f"question {question.program_id}/{question.question_id}{where} has no "
+                         "'correct' option index, which P0 needs")
+    return question.correct
+
+
+def keyless_problem(dataset: Dataset, program_ids: Sequence[str]) -> str | None:
+    """How many of the questions of ``program_ids`` have no correct option, and where the first
+    one is; None when every one has it."""
+    questions = [q for pid in program_ids for q in dataset.questions_for(pid)]
+    keyless = [q for q in questions if q.correct is None]
+    if not keyless:
+        return None
+    first = keyless[0].source or f"program {keyless[0].program_id}, question {keyless[0].question_id}"
+    return (f"{len(keyless)} of {len(questions)} questions have no 'correct' key "
+            f"(first: {first})")
+
+
 def split_by_questions(dataset: Dataset, program_ids: Sequence[str]) -> tuple[list[str], list[str]]:
     """``(programs with questions, programs without)``, each in the given order."""
     asked = {q.program_id for q in dataset.questions}
@@ -101,7 +126,7 @@ def answer_jobs(model: ModelConfig, dataset: Dataset, program_ids: Sequence[str]
         program = dataset.program(pid)
         for question in dataset.questions_for(pid):
             option_letters(len(question.options))
-            for run, order in enumerate(rotation_orders(len(question.options), question.correct,
+            for run, order in enumerate(rotation_orders(len(question.options), correct_option(question),
                                                         bool(proxy_cfg.rotate))):
                 shown = [question.options[i] for i in order]
                 messages = question_messages(program.code, program.language, question.text, shown)
@@ -116,15 +141,16 @@ def read_answers(job: AnswerJob, texts: Sequence[str]) -> list[dict[str, Any]]:
     """One record per sample: the letter chosen (None: unparseable) and the original option it means."""
     shown = [job.question.options[i] for i in job.order]
     letters = option_letters(len(shown))
+    correct = correct_option(job.question)
     rows = []
     for j, text in enumerate(texts):
         pos = parse_choice(text, shown)
         original = None if pos is None else job.order[pos]
         rows.append({"program_id": job.question.program_id, "question_id": job.question.question_id,
-                     "run": job.run, "correct_position": letters[job.order.index(job.question.correct)],
+                     "run": job.run, "correct_position": letters[job.order.index(correct)],
                      "sample_index": j, "text": text, "letter": None if pos is None else letters[pos],
                      "option": original,
-                     "is_correct": None if original is None else original == job.question.correct})
+                     "is_correct": None if original is None else original == correct})
     return rows
 
 
@@ -138,14 +164,15 @@ def question_results(answers: pd.DataFrame, questions: Sequence[Question],
         votes = [int(o) for o in mine["option"].dropna()]
         answer, tied = plurality(votes, abstentions=len(mine) - len(votes))
         share = len(votes) / len(mine) if len(mine) else 0.0
-        hits = sum(v == q.correct for v in votes)  # a sample without an answer is not correct
+        correct = correct_option(q)
+        hits = sum(v == correct for v in votes)  # a sample without an answer is not correct
         rows.append({"program_id": q.program_id, "question_id": q.question_id, "n_samples": len(mine),
-                     "n_parseable": len(votes), "correct_option": q.correct,
+                     "n_parseable": len(votes), "correct_option": correct,
                      "votes": canonical_json({str(k): v for k, v in sorted(Counter(votes).items())}),
                      "answer": answer, "tied": tied,
                      "sample_accuracy": hits / len(mine) if len(mine) else float("nan"),
                      "answer_share": share, "too_few_answers": too_few(share, min_answer_share),
-                     "answered_correctly": answer == q.correct})
+                     "answered_correctly": answer == correct})
     return pd.DataFrame(rows).astype({"answer": "Int64"})
 
 
@@ -186,6 +213,7 @@ class SubjectProxy(Proxy):
     """P0: the target model answers each program's multiple-choice questions."""
 
     Config = SubjectConfig
+    _told_keyless: bool = False  # whether applies() has logged the missing keys
 
     def problems(self) -> Iterator[str]:
         if self.cfg.samples < 1:
@@ -194,13 +222,24 @@ class SubjectProxy(Proxy):
             yield f"proxy.min_answer_share={self.cfg.min_answer_share}: expected a share in [0, 1]"
 
     def applies(self) -> bool:
-        return bool(split_by_questions(self.ctx.dataset, self.ctx.program_ids)[0])
+        """Whether some programs have questions and every one of their questions has its key
+        (one info line, once, when keys are missing: a job then skips P0 as its reference)."""
+        kept = split_by_questions(self.ctx.dataset, self.ctx.program_ids)[0]
+        problem = keyless_problem(self.ctx.dataset, kept)
+        if problem and not self._told_keyless:
+            self._told_keyless = True
+            log.info("P0 does not apply: %s; it needs the correct option of every question", problem)
+        return bool(kept) and problem is None
 
     def jobs(self) -> tuple[list[AnswerJob], list[str], list[str]]:
         """The answer runs, the programs with questions and those without."""
         kept, dropped = split_by_questions(self.ctx.dataset, self.ctx.program_ids)
         if not kept:
             raise ValueError(f"{NO_QUESTIONS}; none of the {len(self.ctx.program_ids)} programs has any")
+        problem = keyless_problem(self.ctx.dataset, kept)
+        if problem:
+            raise ValueError(f"P0 needs the correct option of every question: {problem}; add the keys "
+                             "or run P1-P3, which do not use questions")
         return answer_jobs(self.ctx.model, self.ctx.dataset, kept, self.cfg), kept, dropped
 
     def stages(self, done: StageResults) -> Iterator[Stage]:
