@@ -90,6 +90,15 @@ class CacheConfig:
 
 
 @dataclass
+class GenerationConfig:
+    """What a job accepts from generation before it scores anything."""
+
+    # Largest share of a stage's samples that may fail (errors, filtered, empty) before the
+    # job stops unscored; 0: any failed sample stops it. Failed samples are retried on rerun.
+    max_failed_share: float = 0.0
+
+
+@dataclass
 class ExpertMember:
     """One expert of the pool: a model config composed by Hydra from ``conf/model/`` (see
     ``conf/experts/*.yaml``: ``/model@members.<label>.model: <name>``) and its sampling seed."""
@@ -195,6 +204,7 @@ class Config:
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
+    generation: GenerationConfig = field(default_factory=GenerationConfig)
     seed: int = 0
     preview_only: bool = False
     quiet: bool = False  # no progress bars

@@ -6,18 +6,32 @@ out ``n`` (raising ``n`` reuses the samples already made) and anything that does
 the text (timeouts, retries). Each sample is committed as it arrives, so a crash loses at
 most the samples in flight. WAL mode plus a busy timeout let several processes of a sweep
 read and write the same file at once.
+
+Failed samples (errors, filtered, empty: :attr:`Sample.failure`) go to a ``failures`` table,
+never to ``samples``, so a rerun asks for them again; a legacy empty row in ``samples`` is
+not a hit and is replaced by the next good sample. ``claims`` holds a lease per key (owner,
+host, pid, expiry), so two processes sharing the file never generate, and pay for, the same
+sample: see :meth:`GenerationCache.claim`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
+import sqlite3
+import threading
 import time
-from collections.abc import Iterable, Mapping
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcu_exp.llm.contract import GenerationRequest, Sample
+from mcu_exp.llm.errors import CacheCorrupt
 from mcu_exp.sqlite_store import open_shared
 
 _SCHEMA = """
@@ -29,9 +43,28 @@ CREATE TABLE IF NOT EXISTS samples (
     completion_tokens INTEGER NOT NULL,
     created REAL NOT NULL,
     parts TEXT NOT NULL
-)
+);
+CREATE TABLE IF NOT EXISTS failures (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    finish_reason TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    attempts INTEGER NOT NULL,
+    created REAL NOT NULL,
+    parts TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    expires REAL NOT NULL
+);
 """
 _CHUNK = 500
+_BLANK = "trim(samples.text, ' ' || char(9, 10, 13)) = ''"
 
 
 def key_parts(identity: Mapping[str, Any], request: GenerationRequest, index: int) -> dict[str, Any]:
@@ -54,45 +87,178 @@ def sample_key(identity: Mapping[str, Any], request: GenerationRequest, index: i
     return hashlib.sha256(canonical_json(key_parts(identity, request, index)).encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class ClaimOwner:
+    """Who holds a claim: one generator of one process on one host."""
+
+    host: str = field(default_factory=socket.gethostname)
+    pid: int = field(default_factory=os.getpid)
+    token: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+    @property
+    def id(self) -> str:
+        return f"{self.host}:{self.pid}:{self.token}"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (a process we may not signal counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _corrupt(path: Path, exc: BaseException) -> CacheCorrupt:
+    return CacheCorrupt(
+        f"generation cache {path} is not a readable SQLite database ({exc}); move it aside with its "
+        f"-wal and -shm files (mv {path}* <elsewhere>/) and rerun: its samples are generated again"
+    )
+
+
 class GenerationCache:
     """Samples by key in one SQLite file; safe to share between processes."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._conn = open_shared(self.path, _SCHEMA, autocommit=True)
+        try:
+            self._conn = open_shared(self.path, _SCHEMA, autocommit=True)
+            self._conn.execute("SELECT COUNT(*) FROM samples").fetchone()
+        except sqlite3.OperationalError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise _corrupt(self.path, exc) from None
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Turn a corrupt file met mid-run into a one-line :class:`CacheCorrupt`."""
+        try:
+            yield
+        except sqlite3.OperationalError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise _corrupt(self.path, exc) from None
+
+    def _rows(self, sql: str, keys: list[str], *args: Any) -> Iterator[tuple[Any, ...]]:
+        """``sql`` (with ``{marks}`` for the keys) run over ``keys`` in chunks."""
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start : start + _CHUNK]
+            yield from self._conn.execute(sql.format(marks=",".join("?" * len(chunk))), [*chunk, *args])
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Sample]:
-        """The cached samples among ``keys`` (absent keys are left out)."""
-        wanted = list(dict.fromkeys(keys))
+        """The cached usable samples among ``keys`` (absent or legacy empty ones are left out)."""
         found: dict[str, Sample] = {}
-        for start in range(0, len(wanted), _CHUNK):
-            chunk = wanted[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(
-                "SELECT key, text, finish_reason, prompt_tokens, completion_tokens "
-                f"FROM samples WHERE key IN ({marks})",
-                chunk,
-            )
-            for key, text, reason, prompt_tokens, completion_tokens in rows:
-                found[key] = Sample(text, reason, prompt_tokens, completion_tokens)
+        sql = ("SELECT key, text, finish_reason, prompt_tokens, completion_tokens "
+               "FROM samples WHERE key IN ({marks})")
+        with self._guard():
+            for key, text, reason, prompt_tokens, completion_tokens in self._rows(sql, list(dict.fromkeys(keys))):
+                sample = Sample(text, reason, prompt_tokens, completion_tokens)
+                if sample.failure is None:
+                    found[key] = sample
         return found
 
-    def put(self, key: str, sample: Sample, parts: Mapping[str, Any] | None = None) -> bool:
-        """Store one sample in its own transaction; errors are never stored.
+    def failures_since(self, keys: Iterable[str], since: float) -> dict[str, Sample]:
+        """The failed samples among ``keys`` recorded at or after ``since`` (a peer's this run)."""
+        sql = ("SELECT key, text, finish_reason, prompt_tokens, completion_tokens "
+               "FROM failures WHERE key IN ({marks}) AND created >= ?")
+        with self._guard():
+            return {key: Sample(text, reason, p, c)
+                    for key, text, reason, p, c in self._rows(sql, list(dict.fromkeys(keys)), since)}
 
-        Returns whether a row was written (False for an error or a key already present).
+    def put(self, key: str, sample: Sample, parts: Mapping[str, Any] | None = None) -> bool:
+        """Store one sample in its own transaction.
+
+        A failed sample (error, filtered, empty) is recorded in ``failures`` and never served
+        as a hit. Returns whether a usable sample was written (False for a failure or a key
+        already holding one).
         """
-        if sample.finish_reason == "error":
-            return False
-        cursor = self._conn.execute(
-            "INSERT OR IGNORE INTO samples VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (key, sample.text, sample.finish_reason, sample.prompt_tokens, sample.completion_tokens,
-             time.time(), canonical_json(parts or {})),
-        )
+        now, blob = time.time(), canonical_json(parts or {})
+        with self._guard():
+            if sample.failure is not None:
+                self._conn.execute(
+                    "INSERT INTO failures VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT(key) DO UPDATE SET "
+                    "kind = excluded.kind, text = excluded.text, finish_reason = excluded.finish_reason, "
+                    "prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, "
+                    "attempts = failures.attempts + 1, created = excluded.created",
+                    (key, sample.failure, sample.text, sample.finish_reason, sample.prompt_tokens,
+                     sample.completion_tokens, now, blob),
+                )
+                return False
+            cursor = self._conn.execute(
+                "INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
+                "text = excluded.text, finish_reason = excluded.finish_reason, prompt_tokens = excluded.prompt_tokens, "
+                f"completion_tokens = excluded.completion_tokens, created = excluded.created WHERE {_BLANK}",
+                (key, sample.text, sample.finish_reason, sample.prompt_tokens, sample.completion_tokens, now, blob),
+            )
+            self._conn.execute("DELETE FROM failures WHERE key = ?", (key,))
         return cursor.rowcount == 1
 
+    def claim(self, keys: Iterable[str], owner: ClaimOwner, ttl_s: float, since: float) -> set[str]:
+        """Lease the ``keys`` nobody else holds for ``ttl_s`` seconds; the ones leased.
+
+        A key is skipped while another owner's lease is live, or once it holds a usable sample
+        or a failure recorded since ``since``. A lease is free once expired, or at once when
+        its holder's pid is gone on this host.
+        """
+        wanted = list(dict.fromkeys(keys))
+        now = time.time()
+        with self._guard():
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                settled = {row[0] for row in self._rows(
+                    f"SELECT key FROM samples WHERE key IN ({{marks}}) AND NOT {_BLANK}", wanted)}
+                settled |= {row[0] for row in self._rows(
+                    "SELECT key FROM failures WHERE key IN ({marks}) AND created >= ?", wanted, since)}
+                held = {row[0]: row[1:] for row in self._rows(
+                    "SELECT key, owner, host, pid, expires FROM claims WHERE key IN ({marks})", wanted)}
+                mine = {key for key in wanted if key not in settled and _free(held.get(key), owner, now)}
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?)",
+                    [(key, owner.id, owner.host, owner.pid, now + ttl_s) for key in mine],
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        return mine
+
+    def holders(self, keys: Iterable[str]) -> list[str]:
+        """``host:pid`` of every owner holding a lease on some of ``keys``."""
+        with self._guard():
+            rows = self._rows("SELECT DISTINCT host, pid FROM claims WHERE key IN ({marks})", list(keys))
+            return sorted({f"{host}:{pid}" for host, pid in rows})
+
+    def release(self, owner: ClaimOwner) -> None:
+        """Drop every lease ``owner`` holds."""
+        with self._guard():
+            self._conn.execute("DELETE FROM claims WHERE owner = ?", (owner.id,))
+
+    @contextmanager
+    def keep_claims(self, owner: ClaimOwner, ttl_s: float) -> Iterator[None]:
+        """Renew ``owner``'s leases every ``ttl_s / 3`` seconds (own thread and connection) until exit."""
+        stop = threading.Event()
+
+        def renew() -> None:
+            conn = open_shared(self.path, _SCHEMA, autocommit=True)
+            try:
+                while not stop.wait(ttl_s / 3):
+                    conn.execute("UPDATE claims SET expires = ? WHERE owner = ?", (time.time() + ttl_s, owner.id))
+            finally:
+                conn.close()
+
+        thread = threading.Thread(target=renew, name="mcu-exp-claims", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=5.0)
+
     def __len__(self) -> int:
-        return int(self._conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
+        with self._guard():
+            return int(self._conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
 
     def close(self) -> None:
         """Close the connection (the file stays)."""
@@ -103,3 +269,11 @@ class GenerationCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _free(lease: tuple[Any, ...] | None, owner: ClaimOwner, now: float) -> bool:
+    """Whether a key under ``lease`` (owner id, host, pid, expiry) may be taken by ``owner``."""
+    if lease is None:
+        return True
+    holder, host, pid, expires = lease
+    return holder == owner.id or expires < now or (host == owner.host and not pid_alive(int(pid)))

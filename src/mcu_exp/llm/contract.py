@@ -47,14 +47,30 @@ class GenerationRequest:
         }
 
 
+# Finish reasons that mean the provider withheld the text (a content filter, a refusal).
+FILTERED_REASONS = frozenset({"filtered", "content_filter", "refusal", "safety", "recitation"})
+FAILURE_KINDS = ("error", "filtered", "empty")
+
+
 @dataclass(frozen=True)
 class Sample:
     """One generated text with its token usage and why it ended."""
 
     text: str
-    finish_reason: str  # stop | length | error
+    finish_reason: str  # stop | length | error | filtered
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+    @property
+    def failure(self) -> str | None:
+        """Why this sample holds no usable text (``error``, ``filtered``, ``empty``); None if it does."""
+        if self.finish_reason == "error":
+            return "error"
+        if self.finish_reason in FILTERED_REASONS:
+            return "filtered"
+        if not self.text.strip():
+            return "empty"
+        return None
 
 
 @dataclass
@@ -66,7 +82,16 @@ class GenerationResult:
 
     @property
     def texts(self) -> list[str]:
-        return [s.text for s in self.samples]
+        """The usable texts: failed samples (errors, filtered, empty) are left out."""
+        return [s.text for s in self.samples if s.failure is None]
+
+    def failures(self) -> dict[str, int]:
+        """How many samples failed, by kind (every kind of :data:`FAILURE_KINDS`, zeros included)."""
+        counts = dict.fromkeys(FAILURE_KINDS, 0)
+        for sample in self.samples:
+            if sample.failure is not None:
+                counts[sample.failure] += 1
+        return counts
 
 
 @dataclass(frozen=True)

@@ -15,3 +15,11 @@ class BackendError(RuntimeError):
 
 class UnknownBackendError(BackendError, ValueError):
     """``model.backend`` names no known backend."""
+
+
+class GenerationFailed(BackendError, ValueError):
+    """Too many samples of a stage came back failed (errors, filtered or empty): nothing is scored."""
+
+
+class CacheCorrupt(BackendError, ValueError):
+    """The generation cache file is not a readable SQLite database."""

@@ -7,18 +7,25 @@ kill loses only the samples in flight, and the rerun generates exactly those.
 
 :meth:`CachedGenerator.usage` reports what this generator spent (tokens, requests, retries,
 cost); samples served from the cache cost nothing and are not counted.
+
+Before generating, the generator leases the missing keys in the cache (renewed while it
+works, released when it ends): a second process on the same file waits for those samples
+instead of paying for them again, and takes over the leases of a process that died. Failed
+samples (errors, filtered, empty) are returned marked (:attr:`Sample.failure`) and recorded
+as failures, so the next run retries them.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from mcu_exp.llm.cache import GenerationCache, key_parts, sample_key
+from mcu_exp.llm.cache import ClaimOwner, GenerationCache, key_parts, sample_key
 from mcu_exp.llm.contract import Backend, GenerationRequest, GenerationResult, Message, Sample, SampleJob
 from mcu_exp.llm.errors import BackendError
 
@@ -29,6 +36,7 @@ log = logging.getLogger(__name__)
 
 CACHE_FILE = "generations.sqlite"
 USAGE_PREFIX = "usage."
+_STAT = {"error": "errors", "filtered": "filtered", "empty": "empty"}  # failure kind -> stats key
 
 
 def sum_usage(usages: Iterable[Mapping[str, float]]) -> dict[str, float]:
@@ -64,17 +72,22 @@ class CachedGenerator:
     ``backend`` overrides the one built from ``model_cfg`` (its ``identity()`` then keys the
     cache; ``model_cfg`` may then be None); otherwise the backend is created only when some
     sample is missing. ``progress=False`` draws no progress bar, the backend's included.
+    ``claim_ttl_s`` is how long a lease outlives a holder that stopped renewing it (a process
+    on another host that died); ``poll_s`` how often a waiting process looks for a peer's samples.
     """
 
     def __init__(self, model_cfg: ModelConfig | None, cache_dir: str | Path, progress: bool = True,
-                 backend: Backend | None = None) -> None:
+                 backend: Backend | None = None, claim_ttl_s: float = 60.0, poll_s: float = 0.25) -> None:
         self.model_cfg = model_cfg
         self.cache = GenerationCache(Path(cache_dir) / CACHE_FILE)
         self.progress = progress
         self._given_backend = backend
         self.backend: Backend | None = None
-        self.stats = {"hits": 0, "misses": 0, "generated": 0, "errors": 0}
+        self.stats = {"hits": 0, "misses": 0, "generated": 0, "errors": 0, "filtered": 0, "empty": 0, "from_peers": 0}
         self._usage: dict[str, float] = {}
+        self.owner = ClaimOwner()
+        self.claim_ttl_s = float(claim_ttl_s)
+        self.poll_s = float(poll_s)
 
     @property
     def backend_created(self) -> bool:
@@ -120,32 +133,66 @@ class CachedGenerator:
         return self.backend
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        """The ``n`` samples of every request, in order; cached ones are reused."""
+        """The ``n`` samples of every request, in order; cached ones are reused.
+
+        Failed samples are included, marked by :attr:`Sample.failure`
+        (:attr:`GenerationResult.texts` leaves them out).
+        """
+        since = time.time()
         identity = self.identity()
         keys = [[sample_key(identity, r, i) for i in range(r.n)] for r in requests]
-        found = self.cache.get_many(k for ks in keys for k in ks)
-        slots: list[list[Sample | None]] = [[found.get(k) for k in ks] for ks in keys]
+        slots: list[list[Sample | None]] = [[None] * len(ks) for ks in keys]
         waiting: dict[str, list[tuple[int, int]]] = {}  # key -> every (request, index) that wants it
-        jobs: list[SampleJob] = []
-        for pos, (request, request_keys) in enumerate(zip(requests, keys)):
-            missing = []
+        for pos, request_keys in enumerate(keys):
             for index, key in enumerate(request_keys):
-                if key in found:
-                    continue
-                if key not in waiting:
-                    missing.append(index)
                 waiting.setdefault(key, []).append((pos, index))
-            if missing:
-                jobs.append(SampleJob(request, tuple(missing)))
+        pending = set(waiting) - self._fill(self.cache.get_many(waiting), slots, waiting)
         total = sum(r.n for r in requests)
-        hits = total - sum(len(w) for w in waiting.values())
+        hits = total - sum(len(waiting[k]) for k in pending)
         self.stats["hits"] += hits
         self.stats["misses"] += total - hits
-        if jobs:
-            self._run(identity, jobs, slots, waiting, total, hits)
-        log.info("generate: %d samples, %d from cache, %d generated, %d errors",
-                 total, hits, self.stats["generated"], self.stats["errors"])
+        last_note = 0.0
+        while pending:
+            mine = self.cache.claim(pending, self.owner, self.claim_ttl_s, since)
+            if mine:
+                try:
+                    with self.cache.keep_claims(self.owner, self.claim_ttl_s):
+                        self._run(identity, self._jobs(requests, waiting, mine), slots, waiting, total, hits)
+                finally:
+                    self.cache.release(self.owner)
+                pending -= mine
+            peers = {**self.cache.get_many(pending), **self.cache.failures_since(pending, since)}
+            pending -= self._fill(peers, slots, waiting)
+            self.stats["from_peers"] += len(peers)
+            if pending and not mine:
+                if time.monotonic() - last_note > 30.0:
+                    log.info("waiting for %d samples that other processes are generating (%s)",
+                             len(pending), ", ".join(self.cache.holders(pending)) or "leases just released")
+                    last_note = time.monotonic()
+                time.sleep(self.poll_s)
+        log.info("generate: %d samples, %d from cache, %d generated, %d errors, %d filtered, %d empty",
+                 total, hits, self.stats["generated"], self.stats["errors"], self.stats["filtered"],
+                 self.stats["empty"])
         return [GenerationResult(r, [s for s in ss if s is not None]) for r, ss in zip(requests, slots)]
+
+    @staticmethod
+    def _fill(found: Mapping[str, Sample], slots: list[list[Sample | None]],
+              waiting: Mapping[str, list[tuple[int, int]]]) -> set[str]:
+        """Put each found sample in every slot that wants it; the keys filled."""
+        for key, sample in found.items():
+            for pos, index in waiting[key]:
+                slots[pos][index] = sample
+        return set(found)
+
+    @staticmethod
+    def _jobs(requests: Sequence[GenerationRequest], waiting: Mapping[str, list[tuple[int, int]]],
+              keys: set[str]) -> list[SampleJob]:
+        """One job per request for ``keys`` (each key asked once, at its first slot)."""
+        indices: dict[int, list[int]] = {}
+        for key in keys:
+            pos, index = waiting[key][0]
+            indices.setdefault(pos, []).append(index)
+        return [SampleJob(requests[pos], tuple(sorted(ix))) for pos, ix in sorted(indices.items())]
 
     def _run(self, identity: dict[str, Any], jobs: list[SampleJob], slots: list[list[Sample | None]],
              waiting: dict[str, list[tuple[int, int]]], total: int, hits: int) -> None:
@@ -155,6 +202,8 @@ class CachedGenerator:
         made = {"samples": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0}
         bar = tqdm(total=total, initial=hits, desc="generate", unit="sample", disable=not self.progress,
                    dynamic_ncols=True)
+        asked = sum(len(job.indices) for job in jobs)
+        received = 0
         stream = backend.stream(jobs)
         try:
             for job_pos, index, sample in stream:
@@ -164,15 +213,13 @@ class CachedGenerator:
                 request = jobs[job_pos].request
                 parts = key_parts(identity, request, index)
                 key = sample_key(identity, request, index)
-                if sample.finish_reason == "error":
-                    self.stats["errors"] += 1
-                else:
-                    self.cache.put(key, sample, parts)
-                    self.stats["generated"] += 1
+                self.cache.put(key, sample, parts)
+                self.stats[_STAT.get(sample.failure or "", "generated")] += 1
                 log.debug("sample %s: %s", key[:12], parts)
                 wanted = waiting.get(key, ())
                 for pos, idx in wanted:
                     slots[pos][idx] = sample
+                received += 1
                 bar.update(len(wanted))
         finally:
             close = getattr(stream, "close", None)
@@ -185,9 +232,9 @@ class CachedGenerator:
                         if isinstance(v, (int, float)) and not isinstance(v, bool)}
             for name, value in made.items():
                 self._usage[name] = self._usage.get(name, 0.0) + value
-        absent = sum(s is None for ss in slots for s in ss)
-        if absent:
-            raise BackendError(f"backend {identity.get('backend')!r} returned {absent} fewer samples than requested")
+        if received < asked:
+            raise BackendError(f"backend {identity.get('backend')!r} returned {asked - received} fewer samples "
+                               "than requested")
 
     def close(self) -> None:
         """Close the cache connection."""

@@ -5,10 +5,16 @@ drives it stores each stage's texts in a :class:`StageResults` before asking for
 so a later stage (P3's judgments) can build its prompts from an earlier one (the target's
 summaries). :func:`run_stages` generates through the cache; the request preview
 (:mod:`mcu_exp.proxies.preview`) walks the same stages with cached or stand-in texts.
+
+A stage whose share of failed samples (errors, filtered, empty) exceeds
+``generation.max_failed_share`` stops the job before anything is scored
+(:class:`~mcu_exp.llm.errors.GenerationFailed`); below it, failed samples are left out of
+the stage's texts.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +22,10 @@ from typing import TYPE_CHECKING
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.data import Dataset
-from mcu_exp.llm import CachedGenerator, GenerationRequest, request_for, sum_usage
+from mcu_exp.llm import CachedGenerator, GenerationRequest, GenerationResult, request_for, sum_usage
 from mcu_exp.llm.cache import canonical_json
+from mcu_exp.llm.contract import FAILURE_KINDS
+from mcu_exp.llm.errors import GenerationFailed
 from mcu_exp.llm.factory import backend_identity
 from mcu_exp.proxies.prompts import summary_messages
 from mcu_exp.streams import TARGET_SUMMARIES as TARGET_STREAM
@@ -25,6 +33,8 @@ from mcu_exp.streams import program_seed
 
 if TYPE_CHECKING:
     from mcu_exp.proxies.base import Proxy
+
+log = logging.getLogger(__name__)
 
 TARGET_SUMMARIES = "target summaries"
 
@@ -78,11 +88,16 @@ class StageResults:
 class Generators:
     """One :class:`CachedGenerator` per distinct model (by backend identity), shared by the
     stages of a job: an expert that is the target model, or several experts that are one
-    model under different temperatures, load the weights once."""
+    model under different temperatures, load the weights once.
 
-    def __init__(self, cache_dir: Path, progress: bool) -> None:
+    ``max_failed_share`` is ``generation.max_failed_share``: the largest share of a stage's
+    samples that may fail (errors, filtered, empty) before the job stops.
+    """
+
+    def __init__(self, cache_dir: Path, progress: bool, max_failed_share: float = 0.0) -> None:
         self.cache_dir = cache_dir
         self.progress = progress
+        self.max_failed_share = float(max_failed_share)
         self._by_identity: dict[str, CachedGenerator] = {}
 
     def get(self, model: ModelConfig) -> CachedGenerator:
@@ -101,7 +116,6 @@ class Generators:
             "model_loaded": float(any(g.backend_created for g in gens)),
         }
 
-
     def usage(self) -> dict[str, float]:
         """What this job's generations spent (``usage.requests``, ``usage.prompt_tokens``,
         ``usage.cost_usd``…), summed over models; cached samples cost nothing."""
@@ -109,12 +123,37 @@ class Generators:
 
 
 def run_stages(proxy: Proxy, generators: Generators) -> StageResults:
-    """Generate every stage of ``proxy`` through the cache, in order."""
+    """Generate every stage of ``proxy`` through the cache, in order.
+
+    Raises :class:`GenerationFailed` for a stage with too many failed samples (see
+    :func:`check_failures`); the failed samples are retried by the next run.
+    """
     done = StageResults()
     for stage in proxy.stages(done):
         results = generators.get(stage.model).generate(stage.requests)
+        check_failures(stage, results, generators.max_failed_share)
         done.put(stage.key, [r.texts for r in results])
     return done
+
+
+def check_failures(stage: Stage, results: Sequence[GenerationResult], max_failed_share: float) -> None:
+    """Stop the job when more than ``max_failed_share`` of the stage's samples failed."""
+    counts = dict.fromkeys(FAILURE_KINDS, 0)
+    for result in results:
+        for kind, count in result.failures().items():
+            counts[kind] += count
+    failed, total = sum(counts.values()), sum(len(r.samples) for r in results)
+    if not failed:
+        return
+    what = (f"stage '{stage.key}' ({stage.model.name}): {failed} of {total} samples failed "
+            f"({counts['error']} errors, {counts['filtered']} filtered, {counts['empty']} empty)")
+    if failed > max_failed_share * total:
+        raise GenerationFailed(
+            f"{what}, above generation.max_failed_share={max_failed_share:g}; nothing was scored; "
+            "rerun to retry them, or raise generation.max_failed_share"
+        )
+    log.warning("%s, within generation.max_failed_share=%g: they are left out of the texts and "
+                "retried by the next run", what, max_failed_share)
 
 
 def summary_requests(model: ModelConfig, dataset: Dataset, program_ids: Sequence[str], prompt: str, n: int,

@@ -1,6 +1,7 @@
 """Run cached generation against a fake OpenAI server (a subprocess the kill test SIGKILLs).
 
-argv: base_url, cache_dir, JSON list of [prompt, n, seed] requests.
+argv: base_url, cache_dir, JSON list of [prompt, n, seed] requests. Prints the texts of every
+request as one JSON line when done.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ def main() -> None:
                       max_retries=2, backoff_initial_s=0.01, backoff_max_s=0.02)
     requests = [GenerationRequest(messages=(Message("user", p),), n=n, seed=s, max_new_tokens=16)
                 for p, n, s in spec]
-    CachedGenerator(cfg, cache_dir, progress=False).generate(requests)
+    results = CachedGenerator(cfg, cache_dir, progress=False).generate(requests)
+    print(json.dumps([r.texts for r in results]))
 
 
 if __name__ == "__main__":

@@ -6,16 +6,20 @@ import asyncio
 import email.utils
 import json
 import random
+import re
+import sqlite3
 import time
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from mcu_exp.config import ModelConfig
+from mcu_exp.llm import CachedGenerator, GenerationRequest, Message
 from mcu_exp.llm.errors import BackendError
-from mcu_exp.llm.providers._common import Secret, resolve_api_key, scrub
-from mcu_exp.llm.providers._errors import AuthenticationFailed, MalformedResponse
+from mcu_exp.llm.providers._common import Secret, estimate_tokens, resolve_api_key, scrub
+from mcu_exp.llm.providers._errors import AuthenticationFailed, BudgetExceeded, MalformedResponse
 from mcu_exp.llm.providers._limits import Budget, TokenBucket
 from mcu_exp.llm.providers._retry import Failure, RetryPolicy, classify, retry_after
 
@@ -105,6 +109,78 @@ def test_budget_reserves_worst_case_and_books_actual_cost() -> None:
     assert budget.reserve(2, 2) is not None  # 0.4 spent + 0.6 worst case fits
     counted = Budget(max_requests=1)
     assert counted.reserve(10, 10) == 0.0 and counted.reserve(10, 10) is None
+
+
+def test_budget_waits_for_requests_in_flight_before_refusing() -> None:
+    async def scenario() -> tuple[float | None, float | None]:
+        budget = Budget(max_cost_usd=1.0, price_input_per_mtok=100_000.0, price_output_per_mtok=200_000.0)
+        first = budget.reserve(2, 2)  # 0.6 held
+        assert first is not None
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.05, budget.settle, first, 2, 1)  # really costs 0.4
+        second = await budget.admit(2, 2)  # 0.6 + 0.6 > 1 now, but 0.4 + 0.6 fits once settled
+        assert second is not None
+        budget.settle(second, 2, 1)
+        return second, await budget.admit(2, 2)  # 0.8 + 0.6 > 1 with nothing in flight: refused
+
+    second, third = asyncio.run(scenario())
+    assert second == pytest.approx(0.6) and third is None
+
+
+PRICES = {"price_input_per_mtok": 1000.0, "price_output_per_mtok": 10_000.0}
+
+
+def _prompts(count: int) -> list[GenerationRequest]:
+    return [GenerationRequest(messages=(Message("user", f"prompt {i}"),), n=1, max_new_tokens=16)
+            for i in range(count)]
+
+
+def _capped_run(remote: Any, cache_dir: Path, **caps: Any) -> tuple[str, Any]:
+    """Generate 24 one-sample requests at concurrency 8 until a cap stops them: (message, backend)."""
+    cfg = remote.cfg("openai", max_concurrency=8, n_per_request=1, **PRICES, **caps)
+    backend = remote.backend(cfg)
+    remote.server.push(*[remote.action(delay_s=0.05)] * 24)  # eight requests really in flight together
+    gen = CachedGenerator(cfg, cache_dir, progress=False, backend=backend)
+    with pytest.raises(BudgetExceeded) as info:
+        gen.generate(_prompts(24))
+    gen.close()
+    message = str(info.value)
+    assert isinstance(info.value, BackendError)  # the CLI prints it as one line, no traceback
+    assert "\n" not in message and "raise the cap and rerun" in message
+    return message, backend
+
+
+def _cached(cache_dir: Path) -> int:
+    with sqlite3.connect(cache_dir / "generations.sqlite") as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
+
+
+def _kept(message: str) -> int:
+    found = re.search(r"(\d+) samples completed and kept", message)
+    assert found, message
+    return int(found.group(1))
+
+
+def test_request_cap_at_concurrency_8_sends_caches_and_reports_exactly_the_cap(remote: Any, tmp_path: Path) -> None:
+    message, _ = _capped_run(remote, tmp_path, max_requests=10)
+    assert "max_requests=10" in message
+    assert len(remote.server.log) == 10 and _cached(tmp_path) == 10 and _kept(message) == 10
+
+
+def test_cost_cap_at_concurrency_8_spends_up_to_the_cap_and_reports_the_truth(remote: Any, tmp_path: Path) -> None:
+    probe = Budget(**PRICES)
+    actual = probe.cost(10, 5)  # the fake server's usage for one sample
+    worst = probe.cost(estimate_tokens(_prompts(1)[0]), 16)  # prompt estimate + max_new_tokens
+    assert worst > 2 * actual
+    k = 10
+    cap = (k - 1) * actual + worst + actual / 2  # the k-th request fits, the (k+1)-th cannot
+    message, backend = _capped_run(remote, tmp_path, max_cost_usd=cap)
+    spent = re.search(r"spent \$(\d+\.\d+)", message)
+    assert spent, message
+    assert len(remote.server.log) == k
+    assert backend.usage()["cost_usd"] == pytest.approx(k * actual) and k * actual <= cap
+    assert float(spent.group(1)) == pytest.approx(k * actual, abs=1e-4)
+    assert _kept(message) == _cached(tmp_path) == k
 
 
 def test_cost_cap_without_prices_is_a_config_error() -> None:

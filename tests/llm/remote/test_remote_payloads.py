@@ -69,7 +69,7 @@ def test_openai_parsing_orders_choices_applies_all_stops_and_splits_usage() -> N
     }
     result = openai_p.parse_chat_completion(data, REQ.stop)
     assert [(s.text, s.finish_reason) for s in result.samples] == [
-        ("first", "length"), ("second ", "stop"), ("", "error")]
+        ("first", "length"), ("second ", "stop"), ("", "filtered")]  # content_filter: filtered, counted as such
     assert sum(s.prompt_tokens for s in result.samples) == 12
     assert sum(s.completion_tokens for s in result.samples) == 31
     with pytest.raises(MalformedResponse):
@@ -128,7 +128,7 @@ def test_gemini_parsing_skips_thoughts_and_counts_them_as_output() -> None:
     assert [(s.text, s.finish_reason) for s in result.samples] == [("a", "stop"), ("b", "length")]
     assert result.completion_tokens == 56
     blocked = google_p.parse_generate_response({"prompt_feedback": {"block_reason": "SAFETY"}}, (), 3)
-    assert [s.finish_reason for s in blocked.samples] == ["error"] * 3
+    assert [s.finish_reason for s in blocked.samples] == ["filtered"] * 3  # a blocked prompt: filtered
     with pytest.raises(MalformedResponse):
         google_p.parse_generate_response({}, (), 1)
 

@@ -74,7 +74,13 @@ class RateLimiter:
 
 @dataclass
 class Budget:
-    """Request and cost caps, checked before each call against spent plus in-flight worst case."""
+    """Request and cost caps, checked before each call against spent plus in-flight worst case.
+
+    A request whose worst case does not fit waits (:meth:`admit`) until the requests in flight
+    have settled, their actual cost replacing their reservation, and is refused only when it
+    still does not fit with nothing in flight: the cap is never exceeded, and never stops a
+    stage early because of reservations that turned out larger than the bills.
+    """
 
     max_requests: int | None = None
     max_cost_usd: float | None = None
@@ -85,7 +91,9 @@ class Budget:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     reserved_usd: float = field(default=0.0, repr=False)
+    in_flight: int = field(default=0, repr=False)  # reservations not yet settled or released
     reason: str | None = None  # why the cap stopped the stage
+    _waiters: list[asyncio.Future[None]] = field(default_factory=list, repr=False)
 
     @classmethod
     def from_config(cls, cfg: ModelConfig) -> Budget:
@@ -117,7 +125,7 @@ class Budget:
         ) / 1e6
 
     def reserve(self, prompt_tokens: int, max_completion_tokens: int) -> float | None:
-        """Count one request and hold its worst-case cost; None when a cap forbids it."""
+        """Count one request and hold its worst-case cost; None when a cap forbids it now."""
         if self.max_requests is not None and self.requests >= self.max_requests:
             self.reason = f"max_requests={self.max_requests} reached"
             return None
@@ -125,20 +133,47 @@ class Budget:
         if self.max_cost_usd is not None and (
             self.cost_usd + self.reserved_usd + worst > self.max_cost_usd
         ):
-            self.reason = (
-                f"max_cost_usd={self.max_cost_usd} reached "
-                f"(spent ${self.cost_usd:.4f}, next request up to ${worst:.4f})"
-            )
+            self.reason = f"max_cost_usd={self.max_cost_usd} reached (the next request could cost up to ${worst:.4f})"
             return None
         self.requests += 1
+        self.in_flight += 1
         self.reserved_usd += worst
         return worst
 
+    async def admit(self, prompt_tokens: int, max_completion_tokens: int) -> float | None:
+        """:meth:`reserve`, waiting for requests in flight to settle while the cost cap refuses.
+
+        None only when a cap forbids the request with nothing in flight (cost), or at once when
+        ``max_requests`` is used up (settling cannot give a request back).
+        """
+        while True:
+            reserved = self.reserve(prompt_tokens, max_completion_tokens)
+            if reserved is not None:
+                return reserved
+            if self.in_flight == 0 or (self.max_requests is not None and self.requests >= self.max_requests):
+                return None
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+
     def settle(self, reserved: float, prompt_tokens: int, completion_tokens: int) -> float:
         """Release a reservation and book what the call really used; returns its cost."""
-        self.reserved_usd = max(0.0, self.reserved_usd - reserved)
         cost = self.cost(prompt_tokens, completion_tokens)
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
         self.cost_usd += cost
+        self._drop(reserved)
         return cost
+
+    def release(self, reserved: float) -> None:
+        """Give back a reservation whose request was never sent (the stage is stopping)."""
+        self.requests = max(0, self.requests - 1)
+        self._drop(reserved)
+
+    def _drop(self, reserved: float) -> None:
+        self.reserved_usd = max(0.0, self.reserved_usd - reserved)
+        self.in_flight = max(0, self.in_flight - 1)
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)

@@ -4,7 +4,9 @@ A provider supplies one async ``call`` (payload in, samples out); this module ad
 every provider needs around it: n samples per request where the API allows, a concurrency
 limit, rate limits, retries with backoff, budget caps, a progress bar with retry counts, and
 error messages free of the API key. Each sample is queued the moment its response arrives,
-so the cache stores it before its worker takes new work.
+so the cache stores it before its worker takes new work. A stop (budget cap, retries used
+up) lets the requests in flight finish and is reported after them, so its message counts
+every sample they brought.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import logging
 import queue
 import random
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -112,6 +114,7 @@ class RemoteBackend:
         self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
         self.progress = progress
         self.totals = Usage()
+        self.kept = 0  # samples handed on for the cache (all but those that failed, finish "error")
 
     def __repr__(self) -> str:
         return f"RemoteBackend(backend={self.provider.name!r}, model_id={self.model_id!r})"
@@ -208,7 +211,7 @@ class _Run:
         self.chunks = chunks
         self.out: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.stopping = False
-        self.failure: BackendError | None = None
+        self.failure: Callable[[], BackendError] | None = None  # built once the requests in flight settle
         self.rng = random.Random()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -268,12 +271,22 @@ class _Run:
             except Exception:  # noqa: BLE001 (closing must not hide the real outcome)
                 log.debug("closing the %s client failed", self.b.provider.name)
         if self.failure is not None:
-            raise self.failure
+            raise self.failure()
 
-    def _stop(self, failure: BackendError) -> None:
+    def _stop(self, failure: Callable[[], BackendError]) -> None:
+        """Start no new request; ``failure`` makes the error once those in flight have settled."""
         self.stopping = True
         if self.failure is None:
             self.failure = failure
+
+    def _budget_stop(self, reason: str | None) -> BackendError:
+        """The cap's one-line error, with the spend and the kept samples as they finally are."""
+        b = self.b
+        return BudgetExceeded(
+            f"{b.provider.name} model '{b.model_id}': budget cap {reason}; spent {_usd(b.budget.cost_usd)} "
+            f"in {b.budget.requests} requests; {b.kept} samples completed and kept; "
+            "raise the cap and rerun to continue"
+        )
 
     async def _worker(self, client: Any, work: asyncio.Queue[tuple[int, tuple[int, ...]]]) -> None:
         while not self.stopping and not work.empty():
@@ -286,14 +299,16 @@ class _Run:
         while remaining and not self.stopping:
             prompt_est = estimate_tokens(request)
             out_max = len(remaining) * b.provider.max_output_tokens(request)
-            reserved = b.budget.reserve(prompt_est, out_max)
+            reserved = await b.budget.admit(prompt_est, out_max)
             if reserved is None:
-                self._stop(BudgetExceeded(
-                    f"{b.provider.name} model '{b.model_id}': budget cap {b.budget.reason}; "
-                    f"{b.totals.samples} samples completed and kept; raise the cap and rerun to continue"
-                ))
+                reason = b.budget.reason
+                self._stop(lambda: self._budget_stop(reason))
                 return
-            await b.limiter.acquire(prompt_est + out_max)
+            if not self.stopping:
+                await b.limiter.acquire(prompt_est + out_max)
+            if self.stopping:  # stopped while this request waited: it is not sent
+                b.budget.release(reserved)
+                return
             b.totals.requests += 1
             try:
                 result = await asyncio.wait_for(
@@ -313,11 +328,9 @@ class _Run:
                 failures += 1
                 if failures > b.policy.max_retries:
                     what = "malformed responses" if kind is Failure.MALFORMED else kind.value
-                    self._stop(RetriesExhausted(
-                        f"{b.provider.name} model '{b.model_id}': a request failed {failures} times "
-                        f"({what}; last: {b.detail(exc)}); gave up after max_retries={b.policy.max_retries}. "
-                        f"{b.totals.samples} samples completed and kept; rerun to resume"
-                    ))
+                    head = (f"{b.provider.name} model '{b.model_id}': a request failed {failures} times "
+                            f"({what}; last: {b.detail(exc)}); gave up after max_retries={b.policy.max_retries}. ")
+                    self._stop(lambda: RetriesExhausted(f"{head}{b.kept} samples completed and kept; rerun to resume"))
                     return
                 delay = b.policy.delay(failures, retry_after(exc), self.rng)
                 b.totals.retries += 1
@@ -333,5 +346,12 @@ class _Run:
             done = list(zip(remaining, result.samples))
             for index, sample in done:
                 b.totals.samples += 1
+                if sample.finish_reason != "error":
+                    b.kept += 1
                 self.out.put(("sample", (pos, index, sample)))
             remaining = remaining[len(done):]
+
+
+def _usd(amount: float) -> str:
+    """Dollars with four decimals, six below a cent (a small spend never reads "$0.0000")."""
+    return f"${amount:.4f}" if amount == 0 or amount >= 0.01 else f"${amount:.6f}"

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
 
 DEFAULT_KEY_ENVS = ("ANTHROPIC_API_KEY",)
-_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}  # refusal...: error
+_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "refusal": "filtered"}  # others: error
 
 
 def output_tokens(request: GenerationRequest, cfg: ModelConfig) -> int:

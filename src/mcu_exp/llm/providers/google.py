@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 DEFAULT_KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 MAX_CANDIDATES = 8  # the API's ceiling on candidate_count
 MAX_STOPS = 5
-_FINISH = {"STOP": "stop", "MAX_TOKENS": "length"}  # SAFETY, RECITATION, ...: error
+_FINISH = {"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "filtered", "RECITATION": "filtered",
+           "BLOCKLIST": "filtered", "PROHIBITED_CONTENT": "filtered", "SPII": "filtered"}  # others: error
 _ROLES = {"user": "user", "assistant": "model"}
 
 
@@ -78,7 +79,7 @@ def parse_generate_response(data: Mapping[str, Any], stop: Sequence[str], count:
     candidates = data.get("candidates")
     if not candidates:
         if (data.get("prompt_feedback") or {}).get("block_reason"):
-            return CallResult(split_usage([("", "error")] * count, prompt, completion), prompt, completion)
+            return CallResult(split_usage([("", "filtered")] * count, prompt, completion), prompt, completion)
         raise MalformedResponse("generate_content response without candidates")
     pairs = []
     for cand in sorted(candidates, key=lambda c: int(c.get("index") or 0)):

@@ -37,7 +37,7 @@ DEFAULT_KEY_ENVS = ("OPENAI_API_KEY",)
 MAX_N = 128  # the API's ceiling on `n`
 MAX_STOPS = 4  # the API takes at most four stop strings; the rest are applied here
 
-_FINISH = {"stop": "stop", "length": "length"}  # content_filter, tool_calls...: error
+_FINISH = {"stop": "stop", "length": "length", "content_filter": "filtered"}  # tool_calls...: error
 
 
 def output_tokens(request: GenerationRequest, cfg: ModelConfig) -> int:
