@@ -15,13 +15,19 @@ from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from mcu_exp.config import register_configs
+from mcu_exp.llm.errors import BackendError
+from mcu_exp.redact import install_log_redaction, redact_text, redact_yaml_file, remember, secret_values
 
 log = logging.getLogger("mcu_exp")
 
-# Mistakes in the input (config values, data files, missing models): one line, no traceback.
-USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, FileNotFoundError, ImportError)
+# Mistakes in the input (config values, data files, missing models or keys) and remote failures
+# (rejected key, retries exhausted, budget reached): one line, no traceback.
+USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, FileNotFoundError, ImportError, BackendError,
+                                                OmegaConfBaseException)
+HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
 
 
 def config_dir() -> str:
@@ -47,16 +53,51 @@ def _job(cfg: DictConfig) -> float:
     from mcu_exp.pipeline import run_job
 
     try:
+        _protect_secrets(cfg)
         return run_job(cfg)
     except KeyboardInterrupt:
         log.error("interrupted: everything generated so far is in the cache; rerun to resume")
         raise
     except USER_ERRORS as exc:
-        log.error("%s", exc)
+        message = one_line(exc)
         if _single_run():
-            print(f"mcu-exp: error: {exc}", file=sys.stderr)
+            _report(message)
             raise SystemExit(1) from None
+        log.error("%s", message)
         raise
+
+
+def one_line(exc: BaseException) -> str:
+    """The error's message on one line, secrets masked."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return redact_text(" | ".join(lines) or type(exc).__name__)
+
+
+def _report(message: str) -> None:
+    """Show the error once, on stderr; the job's log file gets it too (not the console again)."""
+    record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (message,), None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
+    print(f"mcu-exp: error: {message}", file=sys.stderr)
+
+
+def _protect_secrets(cfg: DictConfig) -> None:
+    """Remember the config's secrets (so log lines mask them) and mask them in the copies of
+    the config Hydra wrote before the job started (``.hydra/*.yaml``, ``multirun.yaml``)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    try:
+        remember(secret_values(OmegaConf.to_container(cfg, resolve=True)))
+    except OmegaConfBaseException:  # an unresolvable value: run_job reports it in one line
+        remember(secret_values(OmegaConf.to_container(cfg, resolve=False)))
+    hc = HydraConfig.get()
+    if hc.output_subdir is not None:
+        for name in HYDRA_FILES:
+            redact_yaml_file(Path(hc.runtime.output_dir) / str(hc.output_subdir) / name)
+    if hc.mode == RunMode.MULTIRUN:
+        redact_yaml_file(Path(str(hc.sweep.dir)) / "multirun.yaml")
 
 
 def _single_run() -> bool:
@@ -84,6 +125,7 @@ def _one_line_warnings() -> None:
 
 def main() -> None:
     """Console entry point."""
+    install_log_redaction()
     _one_line_warnings()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -21,6 +21,7 @@ import pandas as pd
 from mcu_exp import names
 from mcu_exp.config import DecisionConfig, EvaluationConfig
 from mcu_exp.data import HumanLabels
+from mcu_exp.redact import redact_tree
 from mcu_exp.evaluation import (
     HEADLINE,
     DegenerateMetricWarning,
@@ -177,7 +178,8 @@ def write_outputs(
     scores_frame = scores_table(outcome, groups[names.ALL_READERS])
     if scores_frame is not None:
         scores_frame.to_csv(folder / names.SCORES_FILE)
-    (folder / names.SPECS_FILE).write_text(json.dumps(outcome.specs, indent=2, sort_keys=True, default=str))
+    specs = redact_tree(json.loads(json.dumps(outcome.specs, default=str)))  # no token, no URL password
+    (folder / names.SPECS_FILE).write_text(json.dumps(specs, indent=2, sort_keys=True))
     artifacts = Artifacts(folder=folder)
     scores = outcome.scores
     if scores is not None and scores.alpha_test is not None and scores.alpha_cal is not None:

@@ -23,7 +23,7 @@ import numpy as np
 from mcu_exp import names
 from mcu_exp.calibration import get_rule
 from mcu_exp.checks import check_config
-from mcu_exp.config import Config, EvaluationConfig
+from mcu_exp.config import Config, EvaluationConfig, ModelConfig
 from mcu_exp.data import HumanLabels, human_labels, load_dataset, subgroup_labels
 from mcu_exp.evaluation import (
     PRIMARY,
@@ -35,10 +35,14 @@ from mcu_exp.evaluation import (
 )
 from mcu_exp.evaluation.bootstrap import Relabel
 from mcu_exp.evaluation.report import CI_RECALIBRATE
+from mcu_exp.llm.cache import GenerationCache, sample_key
+from mcu_exp.llm.factory import backend_identity, check_backend
+from mcu_exp.llm.generator import CACHE_FILE
 from mcu_exp.outputs import write_outputs
 from mcu_exp.proxies.base import Proxy, ProxyContext, ProxyOutcome, build_proxy
 from mcu_exp.proxies.preview import preview, render_preview
-from mcu_exp.proxies.stages import Generators, run_stages
+from mcu_exp.proxies.stages import Generators, Stage, StageResults, run_stages
+from mcu_exp.redact import redact_tree
 from mcu_exp.tracking import flatten_config, mlflow_run, run_name, run_tags, ui_command
 
 log = logging.getLogger("mcu_exp")
@@ -117,13 +121,15 @@ def evaluate_groups(outcome: ProxyOutcome, groups: dict[str, HumanLabels],
 
 
 def reference_report(proxy: Proxy, reference: Proxy | None, outcome: ProxyOutcome,
-                     ev: EvaluationConfig, relabel: Relabel | None = None) -> AlignmentReport | None:
+                     ev: EvaluationConfig, relabel: Relabel | None = None,
+                     max_failed_share: float = 0.0) -> AlignmentReport | None:
     """The proxy's labels scored against the reference proxy's (cross-proxy reliability, P0 by
     default), when the reference applies to these programs; None otherwise. What generating
-    the reference cost goes into ``outcome.metrics`` as ``reference.*``."""
+    the reference cost goes into ``outcome.metrics`` as ``reference.*``; its stages stop the
+    job above ``max_failed_share`` failed samples, like the proxy's own."""
     if reference is None or not reference.applies():
         return None
-    generators = Generators(reference.ctx.cache_dir, reference.ctx.progress)
+    generators = Generators(reference.ctx.cache_dir, reference.ctx.progress, max_failed_share)
     labels = reference.outcome(run_stages(reference, generators)).table[names.LABEL]
     outcome.metrics.update({f"reference.{k}": v for k, v in {**generators.stats(), **generators.usage()}.items()})
     report = alignment(outcome.table, labels, ev, relabel)
@@ -146,6 +152,54 @@ def build_proxies(cfg: Config, ctx: ProxyContext) -> tuple[Proxy, Proxy | None]:
         for problem in reference.problems():
             raise ValueError(problem.replace("proxy.", "reference.", 1))
     return proxy, reference
+
+
+def _cached_texts(stage: Stage, cache: GenerationCache | None) -> list[list[str]] | None:
+    """Every sample text of the stage from the cache, or None when some sample is missing."""
+    if cache is None:
+        return None
+    identity = backend_identity(stage.model)
+    keys = [[sample_key(identity, r, i) for i in range(r.n)] for r in stage.requests]
+    found = cache.get_many(k for ks in keys for k in ks)
+    if any(k not in found for ks in keys for k in ks):
+        return None
+    return [[found[k].text for k in ks] for ks in keys]
+
+
+def stage_models(cache_dir: Path, *proxies: Proxy | None) -> list[tuple[ModelConfig, bool]]:
+    """Every distinct model the proxies' stages call, and whether it has samples to generate
+    (some are not in the cache). Walked as the preview walks them: a later stage is built
+    from the cached texts of the earlier ones, or from stand-ins."""
+    path = cache_dir / CACHE_FILE
+    cache = GenerationCache(path) if path.is_file() else None
+    models: dict[int, tuple[ModelConfig, bool]] = {}
+    try:
+        for proxy in proxies:
+            if proxy is None or not proxy.applies():
+                continue
+            done = StageResults()
+            for stage in proxy.stages(done):
+                texts = None if done.stale else _cached_texts(stage, cache)
+                missing = models.get(id(stage.model), (stage.model, False))[1] or texts is None
+                models[id(stage.model)] = (stage.model, missing)
+                done.put(stage.key, texts or [["x"] * r.n for r in stage.requests], exact=texts is not None)
+    finally:
+        if cache is not None:
+            cache.close()
+    return list(models.values())
+
+
+def check_models(cache_dir: Path, *proxies: Proxy | None) -> None:
+    """Raise the first configuration problem of a model the job will call (unknown backend,
+    malformed ``base_url``, and for a model with samples to generate an unset API-key
+    variable) before any run or request is started."""
+    for model, missing in stage_models(cache_dir, *proxies):
+        check_backend(model, need_key=missing)
+
+
+def save_config(raw: DictConfig, path: Path) -> None:
+    """The resolved config as YAML, secrets masked (secret-looking keys, URL user-info)."""
+    OmegaConf.save(OmegaConf.create(redact_tree(OmegaConf.to_container(raw, resolve=True))), path)
 
 
 def run_job(raw: DictConfig) -> float:
@@ -171,6 +225,7 @@ def run_job(raw: DictConfig) -> float:
     if cfg.preview_only:
         print("preview_only=true: stopping before any model is called")
         return float("nan")
+    check_models(ctx.cache_dir, proxy, reference)
 
     run_dir = job_dir(cfg.paths.outputs)
     title = run_name(cfg)
@@ -181,15 +236,16 @@ def run_job(raw: DictConfig) -> float:
         tracker.log_params(flatten_config(raw))
         results = run_dir / names.RESULTS_DIR
         results.mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(raw, results / names.CONFIG_FILE, resolve=True)
-        generators = Generators(ctx.cache_dir, ctx.progress)
+        save_config(raw, results / names.CONFIG_FILE)
+        generators = Generators(ctx.cache_dir, ctx.progress, cfg.generation.max_failed_share)
         outcome = proxy.outcome(run_stages(proxy, generators))
         outcome.metrics.update(generators.stats())
         outcome.metrics.update(generators.usage())
         relabel = relabeller(proxy, outcome, cfg.evaluation)
         reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel)
         main = reports[names.ALL_READERS]
-        vs_ref = reference_report(proxy, reference, outcome, cfg.evaluation, relabel)
+        vs_ref = reference_report(proxy, reference, outcome, cfg.evaluation, relabel,
+                                  cfg.generation.max_failed_share)
         artifacts = write_outputs(cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports)
 
         metrics: dict[str, float] = {}

@@ -4,7 +4,9 @@
 ``mcu_exp.llm.providers.<name>`` exposing ``create_backend(cfg, *, progress) -> Backend`` and
 ``identity(cfg) -> dict`` (the model part of cache keys, computed without creating a
 client, so a warm rerun touches no SDK). ``cfg`` is the model's ``ModelConfig`` (a
-DictConfig with the same fields works too).
+DictConfig with the same fields works too). Secrets (a token in ``quirks``, a password in
+``base_url``) are masked in the identity, so they never reach a cache key or a cache row.
+:func:`check_backend` finds a configuration problem before anything is started.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.contract import Backend
 from mcu_exp.llm.errors import BackendError, UnknownBackendError
+from mcu_exp.redact import redact_tree, redact_url
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
@@ -103,5 +106,40 @@ def backend_identity(cfg: ModelConfig) -> dict[str, Any]:
     if name == "local":
         from mcu_exp.llm.local import local_identity
 
-        return local_identity(cfg)
-    return dict(_provider_function(name, "identity")(cfg))
+        return redact_tree(local_identity(cfg))
+    return redact_tree(dict(_provider_function(name, "identity")(cfg)))
+
+
+def _check_base_url(cfg: ModelConfig, name: str) -> None:
+    from urllib.parse import urlsplit
+
+    url = cfg.base_url
+    if not url:
+        if name == "openai_compatible":
+            raise BackendError(f"model '{cfg.name}': backend openai_compatible needs model.base_url "
+                               "(e.g. http://127.0.0.1:8000/v1 for `vllm serve`)")
+        return
+    try:
+        parts = urlsplit(str(url))
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+    except ValueError:  # a port that is not a number
+        valid = False
+    if not valid:
+        raise BackendError(f"model '{cfg.name}': model.base_url={redact_url(str(url))!r} is not a URL; "
+                           "expected http(s)://host[:port][/path]")
+
+
+def check_backend(cfg: ModelConfig, *, need_key: bool = True) -> None:
+    """Raise a one-line :class:`BackendError` if ``cfg`` cannot work, without creating a
+    client: the backend is unknown or not part of this installation, ``base_url`` is
+    malformed, or (``need_key``: some sample is not cached) the API key's variable is unset."""
+    name = _backend_name(cfg)
+    module = None if name == "local" else _provider_module(name)
+    if module is None or name == "vllm":  # in-process models: no URL, no key
+        return
+    _check_base_url(cfg, name)
+    from mcu_exp.llm.providers._common import resolve_api_key
+
+    defaults = getattr(module, "DEFAULT_KEY_ENVS", None)
+    if need_key and (cfg.api_key_env or defaults):
+        resolve_api_key(cfg, (cfg.api_key_env,) if cfg.api_key_env else tuple(defaults), name)

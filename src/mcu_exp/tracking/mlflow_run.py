@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
+import socket
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
@@ -22,12 +22,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from mcu_exp.config import TrackingConfig
 from mcu_exp.names import TAG_DEBUG
+from mcu_exp.redact import is_secret_key, redact_text
 
 log = logging.getLogger(__name__)
 
-SECRET_KEY = re.compile(r"(api_?key|secret|token|password|passwd|credential)", re.IGNORECASE)
-SECRET_KEY_ALLOWED = re.compile(r"(api_key_env|max_new_tokens|tokens_per_minute|_tokens?$)", re.IGNORECASE)
 MAX_PARAM_CHARS = 500
+TAG_HOST, TAG_PID = "mcu.host", "mcu.pid"  # who runs the job: a later job can tell it died
+TAG_KILLED_REASON = "mcu.killed_reason"
 DEBUG_SUFFIX = "-debug"  # debug and smoke runs' experiment: <tracking.experiment>-debug
 
 
@@ -77,14 +78,9 @@ def ui_command(uri: str) -> str:
     return f"mlflow ui --backend-store-uri {uri}"
 
 
-def is_secret_key(key: str) -> bool:
-    """Whether a config key may hold a secret (its value never reaches MLflow)."""
-    leaf = key.rsplit(".", 1)[-1]
-    return bool(SECRET_KEY.search(leaf)) and not SECRET_KEY_ALLOWED.search(leaf)
-
-
 def flatten_config(cfg: DictConfig | Mapping[str, Any]) -> dict[str, str]:
-    """The resolved config as dotted keys → short strings, secrets and ``hydra`` left out."""
+    """The resolved config as dotted keys → short strings: ``hydra`` and secret-looking keys
+    left out, URL user-info and remembered secrets masked in the values."""
     container = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     out: dict[str, str] = {}
 
@@ -95,7 +91,7 @@ def flatten_config(cfg: DictConfig | Mapping[str, Any]) -> dict[str, str]:
             return
         if prefix.startswith("hydra") or is_secret_key(prefix):
             return
-        text = "null" if node is None else str(node)
+        text = "null" if node is None else redact_text(str(node))
         out[prefix] = text if len(text) <= MAX_PARAM_CHARS else text[: MAX_PARAM_CHARS - 3] + "..."
 
     walk("", container)
@@ -125,6 +121,53 @@ def loggable_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             log.warning("metric %s is %s: not logged to MLflow", k, v)
     return out
+
+
+def _process_start(pid: int) -> tuple[float | None, bool]:
+    """Linux: when process ``pid`` started (seconds since the epoch) and whether it is a zombie
+    (dead, not yet reaped); ``(None, False)`` where ``/proc`` cannot tell."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK"), fields[0] == "Z"
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None, False
+
+
+def process_alive(pid: int, started_ms: int | None = None) -> bool:
+    """Whether process ``pid`` still runs and can be the one that started a run at
+    ``started_ms`` (a pid reused by a process started later is not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        pass
+    start, zombie = _process_start(pid)
+    if zombie:
+        return False
+    return start is None or started_ms is None or start <= started_ms / 1000 + 1.0
+
+
+def mark_stale_runs(client: Any, experiment_id: str) -> list[str]:
+    """Mark KILLED (tag ``mcu.killed_reason``) every RUNNING run of the experiment that was
+    started on this host by a process that no longer exists (``kill -9``, a lost node);
+    return their ids. Runs of other hosts are left alone: their processes cannot be seen."""
+    host = socket.gethostname()
+    stale = []
+    for run in client.search_runs([experiment_id], filter_string="attributes.status = 'RUNNING'",
+                                  max_results=1000):
+        tags = run.data.tags
+        pid = tags.get(TAG_PID, "")
+        if tags.get(TAG_HOST) != host or not pid.isdigit() or process_alive(int(pid), run.info.start_time):
+            continue
+        reason = f"process {pid} on {host} ended without closing the run (found by process {os.getpid()})"
+        client.set_tag(run.info.run_id, TAG_KILLED_REASON, reason)
+        client.set_terminated(run.info.run_id, status="KILLED")
+        log.warning("MLflow run %s was left RUNNING: %s; marked KILLED", run.info.run_id, reason)
+        stale.append(run.info.run_id)
+    return stale
 
 
 class RunLogger:
@@ -183,7 +226,9 @@ def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str,
                tags: Mapping[str, str]) -> Iterator[RunLogger]:
     """Open one MLflow run in :func:`experiment_name`'s experiment (the debug one when ``tags``
     hold ``mcu.debug=true``, as :func:`mcu_exp.tracking.run_tags` sets for a debug job); end
-    it FINISHED, or FAILED (then re-raise) if the job fails."""
+    it FINISHED, or FAILED (then re-raise) if the job fails. The run is tagged with this host
+    and process id; runs of the experiment that a killed process left RUNNING are first
+    marked KILLED (:func:`mark_stale_runs`)."""
     if not tracking.enabled:
         yield RunLogger(None, None, None)
         return
@@ -204,12 +249,17 @@ def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str,
                 exp_id = experiment.experiment_id
         else:
             exp_id = experiment.experiment_id
-    run = client.create_run(exp_id, run_name=run_name, tags=dict(tags))
+    try:
+        mark_stale_runs(client, exp_id)
+    except Exception as exc:  # never let the clean-up stop the job
+        log.warning("could not check for runs left RUNNING: %s", exc)
+    owner = {TAG_HOST: socket.gethostname(), TAG_PID: str(os.getpid())}
+    run = client.create_run(exp_id, run_name=run_name, tags={**tags, **owner})
     logger = RunLogger(client, run.info.run_id, uri)
     try:
         yield logger
     except BaseException as exc:
-        client.set_tag(run.info.run_id, "mcu.error", f"{type(exc).__name__}: {exc}"[:4000])
+        client.set_tag(run.info.run_id, "mcu.error", redact_text(f"{type(exc).__name__}: {exc}")[:4000])
         client.set_terminated(run.info.run_id, status="KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
         raise
     else:

@@ -13,6 +13,7 @@ from pathlib import Path
 from mcu_exp.calibration import RULES
 from mcu_exp.config import Config
 from mcu_exp.names import TAG_DEBUG
+from mcu_exp.redact import redact_text
 
 DEBUG_PREFIX = "[debug] "
 
@@ -59,7 +60,7 @@ def run_tags(cfg: Config) -> dict[str, str]:
             tags["mcu.sweep"] = Path(str(hc.sweep.dir)).name
             tags["mcu.sweep_dir"] = str(Path(str(hc.sweep.dir)).resolve())
             tags["mcu.job_num"] = str(hc.job.num)
-            tags["mcu.overrides"] = " ".join(hc.overrides.task)[:4000]
+            tags["mcu.overrides"] = redact_text(" ".join(hc.overrides.task))[:4000]
     except ValueError:  # not inside a Hydra job (library use)
         pass
     return tags

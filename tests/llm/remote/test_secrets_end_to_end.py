@@ -43,3 +43,35 @@ def test_planted_key_is_in_no_log_param_or_artifact(fake_server: FakeServer, tmp
     for key, value in {**run.data.params, **run.data.tags}.items():
         assert PLANTED_KEY not in value and PLANTED_KEY not in key
     assert run.data.params["model.api_key_env"] in ("null", "None", "OPENAI_API_KEY")
+
+
+CONFIG_TOKEN = "tok-config-SECRET-31415926"  # reaches the job through ${oc.env:…} in an override
+URL_PASSWORD = "pw-url-SECRET-27182818"  # written in model.base_url
+
+
+def test_config_token_and_url_password_are_in_no_output(fake_server: FakeServer, tmp_path: Path) -> None:
+    outputs = tmp_path / "outputs"
+    env = {**os.environ, "OPENAI_API_KEY": PLANTED_KEY, "MCU_TEST_TOKEN": CONFIG_TOKEN,
+           "MCU_EXP_OUTPUTS": str(outputs)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    url = f"http://reader:{URL_PASSWORD}@127.0.0.1:{fake_server.port}/v1"
+    res = subprocess.run(
+        [sys.executable, "-m", "mcu_exp", "model=gpt-4o", f"model.base_url={url}",
+         "+model.quirks.extra_body.api_key=${oc.env:MCU_TEST_TOKEN}",
+         "model.requests_per_minute=null", "model.tokens_per_minute=null", "debug=quick",
+         "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    # The job authenticated: the server saw the token in every request body.
+    answered = fake_server.answered()
+    assert len(answered) == 4 and all(r.body.get("api_key") == CONFIG_TOKEN for r in answered)
+    files = [p for p in outputs.rglob("*") if p.is_file()]
+    names = {p.name for p in files}
+    assert {"mlflow.db", "generations.sqlite", "config.yaml", "hydra.yaml", "overrides.yaml", "specs.json"} <= names
+    logs = b"".join(p.read_bytes() for p in files if p.suffix == ".log")
+    assert b"HTTP Request: POST http://***@127.0.0.1" in logs  # the request lines were logged, masked
+    for secret in (CONFIG_TOKEN, URL_PASSWORD, PLANTED_KEY):
+        assert secret not in res.stdout and secret not in res.stderr, secret
+        for path in files:
+            assert secret.encode() not in path.read_bytes(), f"{secret} found in {path}"

@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 
 from mcu_exp.llm.contract import GenerationRequest, Message, Sample
 from mcu_exp.llm.providers._errors import AuthenticationFailed, MalformedResponse, MissingDependency
+from mcu_exp.redact import redact_tree
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
@@ -76,7 +77,7 @@ def remote_identity(cfg: ModelConfig, backend: str, with_base_url: bool = False)
     q = quirks(cfg)
     if q:
         ident["quirks"] = q
-    return ident
+    return redact_tree(ident)  # a password in base_url or a token in quirks never reaches a cache key
 
 
 def resolve_api_key(cfg: ModelConfig, defaults: Sequence[str], provider: str) -> Secret:

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 
 from mcu_exp.llm.contract import GenerationRequest, Sample, SampleJob
 from mcu_exp.llm.providers._common import Secret, estimate_tokens, scrub
+from mcu_exp.redact import redact_text
 from mcu_exp.llm.providers._errors import (
     AuthenticationFailed,
     BackendError,
@@ -175,7 +176,7 @@ class RemoteBackend:
 
     # Messages for errors that stop the stage; the provider text is scrubbed of the key.
     def detail(self, exc: BaseException) -> str:
-        text = scrub(f"{type(exc).__name__}: {exc}", [self._secret])
+        text = redact_text(scrub(f"{type(exc).__name__}: {exc}", [self._secret]))
         return text if len(text) <= 400 else text[:400] + "..."
 
     def cause(self, exc: BaseException) -> BaseException | None:

@@ -1,0 +1,161 @@
+"""Keep secrets out of everything a job writes: artifacts, Hydra's copies, MLflow, logs, cache keys.
+
+Two kinds of secret are recognised wherever they come from (a config file, a command-line
+override, an ``${oc.env:…}`` interpolation):
+
+- the value of a secret-looking key (:func:`is_secret_key`: ``api_key``, ``token``,
+  ``password``, … but not ``api_key_env`` or ``max_new_tokens``), in a config tree or as
+  ``key=value`` in a line of text (Hydra's overrides);
+- the user-info of a URL (``http://user:pass@host`` → ``http://***@host``).
+
+Values found that way, and the API keys in the environment variables the config names, are
+remembered (:func:`remember`) so that they are masked in any later log line, wherever they
+appear. :func:`install_log_redaction` applies all of this to every log record of the process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+REDACTED = "***"
+SECRET_WORDS = frozenset({"apikey", "secret", "token", "password", "passwd", "pwd", "credential",
+                          "credentials", "bearer"})
+KEY_QUALIFIERS = frozenset({"api", "access", "private", "secret", "auth"})  # "<q>_key" is secret
+DEFAULT_KEY_ENVS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+MIN_SECRET_CHARS = 6  # shorter remembered values would mask ordinary words in log lines
+
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.\-]*://)[^\s/?#'\"<>@]+(?:@[^\s/?#'\"<>@]*)*@",
+                           re.IGNORECASE)
+_PAIR = re.compile(r"(?P<key>[A-Za-z_+~][\w.\-]*)=(?P<value>[^\s,'\"\]]+)")
+_known: set[str] = set()
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a (dotted) config key may hold a secret: a word of its leaf is ``token``,
+    ``secret``, ``password``, ``credentials``, … or it is ``api_key``/``access_key``/…
+    (``apiKey`` and ``x-api-key`` too). ``max_tokens``, ``tokenizer`` and a name ending in
+    ``_env`` (``api_key_env``: the name of a variable, not its value) are not secrets."""
+    leaf = str(key).rsplit(".", 1)[-1].lstrip("+~")
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", leaf).lower().replace("-", "_").split("_")
+    if not words or words[-1] == "env":
+        return False
+    if any(w in SECRET_WORDS for w in words) or "apikey" in "".join(words):
+        return True
+    return any(w == "key" and i > 0 and words[i - 1] in KEY_QUALIFIERS for i, w in enumerate(words))
+
+
+def redact_url(text: str) -> str:
+    """``text`` with the user-info of every URL in it replaced by ``***``."""
+    return _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+
+
+def _mask_pair(match: re.Match[str]) -> str:
+    key, value = match.group("key"), match.group("value")
+    if not is_secret_key(key) or value in ("null", "None", REDACTED):
+        return match.group(0)
+    return f"{key}={REDACTED}"
+
+
+def redact_text(text: str) -> str:
+    """``text`` with remembered secrets, URL user-info and secret ``key=value`` values masked."""
+    for value in sorted(_known, key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    return _PAIR.sub(_mask_pair, redact_url(text))
+
+
+def redact_tree(node: Any, key: str = "") -> Any:
+    """A copy of a plain config tree (dicts, lists, scalars) with secrets masked: values of
+    secret-looking keys become ``***`` (an empty or null one stays), strings are
+    :func:`redact_text`-ed."""
+    if key and is_secret_key(key) and node not in (None, "", {}, []):
+        return REDACTED
+    if isinstance(node, Mapping):
+        return {k: redact_tree(v, str(k)) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [redact_tree(v) for v in node]
+    if isinstance(node, str):
+        return redact_text(node)
+    return node
+
+
+def _url_secrets(text: str) -> Iterable[str]:
+    for match in _URL_USERINFO.finditer(text):
+        userinfo = match.group(0)[len(match.group("scheme")):-1]
+        yield userinfo
+        yield from userinfo.split(":", 1)[1:]
+
+
+def secret_values(node: Any, key: str = "") -> set[str]:
+    """Every secret in a plain config tree: values of secret-looking keys, URL user-info and
+    passwords, and the values of the environment variables named by ``api_key_env``."""
+    found: set[str] = set()
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            found |= secret_values(v, str(k))
+        if node.get("api_key_env"):
+            found.add(os.environ.get(str(node["api_key_env"]), ""))
+    elif isinstance(node, (list, tuple)):
+        for v in node:
+            found |= secret_values(v)
+    elif isinstance(node, str):
+        if key and is_secret_key(key):
+            found.add(node)
+        found.update(_url_secrets(node))
+    elif node is not None and key and is_secret_key(key):
+        found.add(str(node))
+    return {s.strip() for s in found if len(s.strip()) >= MIN_SECRET_CHARS}
+
+
+def remember(values: Iterable[str]) -> None:
+    """Mask these values (and the default API-key variables' values) in every later redaction."""
+    defaults = (os.environ.get(name, "").strip() for name in DEFAULT_KEY_ENVS)
+    _known.update(v for v in (*values, *defaults) if v and len(v) >= MIN_SECRET_CHARS and v != REDACTED)
+
+
+def redact_yaml_file(path: Path) -> None:
+    """Rewrite a YAML file (Hydra's ``.hydra/*.yaml``, ``multirun.yaml``) with secrets masked;
+    interpolations are kept as written, except under secret keys."""
+    from omegaconf import OmegaConf
+
+    if not path.is_file():
+        return
+    tree = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    cleaned = redact_tree(tree)
+    if cleaned == tree:
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    OmegaConf.save(OmegaConf.create(cleaned), tmp)
+    os.replace(tmp, path)
+
+
+class _RedactingRecordFactory:
+    """Wraps the log-record factory: a record whose message (or traceback) holds a secret is
+    rewritten with the secret masked, before any handler sees it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.inner(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed call: leave it to logging's own error report
+            return record
+        cleaned = redact_text(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, ()
+        if record.exc_info and record.exc_info[0] is not None:
+            record.exc_text = redact_text(logging.Formatter().formatException(record.exc_info))
+        return record
+
+
+def install_log_redaction() -> None:
+    """Mask secrets in every log record of this process, whatever logger or handler (idempotent)."""
+    current = logging.getLogRecordFactory()
+    if not isinstance(current, _RedactingRecordFactory):
+        logging.setLogRecordFactory(_RedactingRecordFactory(current))
