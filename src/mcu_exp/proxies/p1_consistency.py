@@ -79,10 +79,26 @@ class SummaryProxy(Proxy):
         """The target's summaries by program id."""
         return dict(zip(self.ctx.program_ids, done.texts(TARGET_SUMMARIES)))
 
-    def splits(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Each program's (calibration, test) sample indices."""
+    def splits(self, done: StageResults | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Each program's (calibration, test) positions in its list of summaries. With
+        ``done``, samples that failed (left out of the texts, within
+        ``generation.max_failed_share``) are left out of their subset; a subset left with
+        fewer than 2 summaries is a one-line error."""
         c = self.cfg
-        return {pid: split_indices(pid, c.k, c.k_cal, c.split_seed) for pid in self.ctx.program_ids}
+        out = {pid: split_indices(pid, c.k, c.k_cal, c.split_seed) for pid in self.ctx.program_ids}
+        if done is None:
+            return out
+        for pid, kept in zip(self.ctx.program_ids, done.kept(TARGET_SUMMARIES)):
+            if len(kept) == c.k:
+                continue
+            position = {index: pos for pos, index in enumerate(kept)}
+            parts = tuple(np.array([position[i] for i in part if i in position], dtype=int) for part in out[pid])
+            if min(len(part) for part in parts) < 2:
+                raise ValueError(f"program {pid}: only {len(kept)} of {c.k} summaries are usable, too few for its "
+                                 "calibration and test subsets (2 each); rerun to retry the failed samples, "
+                                 "or lower generation.max_failed_share")
+            out[pid] = (parts[0], parts[1])
+        return out
 
     def scorer(self, summaries: dict[str, list[str]]) -> BertScorer:
         """The BERTScore scorer (idf weights, when asked for, from the target's summaries)."""
@@ -120,7 +136,7 @@ class ConsistencyProxy(SummaryProxy):
         yield self.target_stage()
 
     def outcome(self, done: StageResults) -> ProxyOutcome:
-        summaries, splits = self.summaries(done), self.splits()
+        summaries, splits = self.summaries(done), self.splits(done)
         scorer = self.scorer(summaries)
         ssc_cal, ssc_test = self.pairwise_ssc(scorer, summaries, splits)
         alpha_cal, alpha_test = 1.0 - ssc_cal, 1.0 - ssc_test

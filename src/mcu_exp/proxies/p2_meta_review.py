@@ -41,7 +41,7 @@ class MetaReviewProxy(SummaryProxy):
 
     def outcome(self, done: StageResults) -> ProxyOutcome:
         ids, decision_cfg, experts = self.ctx.program_ids, self.ctx.decision, self.ctx.experts
-        summaries, splits = self.summaries(done), self.splits()
+        summaries, splits = self.summaries(done), self.splits(done)
         scorer = self.scorer(summaries)
         pools = build_pools(self.ctx, done, scorer)
         refs = pools.references

@@ -64,13 +64,22 @@ class StageResults:
     """
 
     _texts: dict[str, list[list[str]]] = field(default_factory=dict)
+    _kept: dict[str, list[list[int]]] = field(default_factory=dict)
     _exact: dict[str, bool] = field(default_factory=dict)
     _read_inexact: bool = False
 
-    def put(self, key: str, texts: list[list[str]], exact: bool = True) -> None:
-        """Store the texts of stage ``key``."""
+    def put(self, key: str, texts: list[list[str]], exact: bool = True,
+            kept: list[list[int]] | None = None) -> None:
+        """Store the texts of stage ``key``; ``kept[i]`` are the sample indices of request i
+        that the texts hold (failed samples are left out; None: every sample)."""
         self._texts[key] = texts
         self._exact[key] = exact
+        self._kept[key] = kept if kept is not None else [list(range(len(t))) for t in texts]
+
+    def kept(self, key: str) -> list[list[int]]:
+        """For each request of stage ``key``, the sample indices its texts come from."""
+        self.texts(key)
+        return self._kept[key]
 
     def texts(self, key: str) -> list[list[str]]:
         """The texts of stage ``key``, one list per request."""
@@ -132,7 +141,8 @@ def run_stages(proxy: Proxy, generators: Generators) -> StageResults:
     for stage in proxy.stages(done):
         results = generators.get(stage.model).generate(stage.requests)
         check_failures(stage, results, generators.max_failed_share)
-        done.put(stage.key, [r.texts for r in results])
+        done.put(stage.key, [r.texts for r in results],
+                 kept=[[j for j, sample in enumerate(r.samples) if sample.failure is None] for r in results])
     return done
 
 
