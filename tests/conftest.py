@@ -36,7 +36,9 @@ def data_root() -> Path:
 @pytest.fixture
 def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh outputs folder (run dirs, caches, the MLflow store) for one test."""
-    out = tmp_path / "outputs"
+    from support.mlflow_store import seed_store
+
+    out = seed_store(tmp_path / "outputs")
     monkeypatch.setenv("MCU_EXP_OUTPUTS", str(out))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     return out

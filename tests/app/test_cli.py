@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # whole jobs, stores or encoders: scheduled first under xdist
+
 REPO = Path(__file__).resolve().parents[2]
 
 

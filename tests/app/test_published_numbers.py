@@ -23,6 +23,8 @@ from mcu_exp.evaluation import evaluate
 from mcu_exp.pipeline import run_job
 from support.standin_proxy import TARGET
 
+pytestmark = pytest.mark.slow  # whole jobs, stores or encoders: scheduled first under xdist
+
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
 

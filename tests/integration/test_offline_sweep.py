@@ -14,6 +14,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from support.browser import check_screenshot, chromium
+from support.mlflow_store import seed_store
 from support.tiny_llama import LOCAL_EXPERTS, model_overrides
 
 pytestmark = [pytest.mark.slow]
@@ -32,7 +33,7 @@ def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 def test_offline_sweep_reuses_caches_and_reports(tmp_path: Path, tiny_llama: Path) -> None:
     tiny = [*TINY, *model_overrides(tiny_llama, ("model", *LOCAL_EXPERTS))]
-    outputs = tmp_path / "outputs"
+    outputs = seed_store(tmp_path / "outputs")
     env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs)}
     env.pop("MLFLOW_TRACKING_URI", None)
     run("-m", "proxy=p1,p2,p3", "decision.epsilon=0.05,0.3", *tiny, env=env)

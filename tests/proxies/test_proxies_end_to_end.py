@@ -21,6 +21,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from support.tiny_llama import LOCAL_EXPERTS, model_overrides
+from support.mlflow_store import seed_store
 
 pytestmark = [pytest.mark.slow]
 
@@ -45,7 +46,7 @@ def first_questions(target: Path) -> Path:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path) -> dict[str, object]:
     base = tmp_path_factory.mktemp("e2e")
-    outputs = base / "outputs"
+    outputs = seed_store(base / "outputs")
     questions = first_questions(base / "questions.jsonl")
     env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs), "HF_HUB_OFFLINE": "1"}
     env.pop("MLFLOW_TRACKING_URI", None)

@@ -16,6 +16,8 @@ from mcu_exp.data import HumanLabels
 from mcu_exp.outputs import scores_table
 from mcu_exp.tune.nested_cv import nested_cv, read_per_program
 
+pytestmark = pytest.mark.slow  # whole jobs, stores or encoders: scheduled first under xdist
+
 PROGRAMS = 12
 
 

@@ -14,6 +14,8 @@ from mlflow_helpers import Store, log_job
 from mcu_exp.names import TAG_DEBUG
 from mcu_exp.report.cli import ReportError, main, make_report
 
+pytestmark = pytest.mark.slow  # whole jobs, stores or encoders: scheduled first under xdist
+
 
 def where(store: Store, run_id: str) -> tuple[str, str, str]:
     """(experiment name, run name, mcu.debug tag) of a logged run."""

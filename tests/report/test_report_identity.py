@@ -3,6 +3,8 @@ identity keys. Real runs, logged by the project's tracker into a real MLflow sto
 
 from __future__ import annotations
 
+import pytest
+
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +13,8 @@ from mlflow_helpers import METRICS, Store, log_job
 
 from mcu_exp.report.cli import make_report
 from mcu_exp.report.identity import NOT_CONFIGURATION, is_configuration
+
+pytestmark = pytest.mark.slow  # whole jobs, stores or encoders: scheduled first under xdist
 
 # A change of configuration, and the header of the column that shows it.
 VARIANTS = {"labels.min_fraction=0.6": "label ≥", "proxy.k=30": "k", "seed=1": "seed",

@@ -20,6 +20,8 @@ from mcu_exp.llm.cache import sample_key
 from mcu_exp.llm.errors import CacheCorrupt, GenerationFailed
 from mcu_exp.proxies.stages import TARGET_SUMMARIES, Generators, Stage, StageResults, run_stages
 
+pytestmark = pytest.mark.slow  # whole jobs, stores or encoders: scheduled first under xdist
+
 WORKER = Path(__file__).with_name("gen_worker.py")
 
 

@@ -11,6 +11,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from conftest import PLANTED_KEY, FakeServer, _received_key  # type: ignore[import-not-found]
+from support.mlflow_store import seed_store
 
 pytestmark = pytest.mark.slow  # jobs in subprocesses: tens of seconds on 2 cores
 
@@ -18,13 +19,13 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def test_planted_key_is_in_no_log_param_or_artifact(fake_server: FakeServer, tmp_path: Path) -> None:
-    outputs = tmp_path / "outputs"
+    outputs = seed_store(tmp_path / "outputs")
     env = {**os.environ, "OPENAI_API_KEY": PLANTED_KEY, "MCU_EXP_OUTPUTS": str(outputs)}
     env.pop("MLFLOW_TRACKING_URI", None)
     res = subprocess.run(
         [sys.executable, "-m", "mcu_exp", "model=gpt-4o", f"model.base_url={fake_server.url}/v1",
          "model.requests_per_minute=null", "model.tokens_per_minute=null", "debug=quick",
-         "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true"],
+         "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true", "evaluation.plots=false"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )
     assert res.returncode == 0, res.stderr[-3000:]
@@ -50,7 +51,7 @@ URL_PASSWORD = "pw-url-SECRET-27182818"  # written in model.base_url
 
 
 def test_config_token_and_url_password_are_in_no_output(fake_server: FakeServer, tmp_path: Path) -> None:
-    outputs = tmp_path / "outputs"
+    outputs = seed_store(tmp_path / "outputs")
     env = {**os.environ, "OPENAI_API_KEY": PLANTED_KEY, "MCU_TEST_TOKEN": CONFIG_TOKEN,
            "MCU_EXP_OUTPUTS": str(outputs)}
     env.pop("MLFLOW_TRACKING_URI", None)
@@ -59,7 +60,7 @@ def test_config_token_and_url_password_are_in_no_output(fake_server: FakeServer,
         [sys.executable, "-m", "mcu_exp", "model=gpt-4o", f"model.base_url={url}",
          "+model.quirks.extra_body.api_key=${oc.env:MCU_TEST_TOKEN}",
          "model.requests_per_minute=null", "model.tokens_per_minute=null", "debug=quick",
-         "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true"],
+         "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true", "evaluation.plots=false"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )
     assert res.returncode == 0, res.stderr[-3000:]

@@ -14,6 +14,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from conftest import PLANTED_KEY, FakeServer  # type: ignore[import-not-found]
+from support.mlflow_store import seed_store
 from mcu_exp.config import TrackingConfig
 from mcu_exp.names import TAG_DEBUG
 from mcu_exp.tracking import mlflow_run
@@ -43,7 +44,7 @@ def wait_for_running_run(db: Path, proc: subprocess.Popen[str]) -> str:
 def test_killed_job_run_is_marked_killed_by_the_next_job(fake_server: FakeServer, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    outputs = tmp_path / "outputs"
+    outputs = seed_store(tmp_path / "outputs")
     env = {**os.environ, "OPENAI_API_KEY": PLANTED_KEY, "MCU_EXP_OUTPUTS": str(outputs)}
     env.pop("MLFLOW_TRACKING_URI", None)
     fake_server.stall_after = 0  # every request is held: the job stays inside its run
