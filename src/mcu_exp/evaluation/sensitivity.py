@@ -4,8 +4,9 @@ Every grid point relabels the programs and scores the labels against ``y_true`` 
 registered label rate and AUC (:mod:`mcu_exp.evaluation.registry`), with the conventions of
 :mod:`mcu_exp.evaluation.metrics`. Frames lead with F1 and its two parts, then the other
 label metrics in registry order, then the positive rate; the ε grid keeps the metrics marked
-``series`` (not accuracy). Grid ends usually label every program alike; such degenerate
-points get their conventional values, and each distinct warning is emitted once per sweep
+``series`` (not accuracy). Grid ends usually label every program alike; there a metric
+whose denominator is zero (precision with nothing labelled High) is NaN (undefined: a gap
+in the curves, "undefined" in tables), and each distinct warning is emitted once per sweep
 (once per group in :func:`by_subgroup`).
 """
 
