@@ -39,11 +39,18 @@ def conformal_level(n: int, epsilon: float) -> float:
 def quantile_rank(n: int, epsilon: float, rule: str) -> int:
     """The 1-based rank of τ among ``n`` sorted calibration scores (``n + 1`` or more: +∞)
     under an order-statistic rule (``empirical`` or ``conformal``)."""
+    if rule not in ("empirical", "conformal"):
+        raise ValueError(f"quantile_rank: {rule!r} is not an order-statistic rule")
+    return int(_ranks(np.array([n]), epsilon, rule)[0])
+
+
+def _ranks(counts: np.ndarray, epsilon: float, rule: str) -> np.ndarray:
+    """:func:`quantile_rank` of every count at once (0 where a count is 0)."""
+    sizes = counts + (1 if rule == "conformal" else 0)
+    ranks = np.ceil(sizes * (1.0 - epsilon) - _SLACK).astype(int)
     if rule == "empirical":
-        return max(1, math.ceil(n * (1.0 - epsilon) - _SLACK))
-    if rule == "conformal":
-        return math.ceil((n + 1) * (1.0 - epsilon) - _SLACK)
-    raise ValueError(f"quantile_rank: {rule!r} is not an order-statistic rule")
+        ranks = np.maximum(ranks, 1)
+    return np.where(counts > 0, ranks, 0)
 
 
 def _check(epsilon: float, rule: str) -> None:
@@ -83,7 +90,7 @@ def thresholds(alpha_cal_rows: np.ndarray, epsilon: float, rule: str = "empirica
             return out
     ordered = np.sort(rows, axis=1)  # NaNs sort last
     counts = (~np.isnan(rows)).sum(axis=1)
-    ranks = np.array([quantile_rank(int(m), epsilon, rule) if m else 0 for m in counts])
+    ranks = _ranks(counts, epsilon, rule)
     out = np.full(rows.shape[0], np.nan)
     inside = (ranks >= 1) & (ranks <= counts)
     out[inside] = ordered[np.flatnonzero(inside), ranks[inside] - 1]

@@ -23,6 +23,9 @@ from mcu_exp.evaluation.metrics import (
 )
 from mcu_exp.evaluation.registry import RandomLabeller, Ranking, registered
 
+ALWAYS = "always_positive"  # the baselines' names in a report
+RANDOM = "random_expected"
+
 
 def always_positive(y_true: ArrayLike, human: ArrayLike | None = None) -> dict[str, float]:
     """Metrics of predicting 1 (understandable) for every program.

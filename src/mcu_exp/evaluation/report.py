@@ -16,7 +16,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from mcu_exp.evaluation.baselines import always_positive, random_expected
+from mcu_exp.evaluation.baselines import ALWAYS, RANDOM, always_positive, random_expected
 from mcu_exp.evaluation.bootstrap import Relabel, bootstrap_distribution, percentile_interval, undefined_shares
 from mcu_exp.evaluation.metrics import ArrayLike, alignment_metrics, unique_warnings
 from mcu_exp.evaluation.registry import DEFAULT_FORMAT, INTERVAL_KINDS, header, metric, metric_names
@@ -24,8 +24,6 @@ from mcu_exp.evaluation.significance import auc_permutation_p
 from mcu_exp.evaluation.verdict import verdict
 from mcu_exp.names import UNDEFINED
 
-ALWAYS = "always_positive"
-RANDOM = "random_expected"
 BASELINE_SHORT = {ALWAYS: "always", RANDOM: "random"}  # in the MLflow keys
 CI_LOW, CI_HIGH = "_ci_low", "_ci_high"  # suffixes of a metric's interval bounds in MLflow
 AUC_PERMUTATION_P = "auc_score_perm_p"  # two-sided permutation p-value of AUC(score) vs 0.5

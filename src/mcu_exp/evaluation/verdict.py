@@ -13,47 +13,46 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from mcu_exp.evaluation.baselines import ALWAYS
 from mcu_exp.evaluation.registry import CHANCE_AUC, PRIMARY, header, metric
 
 if TYPE_CHECKING:
     from mcu_exp.evaluation.report import AlignmentReport
 
-ALWAYS = "always_positive"
 
-
-def _defined(*values: float | None) -> bool:
-    return all(v is not None and math.isfinite(v) for v in values)
-
-
-def _fmt(name: str, value: float) -> str:
-    return metric(name).format(value)
+def _estimate(report: AlignmentReport, name: str) -> tuple[str, float, float] | None:
+    """``"F1 68.5% [60.9%, 72.2%]"`` and the interval bounds of metric ``name``; None when the
+    value or a bound is undefined."""
+    value = report.metrics.get(name)
+    low, high = report.ci.get(name, (math.nan, math.nan))
+    if value is None or not all(math.isfinite(v) for v in (value, low, high)):
+        return None
+    fmt = metric(name).format
+    return f"{header(name)} {fmt(value)} [{fmt(low)}, {fmt(high)}]", low, high
 
 
 def f1_clause(report: AlignmentReport) -> str:
     """Whether F1's interval lies above the always-understandable baseline's F1."""
-    value = report.metrics.get(PRIMARY)
-    low, high = report.ci.get(PRIMARY, (math.nan, math.nan))
+    estimate = _estimate(report, PRIMARY)
     base = report.baselines[ALWAYS].get(PRIMARY)
-    if not _defined(value, low, high, base):
+    if estimate is None or base is None or not math.isfinite(base):
         return f"{header(PRIMARY)} is undefined here, so it cannot be compared with the always-understandable baseline"
-    assert value is not None and base is not None
-    shown = f"{header(PRIMARY)} {_fmt(PRIMARY, value)} [{_fmt(PRIMARY, low)}, {_fmt(PRIMARY, high)}]"
+    shown, low, high = estimate
+    base_text = metric(PRIMARY).format(base)
     if low > base:
-        return f"{shown} beats the always-understandable baseline ({_fmt(PRIMARY, base)}, below the CI)"
+        return f"{shown} beats the always-understandable baseline ({base_text}, below the CI)"
     if high < base:
-        return f"{shown} is worse than the always-understandable baseline ({_fmt(PRIMARY, base)}, above the CI)"
-    return f"{shown} does not beat the always-understandable baseline ({_fmt(PRIMARY, base)} lies inside the CI)"
+        return f"{shown} is worse than the always-understandable baseline ({base_text}, above the CI)"
+    return f"{shown} does not beat the always-understandable baseline ({base_text} lies inside the CI)"
 
 
 def auc_clause(report: AlignmentReport) -> str:
     """Whether the AUC interval (of the score when there is one) excludes chance."""
     name = "auc_score" if "auc_score" in report.metrics else "auc_binary"
-    value = report.metrics.get(name)
-    low, high = report.ci.get(name, (math.nan, math.nan))
-    if not _defined(value, low, high):
+    estimate = _estimate(report, name)
+    if estimate is None:
         return f"{header(name)} is undefined"
-    assert value is not None
-    shown = f"{header(name)} {_fmt(name, value)} [{_fmt(name, low)}, {_fmt(name, high)}]"
+    shown, low, high = estimate
     if low > CHANCE_AUC:
         return f"{shown} excludes 0.5: the proxy ranks understandable programs higher than chance"
     if high < CHANCE_AUC:
