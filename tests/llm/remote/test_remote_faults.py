@@ -65,12 +65,13 @@ def test_server_errors_past_the_retry_limit_stop_with_a_clear_error(remote: Any,
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_timeout_is_retried(remote: Any, provider: str) -> None:
-    remote.server.push(remote.action(delay_s=1.5))
-    backend = remote.backend(remote.cfg(provider, timeout_s=0.3))
+    remote.server.push(remote.action(delay_s=4.0))
+    backend = remote.backend(remote.cfg(provider, timeout_s=1.0))
     start = time.monotonic()
     out = run(backend, jobs_for(request()))
-    assert len(out) == 1 and backend.usage()["retries"] == 1
-    assert time.monotonic() - start < 1.4  # the client gave up on the slow answer
+    # a loaded machine may time out the prompt answer too: at least the slow one was retried
+    assert len(out) == 1 and backend.usage()["retries"] >= 1
+    assert time.monotonic() - start < 3.5  # the client gave up before the slow answer came
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
