@@ -197,6 +197,9 @@ class CachedGenerator:
     def _run(self, identity: dict[str, Any], jobs: list[SampleJob], slots: list[list[Sample | None]],
              waiting: dict[str, list[tuple[int, int]]], total: int, hits: int) -> None:
         backend = self._get_backend()
+        load = getattr(backend, "load", None)
+        if callable(load):  # a local model loads as its own step, before the bar starts its clock
+            load()
         billing = getattr(backend, "usage", None)
         before = dict(billing()) if billing is not None else {}
         made = {"samples": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0}

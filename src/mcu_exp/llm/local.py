@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcu_exp import console
 from mcu_exp.llm.contract import GenerationRequest, Message, Sample, SampleJob
 from mcu_exp.llm.errors import BackendError
 
@@ -149,6 +150,17 @@ def local_identity(cfg: ModelConfig) -> dict[str, Any]:
     }
 
 
+def load_message(cfg: ModelConfig, weights: Weights, device: str, threads: int | None = None) -> str:
+    """The loading step's line: ``Loading smollm2-135m (GGUF → transformers, CPU, 2 threads)``."""
+    source = "GGUF → transformers" if weights.gguf_file else "transformers"
+    try:
+        name = str(cfg.name) if cfg.name not in (None, "???") else str(cfg.model_id)
+    except Exception:  # a config without a name (MISSING)
+        name = str(cfg.model_id)
+    where = device.upper() if threads is None else f"{device.upper()}, {threads} thread{'s' if threads != 1 else ''}"
+    return f"Loading {name} ({source}, {where})"
+
+
 def plain_prompt(messages: Sequence[Message]) -> str:
     """A completion prompt for models without a chat template: role-tagged turns, then the answer cue."""
     turns = [f"{m.role.capitalize()}: {m.content}" for m in messages]
@@ -195,7 +207,7 @@ def _choose_threads(torch: Any, requested: int | None = None) -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     threads = thread_count(requested, current, budget, load, os.cpu_count() or 1)
     if threads != current:
-        log.info("torch threads: %d (model.num_threads %s, CPU budget %d, load %.1f)",
+        log.debug("torch threads: %d (model.num_threads %s, CPU budget %d, load %.1f)",
                  threads, requested, budget, load)
         torch.set_num_threads(threads)
 
@@ -235,10 +247,6 @@ class LocalBackend:
         if self.model is not None:
             return
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from mcu_exp.llm import shared_prefix
-        from mcu_exp.llm.decode import PrefixDecoder
 
         weights = locate_weights(self.cfg)
         self.device = resolve_device(self.cfg)
@@ -247,15 +255,29 @@ class LocalBackend:
         kwargs: dict[str, Any] = {"local_files_only": True}
         if weights.gguf_file:
             kwargs["gguf_file"] = weights.gguf_file
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(weights.folder, **kwargs)
-            model = AutoModelForCausalLM.from_pretrained(weights.folder, dtype=dtype, **kwargs)
-        except Exception as exc:
-            first = (str(exc).strip().splitlines() or [""])[0]
-            raise BackendError(
-                f"cannot load model {self.cfg.model_id!r} from {weights.folder}: {type(exc).__name__}: {first}"
-            ) from exc
-        model.to(self.device).eval()
+        threads = torch.get_num_threads() if self.device == "cpu" else None
+        with console.step(load_message(self.cfg, weights, self.device, threads), logger=log):
+            from transformers import AutoModelForCausalLM, AutoTokenizer  # ~2 s: part of the step
+
+            console.quiet_libraries()  # after importing transformers, which sets its own levels
+            try:
+                with console.quiet_output("transformers"):
+                    tokenizer = AutoTokenizer.from_pretrained(weights.folder, **kwargs)
+                    model = AutoModelForCausalLM.from_pretrained(weights.folder, dtype=dtype, **kwargs)
+            except Exception as exc:
+                first = (str(exc).strip().splitlines() or [""])[0]
+                raise BackendError(
+                    f"cannot load model {self.cfg.model_id!r} from {weights.folder}: {type(exc).__name__}: {first}"
+                ) from exc
+            model.to(self.device).eval()
+            self._prepare(model, tokenizer)
+
+    def _prepare(self, model: Any, tokenizer: Any) -> None:
+        """The decoder of a loaded model, with shared-prefix attention when the model supports it
+        and agrees with it."""
+        from mcu_exp.llm import shared_prefix
+        from mcu_exp.llm.decode import PrefixDecoder
+
         eos = {tokenizer.eos_token_id, *_as_list(getattr(model.generation_config, "eos_token_id", None))}
         cache_kwarg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
         use_shared = self._want_shared_prefix and getattr(model, "_supports_attention_backend", False)
@@ -268,7 +290,8 @@ class LocalBackend:
             log.warning("shared-prefix attention disagrees with the model's own attention; using per-row caches")
             model.set_attn_implementation("sdpa")
             self.decoder.shared_prefix = False
-        log.info("loaded %s on %s (%s, shared prefix: %s)", self.cfg.model_id, self.device, dtype, self.decoder.shared_prefix)
+        log.debug("loaded %s on %s (%s, shared prefix: %s)", self.cfg.model_id, self.device, model.dtype,
+                  self.decoder.shared_prefix)
 
     def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
         """Token ids of the prompt: the chat template when enabled and present, else :func:`plain_prompt`."""

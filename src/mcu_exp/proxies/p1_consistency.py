@@ -104,7 +104,7 @@ class SummaryProxy(Proxy):
         """The BERTScore scorer (idf weights, when asked for, from the target's summaries)."""
         ids = self.ctx.program_ids
         idf_sents = [t for pid in ids for t in summaries[pid]] if self.ctx.scorer.idf else None
-        return BertScorer(self.ctx.scorer, cache=self.ctx.cache_dir, idf_sents=idf_sents)
+        return BertScorer(self.ctx.scorer, cache=self.ctx.cache_dir, idf_sents=idf_sents, progress=self.ctx.progress)
 
     def summary_rows(self, summaries: dict[str, list[str]],
                      splits: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[dict]:
@@ -130,6 +130,7 @@ class ConsistencyProxy(SummaryProxy):
     """P1: label High iff the test summaries agree with each other as well as calibrated."""
 
     calibrated = True
+    sections = frozenset({"scorer", "decision"})
     offers = ("alpha_cal", "alpha_test")
 
     def stages(self, done: StageResults) -> Iterator[Stage]:

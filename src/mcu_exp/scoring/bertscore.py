@@ -19,12 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from mcu_exp.config import ScorerConfig
+from mcu_exp.console import progress_enabled
 from mcu_exp.scoring.encoder import TokenEmbeddings, shared_encoder
 from mcu_exp.scoring.resolve import ResolvedScorer, resolve_scorer
 from mcu_exp.scoring.score_cache import ScoreCache, pair_key, text_key
 
+
+BAR_DELAY_S = 1.0  # a progress bar shows once its work has taken this long
 
 
 def _positions(texts: Iterable[str]) -> dict[str, int]:
@@ -80,10 +84,16 @@ class BertScorer:
         idf_sents: sentences the idf weights come from (required when `cfg.idf`, ignored
             otherwise; bert-score computes them from the reference sentences).
         memo_mb: token embeddings kept between calls, least recently used dropped first.
+        progress: "embed" (texts) and "score" (pairs) progress bars on stderr while missing
+            scores are computed, each shown once its work has taken :data:`BAR_DELAY_S`
+            (P2 scores program by program: its many quick calls draw none); None: the
+            process's setting (off with ``quiet=true``).
     """
 
     def __init__(self, cfg: ScorerConfig, cache: ScoreCache | str | Path | None = None,
-                 idf_sents: Sequence[str] | None = None, memo_mb: float = 512.0) -> None:
+                 idf_sents: Sequence[str] | None = None, memo_mb: float = 512.0,
+                 progress: bool | None = None) -> None:
+        self.progress = progress
         self.resolved: ResolvedScorer = resolve_scorer(cfg)
         self.cfg = self.resolved.cfg
         if isinstance(cache, ScoreCache):
@@ -91,7 +101,7 @@ class BertScorer:
         else:
             self.cache = ScoreCache(":memory:") if cache is None else ScoreCache.in_dir(cache)
         self._encoder = shared_encoder(self.resolved.path, int(self.cfg.num_layers),
-                                       self.resolved.max_length, str(self.cfg.device))
+                                       self.resolved.max_length, str(self.cfg.device), str(self.cfg.model))
         self._used_encoder = False
         self._idf_sents: list[str] | None = None
         self._idf_hash: str | None = None
@@ -178,7 +188,8 @@ class BertScorer:
         if missing:
             weights, default = self._token_weights()
             self._used_encoder = True
-            fresh = self._encoder.embed(missing, weights, default, int(self.cfg.batch_size))
+            fresh = self._encoder.embed(missing, weights, default, int(self.cfg.batch_size),
+                                        progress=progress_enabled(self.progress), delay_s=BAR_DELAY_S)
             spec_hash = self.spec_hash()
             self.cache.put_lengths(
                 (text_key(spec_hash, t), e.n_tokens, e.truncated) for t, e in zip(missing, fresh))
@@ -273,6 +284,8 @@ class BertScorer:
         embedded = dict(zip(texts, self.embed(texts)))
         baseline = self.resolved.baseline_f
         computed: dict[bytes, float] = {}
+        bar = tqdm(total=sum(len(part.where) for part in todo), desc="score", unit="pair",
+                   disable=not progress_enabled(self.progress), delay=BAR_DELAY_S, dynamic_ncols=True)
         for part in todo:
             rows = pad([embedded[t] for t in part.rows])
             cols = None if part.cols is None else pad([embedded[t] for t in part.cols])
@@ -282,6 +295,8 @@ class BertScorer:
                 f1 = (f1 - b) / (1 - b)
             f1 = f1.cpu().numpy()
             computed.update({k: float(f1[i, j]) for k, (i, j) in part.where.items()})
+            bar.update(len(part.where))
+        bar.close()
         self.cache.put_scores(computed.items())
         return computed
 

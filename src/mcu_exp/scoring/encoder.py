@@ -15,6 +15,7 @@ of its failures under transformers 5 here:
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -43,23 +46,27 @@ class TokenEmbeddings:
 _SHARED: dict[tuple[str, int, int, str], Encoder] = {}
 
 
-def shared_encoder(path: Path, num_layers: int, max_length: int, device: str = "auto") -> Encoder:
+def shared_encoder(path: Path, num_layers: int, max_length: int, device: str = "auto",
+                   name: str | None = None) -> Encoder:
     """The process's one encoder for this model, layer, limit and device (loaded lazily).
 
     Scorers that differ only in idf, rescaling or cache (P1's and P2's, a test session's)
-    share the loaded weights instead of loading them again.
+    share the loaded weights instead of loading them again. ``name`` (shown when it loads;
+    default: the folder's name) is not part of the key.
     """
     key = (str(path), int(num_layers), int(max_length), str(device))
     if key not in _SHARED:
-        _SHARED[key] = Encoder(path, num_layers, max_length, device)
+        _SHARED[key] = Encoder(path, num_layers, max_length, device, name)
     return _SHARED[key]
 
 
 class Encoder:
     """Lazily loaded tokenizer and encoder (cut to `num_layers`) of one model folder."""
 
-    def __init__(self, path: Path, num_layers: int, max_length: int, device: str = "auto") -> None:
+    def __init__(self, path: Path, num_layers: int, max_length: int, device: str = "auto",
+                 name: str | None = None) -> None:
         self.path = path
+        self.name = name or Path(path).name
         self.num_layers = num_layers
         self.max_length = max_length
         self._device = device
@@ -91,10 +98,18 @@ class Encoder:
 
     @property
     def model(self) -> Any:
+        """The encoder cut to `num_layers`, loaded on first use as its own step (one line on stderr)."""
         if self._model is None:
             from bert_score.utils import get_model
 
-            self._model = get_model(str(self.path), self.num_layers).to(self.device)
+            from mcu_exp import console
+
+            device = self.device
+            console.quiet_libraries()
+            with console.step(f"Loading scorer {self.name} (BERTScore, layer {self.num_layers}, "
+                              f"{device.upper()})", logger=log):
+                with console.quiet_output("transformers"):
+                    self._model = get_model(str(self.path), self.num_layers).to(device)
         return self._model
 
     def token_ids(self, text: str) -> tuple[list[int], bool]:
@@ -135,16 +150,22 @@ class Encoder:
         return {i: math.log((n + 1) / (c + 1)) for i, c in counts.items()}, math.log(n + 1)
 
     def embed(self, texts: Sequence[str], weights: Mapping[int, float], default_weight: float = 1.0,
-              batch_size: int = 64) -> list[TokenEmbeddings]:
-        """Embed `texts` (distinct) in length-sorted batches; returns them in input order."""
+              batch_size: int = 64, progress: bool = False, delay_s: float = 0.0) -> list[TokenEmbeddings]:
+        """Embed `texts` (distinct) in length-sorted batches; returns them in input order.
+
+        `progress`: an "embed" bar (texts), started once the encoder is loaded and shown only
+        once the work has taken `delay_s` seconds."""
         import torch
+        from tqdm.auto import tqdm
 
         batch_size = max(1, int(batch_size))
+        model = self.model
         encoded = [self.token_ids(t) for t in texts]
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i][0]))
         out: list[TokenEmbeddings | None] = [None] * len(texts)
-        model = self.model
         pad_id = self.tokenizer.pad_token_id or 0
+        bar = tqdm(total=len(texts), desc="embed", unit="text", disable=not progress, delay=delay_s,
+                   dynamic_ncols=True)
         for start in range(0, len(order), batch_size):
             batch = order[start:start + batch_size]
             width = max(len(encoded[i][0]) for i in batch)
@@ -165,4 +186,6 @@ class Encoder:
                 w = w / total if total > 0 and texts[i].strip() else torch.zeros_like(w)
                 out[i] = TokenEmbeddings(hidden[row, :len(token_ids)].clone(), w.to(self.device),
                                          len(token_ids), truncated)
+            bar.update(len(batch))
+        bar.close()
         return [e for e in out if e is not None]

@@ -1,0 +1,76 @@
+"""Which config key a misspelled override meant: "unknown config key decision.epsilom: did you
+mean decision.epsilon?" instead of Hydra's hint to add it with ``+`` (which would silently add
+a key nothing reads)."""
+
+from __future__ import annotations
+
+import re
+
+from omegaconf import OmegaConf
+
+_OVERRIDE_FAILED = re.compile(r"Could not override '([^']+)'")
+
+
+def unknown_key_message(exc: BaseException) -> str | None:
+    """For Hydra's "Could not override 'a.b'" (the key is not in the config): "unknown config
+    key a.b: did you mean a.c?" (or where to see the keys); None for any other error."""
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+
+    found = _OVERRIDE_FAILED.search(str(exc))
+    cause = exc.__cause__
+    if found is None or not isinstance(cause, (ConfigKeyError, ConfigAttributeError)):
+        return None
+    key = found.group(1)
+    parent = getattr(cause, "parent_node", None)
+    root = parent._get_root() if parent is not None else None
+    guess = suggest_key(key, config_keys(root)) if root is not None else None
+    if guess is not None:
+        return f"unknown config key {key}: did you mean {guess}?"
+    return f"unknown config key {key}; `mcu-exp --cfg job` lists the keys"
+
+
+def config_keys(cfg: object) -> list[str]:
+    """Every dotted key of ``cfg`` (mappings only, list items left out; Hydra's own ``hydra.*``
+    section included), without resolving interpolations."""
+    keys: list[str] = []
+
+    def walk(node: object, prefix: str) -> None:
+        if not OmegaConf.is_dict(node):
+            return
+        for name in node.keys():  # type: ignore[attr-defined]
+            full = f"{prefix}{name}"
+            keys.append(full)
+            walk(node._get_node(name), full + ".")  # type: ignore[attr-defined]
+
+    walk(cfg, "")
+    return keys
+
+
+def suggest_key(key: str, keys: list[str]) -> str | None:
+    """The config key ``key`` was most likely meant to be (difflib ratios), or None.
+
+    Candidates: a sibling with a close name (``decision.epsilom`` -> ``decision.epsilon``,
+    ratio >= 0.6), any key with a close full name (``decison.epsilon`` -> ``decision.epsilon``)
+    or with a close last part (``epsilon`` -> ``decision.epsilon``), both ratio >= 0.8. The
+    closest wins; on a tie the sibling, then the shallower key. ``hydra.*`` keys only for a key
+    under ``hydra``.
+    """
+    from difflib import SequenceMatcher
+
+    if not key.startswith("hydra."):
+        keys = [k for k in keys if k != "hydra" and not k.startswith("hydra.")]
+    parent, _, name = key.rpartition(".")
+    best: tuple[float, int, int, str] | None = None  # (ratio, preference, -depth, key)
+    for candidate in keys:
+        if candidate == key:
+            continue
+        c_parent, _, c_name = candidate.rpartition(".")
+        depth = -candidate.count(".")
+        scores = [(SequenceMatcher(None, key, candidate).ratio(), 0.8, 1),
+                  (SequenceMatcher(None, name, c_name).ratio(), 0.8, 1)]
+        if c_parent == parent:
+            scores.append((SequenceMatcher(None, name, c_name).ratio(), 0.6, 2))
+        for ratio, cutoff, preference in scores:
+            if ratio >= cutoff and (best is None or (ratio, preference, depth) > best[:3]):
+                best = (ratio, preference, depth, candidate)
+    return best[3] if best is not None else None
