@@ -52,6 +52,13 @@ def numeric_gap(a: Path, b: Path) -> float:
     return gap
 
 
+def metrics_file(run: Path) -> Path:
+    """A run's ``metrics.json``: in ``results/`` (logged with the artifacts), or beside it
+    (runs made before it moved there)."""
+    inside = run / "results" / "metrics.json"
+    return inside if inside.is_file() else run / "metrics.json"
+
+
 def compare_run(before: Path, after: Path, ignore: set[str], tolerance: float = 0.0) -> tuple[list[str], list[str]]:
     """(differences, differences within ``tolerance``) between two run folders, one line each."""
     problems: list[str] = []
@@ -65,8 +72,8 @@ def compare_run(before: Path, after: Path, ignore: set[str], tolerance: float = 
             gap = numeric_gap(a, b)
             line = f"{name}: contents differ (largest numeric difference {gap:.3g})"
             (close if gap <= tolerance else problems).append(line)
-    ma = json.loads((before / "metrics.json").read_text())
-    mb = json.loads((after / "metrics.json").read_text())
+    ma = json.loads(metrics_file(before).read_text())
+    mb = json.loads(metrics_file(after).read_text())
     skip = set(VOLATILE) | ignore
     for key in sorted(set(ma) | set(mb)):
         bare = key.removeprefix("reference.")  # what generating the cross-proxy reference cost

@@ -10,6 +10,7 @@ import logging
 import os
 import secrets
 import sys
+import traceback
 import warnings
 from pathlib import Path
 
@@ -17,7 +18,9 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from mcu_exp import console
 from mcu_exp.config import register_configs
+from mcu_exp.keys import unknown_key_message
 from mcu_exp.llm.errors import BackendError
 from mcu_exp.redact import install_log_redaction, redact_text, redact_yaml_file, remember, secret_values
 
@@ -50,11 +53,13 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="config")
 def _job(cfg: DictConfig) -> float:
+    _restore_full_error()
     from mcu_exp.pipeline import run_job
 
     try:
         _protect_secrets(cfg)
-        return run_job(cfg)
+        with console.job_console(progress=not bool(cfg.get("quiet", False)), verbose=_hydra_verbose()):
+            return run_job(cfg)
     except KeyboardInterrupt:
         log.error("interrupted: everything generated so far is in the cache; rerun to resume")
         raise
@@ -63,8 +68,23 @@ def _job(cfg: DictConfig) -> float:
         if _single_run():
             _report(message)
             raise SystemExit(1) from None
+        # In a sweep: one line, the job marked failed, the next job goes on; the sweep ends
+        # with its table and a non-zero exit (mcu_exp.tracking.sweep).
         log.error("%s", message)
-        raise
+        mark_failed(message)
+        return float("nan")
+
+
+def mark_failed(message: str) -> None:
+    """Leave ``FAILED`` (holding the message) in the job's output folder, where the sweep's
+    end counts it."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from mcu_exp.tracking.sweep import FAILED_MARKER
+
+    folder = Path(HydraConfig.get().runtime.output_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / FAILED_MARKER).write_text(message + "\n", encoding="utf-8")
 
 
 def one_line(exc: BaseException) -> str:
@@ -75,11 +95,18 @@ def one_line(exc: BaseException) -> str:
 
 def _report(message: str) -> None:
     """Show the error once, on stderr; the job's log file gets it too (not the console again)."""
-    record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "%s", (message,), None)
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.FileHandler):
-            handler.handle(record)
+    console.to_log_files(log, message, logging.ERROR)
     print(f"mcu-exp: error: {message}", file=sys.stderr)
+
+
+def _hydra_verbose() -> object:
+    """``hydra.verbose`` of the running job (false, true, or logger names)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return False
+    verbose = HydraConfig.get().verbose
+    return OmegaConf.to_container(verbose) if OmegaConf.is_config(verbose) else verbose
 
 
 def _protect_secrets(cfg: DictConfig) -> None:
@@ -129,13 +156,79 @@ def main() -> None:
     _one_line_warnings()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if not any(arg.lstrip("+~").startswith("hydra.verbose") for arg in sys.argv[1:]):
+        # MLflow's INFO lines ("Creating initial MLflow database tables…") only when asked:
+        # MLFLOW_LOGGING_LEVEL=INFO or hydra.verbose (see mcu_exp.console).
+        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
         SUBCOMMANDS[sys.argv[1]](sys.argv[2:])
         return
-    _job()
+    _compose_and_run()
+
+
+# Composition errors reach _compose_and_run as exceptions (not as Hydra's printed report) while
+# this is set; _job restores the user's own setting before the job starts, so failures of the
+# job itself keep Hydra's reporting. The user's value travels in this variable so that jobs in
+# other processes (joblib, submitit) restore it too.
+_FULL_ERROR = "HYDRA_FULL_ERROR"
+_USER_FULL_ERROR = "MCU_EXP_USER_HYDRA_FULL_ERROR"
+_UNSET = "<unset>"
+
+
+def _compose_and_run() -> None:
+    """Run the Hydra app; a misspelled key in an override becomes one line with a suggestion
+    (never Hydra's hint to add it with ``+``, which would silently add an unused key)."""
+    from hydra.errors import CompactHydraException
+
+    user = os.environ.get(_FULL_ERROR)
+    os.environ[_USER_FULL_ERROR] = _UNSET if user is None else user
+    os.environ[_FULL_ERROR] = "1"
+    try:
+        _job()
+    except CompactHydraException as exc:
+        if user == "1":
+            raise
+        message = unknown_key_message(exc)
+        if message is not None:
+            print(f"mcu-exp: error: {message}", file=sys.stderr)
+            raise SystemExit(1) from None
+        # Hydra's own compact report, as without this wrapper.
+        sys.stderr.write(str(exc) + os.linesep)
+        if isinstance(exc.__cause__, OmegaConfBaseException):
+            sys.stderr.write(str(exc.__cause__) + os.linesep)
+        sys.stderr.write("\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n")
+        raise SystemExit(1) from None
+    except Exception:  # a job of another process that failed (its traceback, as Hydra shows it)
+        if user == "1":
+            raise
+        traceback.print_exc()
+        raise SystemExit(1) from None
+    finally:
+        _restore_full_error()
+
+
+def _restore_full_error() -> None:
+    """Put the user's ``HYDRA_FULL_ERROR`` back (see :func:`_compose_and_run`)."""
+    saved = os.environ.pop(_USER_FULL_ERROR, None)
+    if saved is None:
+        return
+    if saved == _UNSET:
+        os.environ.pop(_FULL_ERROR, None)
+    else:
+        os.environ[_FULL_ERROR] = saved
+
+
+def _subcommand_lines() -> str:
+    """The subcommands, one line each, for ``mcu-exp --help`` (resolver ``mcu_subcommands``)."""
+    return "\n".join(f"  {'mcu-exp ' + name + ' [options]':<37}{line}" for name, line in SUBCOMMAND_HELP.items())
 
 
 from mcu_exp.report.cli import main as report_main  # noqa: E402  (light: argparse only)
 from mcu_exp.tune.cli import main as tune_main  # noqa: E402
 
 SUBCOMMANDS: dict = {"report": report_main, "tune": tune_main}
+SUBCOMMAND_HELP: dict[str, str] = {
+    "report": "tables and figures comparing finished MLflow runs (its own --help)",
+    "tune": "tune epsilon or tau for F1 on a finished run's scores, in-sample and nested CV (its own --help)",
+}
+OmegaConf.register_new_resolver("mcu_subcommands", _subcommand_lines, replace=True)

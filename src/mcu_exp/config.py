@@ -182,7 +182,8 @@ class TrackingConfig:
     enabled: bool = True
     uri: Optional[str] = None  # MLFLOW_TRACKING_URI overrides
     experiment: str = "mcu_exp"
-    run_name: Optional[str] = None  # None: model · proxy · ε · θ
+    run_name: Optional[str] = None  # None: model · proxy · ε · θ · swept overrides
+    system_metrics: bool = False  # MLflow's CPU/memory/GPU sampling during the job (needs psutil)
 
 
 @dataclass

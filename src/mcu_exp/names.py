@@ -14,7 +14,8 @@ ALIGNMENT_FILE = "alignment.csv"
 SPECS_FILE = "specs.json"
 SCORES_FILE = "scores.csv"  # the arrays a calibrated proxy's decision rule used, per program
 CONFIG_FILE = "config.yaml"
-METRICS_FILE = "metrics.json"  # beside results/, in the run dir
+METRICS_FILE = "metrics.json"  # every metric of the job (null: undefined), in results/
+TABLES_DIR = "tables"  # MLflow tables (JSON) among the artifacts
 
 
 def records_file(name: str) -> str:
@@ -51,6 +52,13 @@ def series_key(grid: str, column: str, group: str = ALL_READERS) -> str:
 
 
 GRID_VALUE = "value"
+SERIES_SCALE = 1000  # an MLflow series' step is its grid value × this, rounded
+
+
+def mlflow_series(grid: str, column: str) -> str:
+    """The MLflow series ``sens.<grid>_x1000.<column>``: ``column`` against the grid value in
+    thousandths (MLflow's steps are integers)."""
+    return f"sens.{grid}_x{SERIES_SCALE}.{column}"
 
 # MLflow metric prefixes of the alignment reports beside the main one (all readers).
 VS_P0_PREFIX = "vs_p0."

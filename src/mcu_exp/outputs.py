@@ -1,8 +1,8 @@
 """A job's files: the per-program table, metrics, sensitivity grids and their plots.
 
 Everything lands in ``<run dir>/results/``, which is logged to MLflow as the run's
-artifacts; the curves are also returned as metric series (step = grid index) so the MLflow
-UI charts them.
+artifacts; the headline curves are also returned as metric series (step = grid value × 1000)
+so the MLflow UI charts them against the threshold, ε or θ.
 """
 
 from __future__ import annotations
@@ -23,10 +23,8 @@ from mcu_exp.config import DecisionConfig, EvaluationConfig
 from mcu_exp.data import HumanLabels
 from mcu_exp.redact import redact_tree
 from mcu_exp.evaluation import (
-    HEADLINE,
     DegenerateMetricWarning,
     epsilon_sweep,
-    series_columns,
     similarity_sweep,
     threshold_sweep,
 )
@@ -41,7 +39,7 @@ class Artifacts:
     """Where the files are, and the metric series to log."""
 
     folder: Path
-    series: dict[str, list[float]] = field(default_factory=dict)
+    series: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # name → (step, value)
 
 
 def per_program_table(outcome: ProxyOutcome, labels: HumanLabels) -> pd.DataFrame:
@@ -131,29 +129,20 @@ def theta_sensitivity(ev: EvaluationConfig, outcome: ProxyOutcome,
     return pd.concat(frames, ignore_index=True)
 
 
-def grid_series(frame: pd.DataFrame, name: str, x: str, per_group: tuple[str, ...],
-                overall: tuple[str, ...] = ()) -> dict[str, list[float]]:
-    """Metric series ``sens.<name>.<column>[.<group>]`` from a sweep frame (step = grid index):
-    the grid itself as ``sens.<name>.value``, ``overall`` columns for all readers only, and
-    ``per_group`` columns for all readers and each subgroup."""
-    series: dict[str, list[float]] = {}
-    for group, rows in frame.groupby("group", sort=False):
-        if group == names.ALL_READERS:
-            series[names.series_key(name, names.GRID_VALUE)] = rows[x].tolist()
-            for col in overall:
-                series[names.series_key(name, col)] = rows[col].tolist()
-        for col in per_group:
-            series[names.series_key(name, col, str(group))] = rows[col].tolist()
-    return series
+SERIES_COLUMNS = {names.THRESHOLD_GRID: ("f1", "auc_binary"), names.EPSILON_GRID: ("coverage", "nominal"),
+                  names.THETA_GRID: ("f1", "auc_binary")}  # charted in MLflow, all readers only
 
 
-def sensitivity_series(thr: pd.DataFrame, eps: pd.DataFrame) -> dict[str, list[float]]:
-    """Metric series for MLflow: ``sens.threshold.<metric>[.<group>]`` and ``sens.epsilon.…``."""
-    return {
-        **grid_series(thr, names.THRESHOLD_GRID, names.THRESHOLD_GRID, series_columns()),
-        **grid_series(eps, names.EPSILON_GRID, names.EPSILON_GRID, HEADLINE,
-                      overall=("nominal", "coverage", "tau")),
-    }
+def grid_series(frame: pd.DataFrame, grid: str) -> dict[str, list[tuple[int, float]]]:
+    """MLflow series of one sensitivity grid, all readers only: ``sens.<grid>_x1000.<column>``
+    for :data:`SERIES_COLUMNS`, step = the grid value × 1000 rounded, so the UI's x axis
+    reads as the threshold (or ε, θ) in thousandths. A grid point whose rounded step repeats
+    an earlier one is left out of the series (the CSV keeps every point exactly)."""
+    rows = frame[frame["group"] == names.ALL_READERS]
+    steps = [round(float(x) * names.SERIES_SCALE) for x in rows[grid]]
+    first = [i for i, step in enumerate(steps) if step not in steps[:i]]
+    return {names.mlflow_series(grid, col): [(steps[i], float(rows[col].iloc[i])) for i in first]
+            for col in SERIES_COLUMNS[grid] if col in rows.columns}
 
 
 def write_outputs(
@@ -191,7 +180,7 @@ def write_outputs(
         if ev.plots:
             plot_threshold_curves(thr, folder / "sensitivity_threshold.png", tau=outcome.params.get("tau"))
             plot_coverage(eps, folder / "coverage_epsilon.png")
-        artifacts.series = sensitivity_series(thr, eps)
+        artifacts.series = {**grid_series(thr, names.THRESHOLD_GRID), **grid_series(eps, names.EPSILON_GRID)}
     if scores is not None and scores.similarity_test is not None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DegenerateMetricWarning)
@@ -200,5 +189,5 @@ def write_outputs(
         if ev.plots:
             plot_threshold_curves(theta, folder / "sensitivity_theta.png", tau=decision.theta,
                                   x="theta", xlabel="θ on SSC_meta(test) (High iff SSC_meta ≥ θ)")
-        artifacts.series.update(grid_series(theta, names.THETA_GRID, names.THETA_GRID, series_columns()))
+        artifacts.series.update(grid_series(theta, names.THETA_GRID))
     return artifacts

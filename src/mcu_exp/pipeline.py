@@ -39,11 +39,14 @@ from mcu_exp.llm.cache import GenerationCache, sample_key
 from mcu_exp.llm.factory import backend_identity, check_backend
 from mcu_exp.llm.generator import CACHE_FILE
 from mcu_exp.outputs import write_outputs
-from mcu_exp.proxies.base import Proxy, ProxyContext, ProxyOutcome, build_proxy
+from mcu_exp.proxies.base import OPTIONAL_SECTIONS, Proxy, ProxyContext, ProxyOutcome, build_proxy
 from mcu_exp.proxies.preview import preview, render_preview
 from mcu_exp.proxies.stages import Generators, Stage, StageResults, run_stages
 from mcu_exp.redact import redact_tree
-from mcu_exp.tracking import flatten_config, mlflow_run, run_name, run_tags, ui_command
+from mcu_exp.evaluation.verdict import outcomes as verdict_outcomes
+from mcu_exp.tracking import RunLogger, flatten_config, mlflow_run, run_name, run_tags, ui_command
+from mcu_exp.tracking.conventions import NOTE_TAG, dataset_input, description, source_tags
+from mcu_exp.tracking.headline import headline, metric_table
 
 log = logging.getLogger("mcu_exp")
 
@@ -197,6 +200,29 @@ def check_models(cache_dir: Path, *proxies: Proxy | None) -> None:
         check_backend(model, need_key=missing)
 
 
+def unused_sections(proxy: Proxy, reference: Proxy | None) -> tuple[str, ...]:
+    """Config sections neither the proxy nor its reference reads (``reference`` itself when
+    there is none): left out of the MLflow params."""
+    used = proxy.sections | (reference.sections if reference is not None else frozenset())
+    unused = tuple(s for s in OPTIONAL_SECTIONS if s not in used)
+    return unused if reference is not None else (*unused, "reference")
+
+
+def run_facts(cfg: Config, proxy: Proxy, dataset: str, n: int) -> dict[str, Any]:
+    """The settings a reader of the run description needs, in words."""
+    facts: dict[str, Any] = {"model": cfg.model.name, "proxy": proxy.name, "dataset": f"{dataset} (n={n})",
+                             "labels": f"{cfg.labels.rule} ≥ {cfg.labels.min_fraction:g}, group {cfg.labels.group}, "
+                                       f"readers {cfg.labels.readers}"}
+    if proxy.calibrated:
+        facts["decision"] = f"{cfg.decision.rule}, ε={cfg.decision.epsilon:g}, quantile {cfg.decision.quantile}"
+    if "scorer" in proxy.sections:
+        facts["scorer"] = cfg.scorer.name
+    if "experts" in proxy.sections:
+        facts["experts"] = cfg.experts.name
+    facts["CIs"] = f"{cfg.evaluation.bootstrap_resamples} bootstrap resamples ({cfg.evaluation.ci}), seed {cfg.evaluation.seed}"
+    return facts
+
+
 def save_config(raw: DictConfig, path: Path) -> None:
     """The resolved config as YAML, secrets masked (secret-looking keys, URL user-info)."""
     OmegaConf.save(OmegaConf.create(redact_tree(OmegaConf.to_container(raw, resolve=True))), path)
@@ -228,12 +254,14 @@ def run_job(raw: DictConfig) -> float:
     check_models(ctx.cache_dir, proxy, reference)
 
     run_dir = job_dir(cfg.paths.outputs)
-    title = run_name(cfg)
+    title = run_name(cfg, calibrated=proxy.calibrated)
     tags = run_tags(cfg)
     if class_warning:
         tags[names.TAG_CLASS_WARNING] = class_warning
+    tags.update(source_tags())
     with mlflow_run(cfg.tracking, cfg.paths.outputs, title, tags) as tracker:
-        tracker.log_params(flatten_config(raw))
+        tracker.log_params(flatten_config(raw, leave_out=unused_sections(proxy, reference)))
+        tracker.log_inputs([dataset_input(dataset)])
         results = run_dir / names.RESULTS_DIR
         results.mkdir(parents=True, exist_ok=True)
         save_config(raw, results / names.CONFIG_FILE)
@@ -258,8 +286,10 @@ def run_job(raw: DictConfig) -> float:
         metrics[f"{names.HUMAN_PREFIX}dropped_programs"] = len(labels.dropped)
         metrics[f"{names.HUMAN_PREFIX}duplicate_pairs_identical"] = dataset.duplicates.identical
         metrics[f"{names.HUMAN_PREFIX}duplicate_pairs_conflicting"] = dataset.duplicates.conflicting
+        metrics.update(verdict_outcomes(main))
         metrics["job_seconds"] = time.perf_counter() - started
-        tracker.log_metrics_and_series(metrics, artifacts.series)
+        (results / names.METRICS_FILE).write_text(json.dumps(json_safe(metrics), indent=2, sort_keys=True))
+        tracker.log_metrics_and_series(headline(metrics, list(reports)), artifacts.series)
         if outcome.params:
             tracker.log_params({f"result.{k}": str(v) for k, v in outcome.params.items()})
         primary = main.metrics[PRIMARY]
@@ -267,8 +297,10 @@ def run_job(raw: DictConfig) -> float:
                        names.TAG_VERDICT: main.verdict}
         if main.undefined:
             result_tags[names.TAG_UNDEFINED] = ",".join(main.undefined)
+        result_tags[NOTE_TAG] = description(title, main.verdict, run_facts(cfg, proxy, dataset.name, main.n))
         tracker.set_tags(result_tags)
         tracker.log_artifacts(artifacts.folder)
+        log_tables(tracker, metrics, artifacts.folder)
 
         print(render_table(main, title=f"{title} vs human labels ({cfg.labels.group}, n={main.n})"))
         if vs_ref is not None:
@@ -279,8 +311,19 @@ def run_job(raw: DictConfig) -> float:
         if tracker.active:
             print(f"MLflow run {tracker.run_id} in {tracker.uri}")
             print(f"  open the UI: {ui_command(tracker.uri)}")
-        (run_dir / names.METRICS_FILE).write_text(json.dumps(json_safe(metrics), indent=2, sort_keys=True))
     return float(main.metrics[PRIMARY])
+
+
+def log_tables(tracker: RunLogger, metrics: dict[str, Any], results: Path) -> None:
+    """The run's long tables as MLflow tables, which the UI's artifact view shows and filters:
+    every metric (group, metric, value), the per-program table and the proxy's records
+    (summaries, judgments, answers…)."""
+    tracker.log_table(metric_table(metrics), f"{names.TABLES_DIR}/metrics.json")
+    for csv in sorted(results.glob("*.csv")):
+        if csv.name.startswith("sensitivity_"):
+            continue  # charted as series and figures
+        tracker.log_table(pd.read_csv(csv, keep_default_na=False, na_values=[""]),
+                          f"{names.TABLES_DIR}/{csv.stem}.json")
 
 
 def json_safe(metrics: dict[str, Any]) -> dict[str, float | None]:
@@ -293,13 +336,15 @@ def json_safe(metrics: dict[str, Any]) -> dict[str, float | None]:
 
 
 def print_decision(metrics: dict[str, Any]) -> None:
-    """The calibrated threshold, the share of calibration scores it keeps, and the test
-    coverage with its exact binomial interval, when the proxy calibrated one."""
+    """The calibrated threshold and the test coverage, each with the phrase that says what it
+    is, when the proxy calibrated one."""
     if "tau" not in metrics:
         return
-    print(f"  tau: {metrics['tau']:.4f} (calibration scores at or below it: "
-          f"{metrics.get('calibration_fraction', float('nan')):.4f})")
+    kept = metrics.get("calibration_fraction", float("nan"))
+    print(f"  τ = {metrics['tau']:.4f}: the calibrated threshold on the nonconformity score α; a program is "
+          f"High when its α_test ≤ τ ({kept:.1%} of the calibration scores lie at or below it)")
     if "coverage" in metrics:
         low, high = metrics.get("coverage_ci_low", float("nan")), metrics.get("coverage_ci_high", float("nan"))
-        print(f"  coverage: {metrics['coverage']:.4f} [{low:.4f}, {high:.4f}] (Clopper–Pearson), "
-              f"nominal {metrics.get('nominal_coverage', float('nan')):.4f}")
+        print(f"  coverage = {metrics['coverage']:.4f} [{low:.4f}, {high:.4f}]: the share of test scores at or "
+              f"below τ (95 % Clopper–Pearson interval); calibration aims at 1 − ε = "
+              f"{metrics.get('nominal_coverage', float('nan')):.4f}")

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
+from support.mlflow_store import all_metrics
 from omegaconf import DictConfig
 
 from mcu_exp import names
@@ -56,10 +57,11 @@ def test_job_reports_recalibrated_cis_correlations_permutation_test_and_verdict(
     assert "τ recalibrated in each" in flat
     assert "spearman" in printed and "kendall" in printed
     assert "AUC (score) vs 0.5: two-sided permutation p = " in printed
-    assert "calibration scores at or below it" in printed and "(Clopper–Pearson)" in printed
+    assert "of the calibration scores lie at or below it" in printed
+    assert "(95 % Clopper–Pearson interval)" in printed
 
     run = only_run(outputs)
-    m, tags = run.data.metrics, run.data.tags
+    m, tags = all_metrics(MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}"), run), run.data.tags
     assert " ".join(tags[names.TAG_VERDICT].split()) in flat  # the printed sentence, whole
     assert tags[names.TAG_VERDICT].startswith("Verdict (95 % CIs): F1 ")
     assert {"spearman", "kendall", "spearman_ci_low", "auc_score_perm_p", "calibration_fraction",
@@ -99,6 +101,6 @@ def test_one_human_class_is_undefined_and_flagged_everywhere(tmp_path: Path,
     assert set(tags[names.TAG_UNDEFINED].split(",")) >= {"auc_binary", "auc_score"}
     assert "fewer than 5" in tags[names.TAG_CLASS_WARNING]
     assert math.isnan(run.data.metrics["auc_binary"])  # NaN in MLflow, not 0.5
-    metrics = json.loads((run_dir(outputs) / names.METRICS_FILE).read_text())
+    metrics = json.loads((run_dir(outputs) / names.RESULTS_DIR / names.METRICS_FILE).read_text())
     assert metrics["auc_binary"] is None and metrics["f1"] is not None
     assert np.isfinite(metrics["tau"])

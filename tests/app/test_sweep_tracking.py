@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+from mcu_exp.tracking.artifacts import RunArtifacts
+
 pytestmark = pytest.mark.slow  # jobs in subprocesses: tens of seconds on 2 cores
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +32,7 @@ def runs_in(outputs: Path) -> list:
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     exp = client.get_experiment_by_name("mcu_exp")
     assert exp is not None
-    return client.search_runs([exp.experiment_id])
+    return [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("mcu.kind") != "sweep"]
 
 
 def test_three_job_multirun_leaves_three_tagged_runs(outputs: Path) -> None:
@@ -76,15 +78,16 @@ def test_single_run_prints_table_and_logs_artifacts(outputs: Path) -> None:
     assert "understandable" in res.stdout  # the class balance line
     (run,) = runs_in(outputs)
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
-    names = {a.path for a in client.list_artifacts(run.info.run_id)}
+    names = RunArtifacts(client, run.info.run_id, run.info.artifact_uri).list()
     assert {"config.yaml", "per_program.csv", "sensitivity_threshold.csv", "sensitivity_epsilon.csv",
             "sensitivity_threshold.png", "coverage_epsilon.png"} <= names
     alignment = pd.read_csv(Path(run.data.tags["mcu.output_dir"]) / "results" / "alignment.csv")
     assert {"metric", "value", "ci_low", "ci_high", "group"} <= set(alignment.columns)
     f1 = alignment[(alignment["metric"] == "f1") & (alignment["group"] == "all")]["value"].item()
     assert f1 == run.data.metrics["f1"]
-    series = client.get_metric_history(run.info.run_id, "sens.threshold.f1")
-    assert len(series) >= 41 and [m.step for m in series] == list(range(len(series)))
+    series = client.get_metric_history(run.info.run_id, "sens.threshold_x1000.f1")
+    steps = [m.step for m in series]  # the threshold in thousandths
+    assert len(series) >= 35 and steps == sorted(set(steps)) and 0 <= steps[0] and steps[-1] <= 1000
     assert run.data.tags["mcu.labels.group"] == "professional"
 
 

@@ -105,7 +105,7 @@ def test_a_proxy_defined_in_a_test_module_runs_as_a_job(tmp_path: Path, data_roo
     expected_f1 = 2 * confusion["tp"] / (2 * confusion["tp"] + confusion["fp"] + confusion["fn"])
     assert everyone["f1"] == pytest.approx(expected_f1) and f1 == pytest.approx(expected_f1)
 
-    metrics = json.loads((results.parent / names.METRICS_FILE).read_text())
+    metrics = json.loads((results / names.METRICS_FILE).read_text())
     assert metrics["generation_cache_hits"] == 4 * len(ids)
     assert metrics["generation_cache_misses"] == 0 and metrics["model_loaded"] == 0
     assert metrics["words.high_share"] == pytest.approx(np.mean(table["label"]))

@@ -29,3 +29,18 @@ def seed_store(outputs: Path) -> Path:
     outputs.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(_created_once(), outputs / STORE)
     return outputs
+
+
+def all_metrics(client: object, run: object) -> dict[str, float]:
+    """Every metric a job computed: its ``metrics.json`` artifact (MLflow holds the headline
+    set only), an undefined one (null there) as NaN."""
+    import json
+
+    from mcu_exp import names
+    from mcu_exp.tracking.artifacts import RunArtifacts
+
+    info = run.info  # type: ignore[attr-defined]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = RunArtifacts(client, info.run_id, info.artifact_uri).get(names.METRICS_FILE, Path(tmp))
+        assert path is not None, f"run {info.run_id} has no {names.METRICS_FILE}"
+        return {k: float("nan") if v is None else float(v) for k, v in json.loads(path.read_text()).items()}

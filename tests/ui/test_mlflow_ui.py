@@ -78,7 +78,8 @@ class Sweep:
     url: str
     outputs: Path
     experiment_id: str
-    runs: dict[str, str]  # run id -> run name
+    runs: dict[str, str]  # run id -> run name (the jobs)
+    parent: tuple[str, str]  # the sweep's parent run: id, name
 
 
 @pytest.fixture(scope="module")
@@ -97,9 +98,20 @@ def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     assert not (outputs / "mlflow.db").exists()
     client = MlflowClient(tracking_uri=server)
     exp = client.get_experiment_by_name("mcu_exp")
-    runs = client.search_runs([exp.experiment_id])
-    assert len(runs) == 2 and {r.info.status for r in runs} == {"FINISHED"}
-    return Sweep(server, outputs, exp.experiment_id, {r.info.run_id: r.info.run_name for r in runs})
+    found = client.search_runs([exp.experiment_id])
+    (parent,) = [r for r in found if r.data.tags.get("mcu.kind") == "sweep"]
+    runs = [r for r in found if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert len(found) == 3 and len(runs) == 2 and {r.info.status for r in found} == {"FINISHED"}
+    return Sweep(server, outputs, exp.experiment_id, {r.info.run_id: r.info.run_name for r in runs},
+                 (parent.info.run_id, parent.info.run_name))
+
+
+def keep(shot: Path) -> None:
+    """Copy a screenshot to ``$MCU_EXP_SCREENSHOTS`` when set, for a person to look at."""
+    folder = os.environ.get("MCU_EXP_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / shot.name).write_bytes(shot.read_bytes())
 
 
 def test_run_comparison_page_renders_the_sweep(sweep: Sweep, tmp_path: Path) -> None:
@@ -113,13 +125,59 @@ def test_run_comparison_page_renders_the_sweep(sweep: Sweep, tmp_path: Path) -> 
     for run_id, name in sweep.runs.items():
         assert run_id in dom and name in dom, f"run {name} ({run_id}) is not on the page"
     shown = set(re.findall(r'metric=%22([\w.]+)%22', dom))
-    assert {"accuracy", "auc_binary"} <= shown, f"metrics on the page: {sorted(shown)}"
+    assert {"f1", "auc_binary"} <= shown, f"metrics on the page: {sorted(shown)}"
     assert "decision.epsilon" in dom  # the swept parameter
 
     shot = tmp_path / "compare.png"
     res = chromium(url, tmp_path / "profile-shot", "--window-size=1400,1000", f"--screenshot={shot}")
     assert res.returncode == 0, res.stderr[-2000:]
     check_screenshot(shot, (1400, 1000))
+    keep(shot)
+
+
+def test_experiment_page_shows_the_sweep_as_a_parent_run(sweep: Sweep, tmp_path: Path) -> None:
+    url = f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs"
+    res = chromium(url, tmp_path / "profile-dom", "--window-size=1600,1000", "--dump-dom")
+    assert res.returncode == 0, res.stderr[-2000:]
+    dom = html.unescape(res.stdout)
+    assert sweep.parent[1] in dom, "the sweep's parent run is not on the experiment page"
+    shot = tmp_path / "sweep_parent.png"
+    res = chromium(url, tmp_path / "profile-shot", "--window-size=1600,1000", f"--screenshot={shot}")
+    assert res.returncode == 0, res.stderr[-2000:]
+    check_screenshot(shot, (1600, 1000))
+    keep(shot)
+
+
+def test_parent_run_page_lists_its_jobs(sweep: Sweep, tmp_path: Path) -> None:
+    parent_id, name = sweep.parent
+    url = f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{parent_id}"
+    res = chromium(url, tmp_path / "profile-dom", "--window-size=1600,1000", "--dump-dom")
+    assert res.returncode == 0, res.stderr[-2000:]
+    dom = html.unescape(res.stdout)
+    assert name in dom
+    shot = tmp_path / "sweep_parent_run.png"
+    res = chromium(url, tmp_path / "profile-shot", "--window-size=1600,1000", f"--screenshot={shot}")
+    assert res.returncode == 0, res.stderr[-2000:]
+    check_screenshot(shot, (1600, 1000))
+    keep(shot)
+
+
+def test_a_job_charts_its_sensitivity_against_the_threshold(sweep: Sweep, tmp_path: Path) -> None:
+    run_id = next(iter(sweep.runs))
+    key = "sens.threshold_x1000.f1"
+    query = urllib.parse.urlencode({"runs": json.dumps([run_id]), "metric": json.dumps(key),
+                                    "experiments": json.dumps([sweep.experiment_id]),
+                                    "plot_metric_keys": json.dumps([key]), "x_axis": "step",
+                                    "show_point": "true"}, safe='[]",')
+    url = f"{sweep.url}/#/metric?{query}"
+    res = chromium(url, tmp_path / "profile-dom", "--window-size=1400,900", "--dump-dom")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert key in html.unescape(res.stdout)
+    shot = tmp_path / "sensitivity_chart.png"
+    res = chromium(url, tmp_path / "profile-shot", "--window-size=1400,900", f"--screenshot={shot}")
+    assert res.returncode == 0, res.stderr[-2000:]
+    check_screenshot(shot, (1400, 900))
+    keep(shot)
 
 
 def test_html_report_renders_every_figure(sweep: Sweep, tmp_path: Path) -> None:

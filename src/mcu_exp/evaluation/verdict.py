@@ -31,6 +31,29 @@ def _estimate(report: AlignmentReport, name: str) -> tuple[str, float, float] | 
     return f"{header(name)} {fmt(value)} [{fmt(low)}, {fmt(high)}]", low, high
 
 
+BEATS, INSIDE, BELOW = 1.0, 0.0, -1.0  # where an interval lies against its reference value
+
+
+def _side(low: float, high: float, reference: float) -> float:
+    """BEATS when the interval lies above ``reference``, BELOW when under it, else INSIDE."""
+    return BEATS if low > reference else BELOW if high < reference else INSIDE
+
+
+def outcomes(report: AlignmentReport) -> dict[str, float]:
+    """The verdict as numbers for MLflow: ``verdict.f1_vs_always`` (1: F1's interval lies
+    above the always-understandable baseline, 0: contains it, −1: below it) and
+    ``verdict.auc_vs_chance`` (the same for the AUC interval against 0.5); NaN when undefined."""
+    out = {"verdict.f1_vs_always": math.nan, "verdict.auc_vs_chance": math.nan}
+    estimate = _estimate(report, PRIMARY)
+    base = report.baselines[ALWAYS].get(PRIMARY)
+    if estimate is not None and base is not None and math.isfinite(base):
+        out["verdict.f1_vs_always"] = _side(estimate[1], estimate[2], base)
+    estimate = _estimate(report, "auc_score" if "auc_score" in report.metrics else "auc_binary")
+    if estimate is not None:
+        out["verdict.auc_vs_chance"] = _side(estimate[1], estimate[2], CHANCE_AUC)
+    return out
+
+
 def f1_clause(report: AlignmentReport) -> str:
     """Whether F1's interval lies above the always-understandable baseline's F1."""
     estimate = _estimate(report, PRIMARY)
@@ -39,9 +62,10 @@ def f1_clause(report: AlignmentReport) -> str:
         return f"{header(PRIMARY)} is undefined here, so it cannot be compared with the always-understandable baseline"
     shown, low, high = estimate
     base_text = metric(PRIMARY).format(base)
-    if low > base:
+    side = _side(low, high, base)
+    if side == BEATS:
         return f"{shown} beats the always-understandable baseline ({base_text}, below the CI)"
-    if high < base:
+    if side == BELOW:
         return f"{shown} is worse than the always-understandable baseline ({base_text}, above the CI)"
     return f"{shown} does not beat the always-understandable baseline ({base_text} lies inside the CI)"
 
@@ -53,9 +77,10 @@ def auc_clause(report: AlignmentReport) -> str:
     if estimate is None:
         return f"{header(name)} is undefined"
     shown, low, high = estimate
-    if low > CHANCE_AUC:
+    side = _side(low, high, CHANCE_AUC)
+    if side == BEATS:
         return f"{shown} excludes 0.5: the proxy ranks understandable programs higher than chance"
-    if high < CHANCE_AUC:
+    if side == BELOW:
         return f"{shown} lies below 0.5: the proxy ranks them in reverse"
     return f"{shown} includes 0.5: no evidence the proxy separates the classes better than chance"
 

@@ -69,6 +69,9 @@ class ProxyOutcome:
     quantile: str = "empirical"
 
 
+OPTIONAL_SECTIONS = ("scorer", "experts", "decision")  # config sections not every proxy reads
+
+
 class Proxy(ABC):
     """A behavioural proxy: model behaviour on each program → a High/Low label.
 
@@ -78,6 +81,10 @@ class Proxy(ABC):
 
     Config: ClassVar[type]
     calibrated: ClassVar[bool] = False  # whether ε, the quantile rule and decision.rule matter
+    # Which of the optional config sections (scorer, experts, decision) can change this proxy's
+    # results; the others are left out of the run's MLflow params (and so of what tells
+    # configurations apart). By default all of them, so a new proxy loses nothing.
+    sections: ClassVar[frozenset[str]] = frozenset(OPTIONAL_SECTIONS)
 
     def __init__(self, cfg: Any, ctx: ProxyContext) -> None:
         self.cfg = cfg

@@ -31,7 +31,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -213,6 +213,7 @@ class SubjectProxy(Proxy):
     """P0: the target model answers each program's multiple-choice questions."""
 
     Config = SubjectConfig
+    sections: ClassVar[frozenset[str]] = frozenset()  # the model alone
     _told_keyless: bool = False  # whether applies() has logged the missing keys
 
     def problems(self) -> Iterator[str]:

@@ -76,6 +76,7 @@ class JudgeProxy(SummaryProxy):
     """P3: label High iff the drawn expert judges most of the target's summaries CORRECT."""
 
     Config = JudgeConfig
+    sections = frozenset({"experts"})
 
     def problems(self) -> Iterator[str]:
         yield from super().problems()

@@ -7,8 +7,8 @@ from mcu_exp.tracking.mlflow_run import (
     is_secret_key,
     mlflow_run,
     tracking_uri,
-    ui_command,
 )
+from mcu_exp.tracking.artifacts import ui_command
 from mcu_exp.tracking.naming import is_debug, run_name, run_tags
 
 __all__ = [

@@ -9,6 +9,7 @@ metric that is undefined on the run's data is logged as NaN, which MLflow stores
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -21,6 +22,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from mcu_exp.config import TrackingConfig
+from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location, is_local_store
+from mcu_exp.tracking.sweep import PARENT_TAG, job_parent
 from mcu_exp.names import TAG_DEBUG
 from mcu_exp.redact import is_secret_key, redact_text
 
@@ -50,11 +53,10 @@ def tracking_uri(tracking: TrackingConfig, outputs: str) -> str:
     return f"sqlite:///{db}"
 
 
-def artifact_location(outputs: str, uri: str) -> str | None:
-    """Artifacts beside the SQLite store (None lets a tracking server choose)."""
-    if uri.startswith("sqlite:") or uri.startswith("file:") or "://" not in uri:
-        return (Path(outputs).resolve() / "mlartifacts").as_uri()
-    return None
+def artifact_location(name: str, uri: str) -> str | None:
+    """A new experiment's artifact location: relative to a local store's artifact root (see
+    :mod:`mcu_exp.tracking.artifacts`); None lets a tracking server choose."""
+    return experiment_location(name) if is_local_store(uri) else None
 
 
 def store_lock(uri: str) -> AbstractContextManager[object]:
@@ -71,16 +73,22 @@ def store_lock(uri: str) -> AbstractContextManager[object]:
     return nullcontext()
 
 
-def ui_command(uri: str) -> str:
-    """The shell command that opens the MLflow UI on this store."""
-    if uri.startswith("http://") or uri.startswith("https://"):
-        return f"open {uri}"
-    return f"mlflow ui --backend-store-uri {uri}"
+def _param_text(node: Any) -> str:
+    """A config value as a param: a list as its items joined by ", " (an item quoted only when
+    blank, padded or holding a comma), anything else as ``str``."""
+    if isinstance(node, (list, tuple)):
+        def item(x: Any) -> str:
+            text = str(x)
+            return json.dumps(text) if isinstance(x, str) and (not text.strip() or text != text.strip()
+                                                               or "," in text) else text
+        return ", ".join(item(x) for x in node)
+    return str(node)
 
 
-def flatten_config(cfg: DictConfig | Mapping[str, Any]) -> dict[str, str]:
-    """The resolved config as dotted keys → short strings: ``hydra`` and secret-looking keys
-    left out, URL user-info and remembered secrets masked in the values."""
+def flatten_config(cfg: DictConfig | Mapping[str, Any], leave_out: tuple[str, ...] = ()) -> dict[str, str]:
+    """The resolved config as dotted keys → short strings: ``hydra``, secret-looking keys,
+    unset (``null``) values and the top-level sections in ``leave_out`` left out, lists
+    flattened readably, URL user-info and remembered secrets masked in the values."""
     container = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     out: dict[str, str] = {}
 
@@ -89,9 +97,11 @@ def flatten_config(cfg: DictConfig | Mapping[str, Any]) -> dict[str, str]:
             for k, v in node.items():
                 walk(f"{prefix}.{k}" if prefix else str(k), v)
             return
-        if prefix.startswith("hydra") or is_secret_key(prefix):
+        if node is None or prefix.startswith("hydra") or is_secret_key(prefix):
             return
-        text = "null" if node is None else redact_text(str(node))
+        if prefix.split(".", 1)[0] in leave_out:
+            return
+        text = redact_text(_param_text(node))
         out[prefix] = text if len(text) <= MAX_PARAM_CHARS else text[: MAX_PARAM_CHARS - 3] + "..."
 
     walk("", container)
@@ -173,10 +183,12 @@ def mark_stale_runs(client: Any, experiment_id: str) -> list[str]:
 class RunLogger:
     """Thin handle on an active MLflow run (or a no-op when tracking is off)."""
 
-    def __init__(self, client: Any | None, run_id: str | None, uri: str | None) -> None:
+    def __init__(self, client: Any | None, run_id: str | None, uri: str | None,
+                 artifacts: RunArtifacts | None = None) -> None:
         self.client = client
         self.run_id = run_id
         self.uri = uri
+        self.artifacts = artifacts
 
     @property
     def active(self) -> bool:
@@ -191,9 +203,10 @@ class RunLogger:
         for i in range(0, len(items), 100):
             self.client.log_batch(self.run_id, params=items[i : i + 100])
 
-    def log_metrics_and_series(self, metrics: Mapping[str, Any], series: Mapping[str, list[float]]) -> None:
-        """Scalar metrics (step 0) and every metric series (step = grid index) in as few
-        ``log_batch`` calls as MLflow allows (1000 entries each): each call is one store
+    def log_metrics_and_series(self, metrics: Mapping[str, Any],
+                               series: Mapping[str, list[tuple[int, float]]]) -> None:
+        """Scalar metrics (step 0) and every metric series (``(step, value)`` points) in as
+        few ``log_batch`` calls as MLflow allows (1000 entries each): each call is one store
         transaction, and their commits dominate a decision-only job's logging time."""
         if not self.active:
             return
@@ -203,11 +216,16 @@ class RunLogger:
 
         now = int(time.time() * 1000)
         items = [Metric(k, v, now, 0) for k, v in loggable_metrics(metrics).items()]
-        for name, values in series.items():
-            points = ((i, loggable(v)) for i, v in enumerate(values))
-            items += [Metric(name, v, now, i) for i, v in points if v is not None]
+        for name, points in series.items():
+            values = ((step, loggable(v)) for step, v in points)
+            items += [Metric(name, v, now, step) for step, v in values if v is not None]
         for i in range(0, len(items), 1000):
             self.client.log_batch(self.run_id, metrics=items[i : i + 1000])
+
+    def log_inputs(self, datasets: list[Any]) -> None:
+        """MLflow dataset inputs (``DatasetInput``), shown in the run's Datasets panel."""
+        if self.active:
+            self.client.log_inputs(self.run_id, datasets=datasets)
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
         if not self.active:
@@ -217,31 +235,28 @@ class RunLogger:
         self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
 
     def log_artifacts(self, folder: Path, artifact_path: str | None = None) -> None:
-        if self.active:
-            self.client.log_artifacts(self.run_id, str(folder), artifact_path)
+        if self.artifacts is not None:
+            self.artifacts.put_folder(folder, artifact_path)
+
+    def log_table(self, frame: Any, artifact_file: str) -> None:
+        """A table the MLflow UI shows (see :meth:`RunArtifacts.put_table`)."""
+        if self.artifacts is not None:
+            self.artifacts.put_table(frame, artifact_file)
 
 
-@contextmanager
-def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str,
-               tags: Mapping[str, str]) -> Iterator[RunLogger]:
-    """Open one MLflow run in :func:`experiment_name`'s experiment (the debug one when ``tags``
-    hold ``mcu.debug=true``, as :func:`mcu_exp.tracking.run_tags` sets for a debug job); end
-    it FINISHED, or FAILED (then re-raise) if the job fails. The run is tagged with this host
-    and process id; runs of the experiment that a killed process left RUNNING are first
-    marked KILLED (:func:`mark_stale_runs`)."""
-    if not tracking.enabled:
-        yield RunLogger(None, None, None)
-        return
+def open_experiment(tracking: Any, outputs: str, debug: bool = False) -> tuple[Any, str, str, str]:
+    """A client on the store, and the store's URI, the id and the name of the run's
+    experiment (:func:`experiment_name`), created on first use."""
     from mlflow.tracking import MlflowClient
 
     uri = tracking_uri(tracking, outputs)
-    name = experiment_name(tracking, debug=str(tags.get(TAG_DEBUG, "")).lower() == "true")
+    name = experiment_name(tracking, debug=debug)
     with store_lock(uri):  # MlflowClient() itself creates the schema of a new SQLite store
         client = MlflowClient(tracking_uri=uri)
         experiment = client.get_experiment_by_name(name)
         if experiment is None:
             try:
-                exp_id = client.create_experiment(name, artifact_location=artifact_location(outputs, uri))
+                exp_id = client.create_experiment(name, artifact_location=artifact_location(name, uri))
             except Exception:  # another job of the sweep created it first
                 experiment = client.get_experiment_by_name(name)
                 if experiment is None:
@@ -249,18 +264,52 @@ def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str,
                 exp_id = experiment.experiment_id
         else:
             exp_id = experiment.experiment_id
+    return client, uri, str(exp_id), name
+
+
+@contextmanager
+def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str,
+               tags: Mapping[str, str]) -> Iterator[RunLogger]:
+    """Open one MLflow run in :func:`experiment_name`'s experiment (the debug one when ``tags``
+    hold ``mcu.debug=true``, as :func:`mcu_exp.tracking.run_tags` sets for a debug job); end
+    it FINISHED, or FAILED (then re-raise) if the job fails. In a sweep the run is a child of
+    the sweep's parent run (:mod:`mcu_exp.tracking.sweep`). The run is tagged with this host
+    and process id; runs of the experiment that a killed process left RUNNING are first
+    marked KILLED (:func:`mark_stale_runs`)."""
+    if not tracking.enabled:
+        yield RunLogger(None, None, None)
+        return
+    client, uri, exp_id, name = open_experiment(tracking, outputs,
+                                                debug=str(tags.get(TAG_DEBUG, "")).lower() == "true")
     try:
         mark_stale_runs(client, exp_id)
     except Exception as exc:  # never let the clean-up stop the job
         log.warning("could not check for runs left RUNNING: %s", exc)
     owner = {TAG_HOST: socket.gethostname(), TAG_PID: str(os.getpid())}
+    parent = job_parent()
+    if parent and parent.get("uri") == uri and parent.get("experiment") == name:
+        owner[PARENT_TAG] = str(parent["run_id"])
     run = client.create_run(exp_id, run_name=run_name, tags={**tags, **owner})
-    logger = RunLogger(client, run.info.run_id, uri)
+    logger = RunLogger(client, run.info.run_id, uri, RunArtifacts(client, run.info.run_id, run.info.artifact_uri))
+    monitor = system_monitor(run.info.run_id, uri) if getattr(tracking, "system_metrics", False) else None
     try:
         yield logger
     except BaseException as exc:
+        if monitor is not None:
+            monitor.finish()
         client.set_tag(run.info.run_id, "mcu.error", redact_text(f"{type(exc).__name__}: {exc}")[:4000])
         client.set_terminated(run.info.run_id, status="KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
         raise
     else:
+        if monitor is not None:
+            monitor.finish()
         client.set_terminated(run.info.run_id, status="FINISHED")
+
+
+def system_monitor(run_id: str, uri: str) -> Any:
+    """MLflow's sampler of CPU, memory, disk and GPU use, started for run ``run_id``."""
+    from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+    monitor = SystemMetricsMonitor(run_id, tracking_uri=uri)
+    monitor.start()
+    return monitor

@@ -14,6 +14,7 @@ from mcu_exp.calibration import RULES
 from mcu_exp.config import Config
 from mcu_exp.names import TAG_DEBUG
 from mcu_exp.redact import redact_text
+from mcu_exp.tracking.sweep import job_name_suffix
 
 DEBUG_PREFIX = "[debug] "
 
@@ -23,18 +24,23 @@ def is_debug(cfg: Config) -> bool:
     return cfg.dataset.limit is not None
 
 
-def run_name(cfg: Config) -> str:
-    """``model · proxy · ε=… [· θ=…]`` unless ``tracking.run_name`` is set; prefixed with
-    ``[debug] `` for a debug run."""
+def run_name(cfg: Config, calibrated: bool = True) -> str:
+    """``model · proxy [· ε=…] [· θ=…] [· quantile] [· key=value …]`` unless
+    ``tracking.run_name`` is set: ε and the quantile rule only for a proxy that calibrates a
+    threshold (``calibrated``; P0 and P3 use none), and in a sweep every swept override the
+    name does not already show (``group=professional``). Prefixed ``[debug] `` for a debug run."""
     prefix = DEBUG_PREFIX if is_debug(cfg) else ""
     if cfg.tracking.run_name:
         return prefix + str(cfg.tracking.run_name)
-    parts = [str(cfg.model.name), str(cfg.proxy["name"]), f"ε={cfg.decision.epsilon:g}"]
+    parts = [str(cfg.model.name), str(cfg.proxy["name"])]
     rule = RULES.get(cfg.decision.rule)
-    if rule is not None and rule.uses_theta:
-        parts.append(f"θ={cfg.decision.theta:g}")
-    if cfg.decision.quantile != "empirical":
-        parts.append(str(cfg.decision.quantile))
+    if calibrated:
+        parts.append(f"ε={cfg.decision.epsilon:g}")
+        if rule is not None and rule.uses_theta:
+            parts.append(f"θ={cfg.decision.theta:g}")
+        if cfg.decision.quantile != "empirical":
+            parts.append(str(cfg.decision.quantile))
+    parts += job_name_suffix()
     return prefix + " · ".join(parts)
 
 

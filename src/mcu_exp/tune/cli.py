@@ -60,23 +60,23 @@ def fetch_run(run_id: str, uri: str, folder: Path) -> tuple[Path, dict[str, str]
     """Download the run's ``scores.csv``; return it with the run's params."""
     from mcu_exp.names import SCORES_FILE
 
-    import mlflow.artifacts
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
+    from mcu_exp.tracking.artifacts import RunArtifacts
+
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
         raise TuneError(f"no MLflow store at {uri[len('sqlite:///'):]}: pass --tracking-uri or --per-program")
+    client = MlflowClient(tracking_uri=uri)
     try:
-        run = MlflowClient(tracking_uri=uri).get_run(run_id)
+        run = client.get_run(run_id)
     except MlflowException as exc:
         raise TuneError(f"run {run_id} not found in {uri}: {exc.message.splitlines()[0]}") from None
-    try:
-        path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=SCORES_FILE,
-                                                   dst_path=str(folder), tracking_uri=uri)
-    except Exception as exc:  # MLflow raises several types for a missing artifact
-        raise TuneError(f"run {run_id} has no {SCORES_FILE} artifact ({type(exc).__name__}): "
-                        "tune needs a calibrated proxy's run (P1, P2)") from None
-    return Path(path), dict(run.data.params)
+    path = RunArtifacts(client, run_id, run.info.artifact_uri).get(SCORES_FILE, folder)
+    if path is None:
+        raise TuneError(f"run {run_id} has no {SCORES_FILE} artifact: "
+                        "tune needs a calibrated proxy's run (P1, P2)")
+    return path, dict(run.data.params)
 
 
 def storage_url(value: str | None) -> str | None:

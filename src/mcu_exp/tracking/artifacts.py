@@ -1,0 +1,135 @@
+"""Artifacts that travel with a local MLflow store.
+
+A local store (SQLite under ``outputs/``) keeps its runs' files in ``mlartifacts/`` beside
+the database. MLflow would record each run's artifact folder as an absolute ``file://``
+path, so a copied or moved ``outputs/`` would point back at the old place. Experiments this
+project creates in a local store record ``mlflow-artifacts:/<experiment>`` instead: MLflow's
+own notation for "under the artifact root the server serves", which
+``mlflow ui --artifacts-destination <store dir>/mlartifacts`` (:func:`ui_command`) resolves
+wherever the folder now lives. This project's own processes (jobs, ``mcu-exp report``) have
+no server in between and use the folder directly (:class:`RunArtifacts`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+PROXIED = "mlflow-artifacts:"
+ARTIFACTS_DIR = "mlartifacts"  # beside the SQLite store
+LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"  # the run tag listing its tables
+
+
+def is_local_store(uri: str) -> bool:
+    """Whether ``uri`` is a SQLite store (or a local folder), whose artifacts live beside it."""
+    return uri.startswith("sqlite:") or uri.startswith("file:") or "://" not in uri
+
+
+def store_folder(uri: str) -> Path:
+    """The folder holding a local store: the SQLite file's folder, or the ``file:`` folder."""
+    if uri.startswith("sqlite:///"):
+        return Path(uri[len("sqlite:///"):]).resolve().parent
+    if uri.startswith("file:"):
+        return Path(urlparse(uri).path).resolve()
+    return Path(uri).resolve()
+
+
+def artifact_root(uri: str) -> Path:
+    """Where a local store's artifacts live: ``<store folder>/mlartifacts``."""
+    return store_folder(uri) / ARTIFACTS_DIR
+
+
+def experiment_location(name: str) -> str:
+    """The artifact location recorded for a new experiment in a local store: relative to the
+    store's artifact root, named after the experiment (characters outside ``[A-Za-z0-9._-]``
+    replaced)."""
+    return f"{PROXIED}/{re.sub(r'[^A-Za-z0-9._-]', '_', name)}"
+
+
+def local_path(uri: str, artifact_uri: str) -> Path | None:
+    """The folder on disk of a run's artifacts recorded as ``mlflow-artifacts:/…`` in the
+    local store ``uri`` (None for any other kind of location, which MLflow resolves itself)."""
+    if not (is_local_store(uri) and artifact_uri.startswith(PROXIED)):
+        return None
+    relative = urlparse(artifact_uri).path.lstrip("/")
+    return artifact_root(uri) / relative
+
+
+class RunArtifacts:
+    """Write and read one run's artifacts: straight into the local folder when the run's
+    location is relative to a local store, through MLflow's client otherwise."""
+
+    def __init__(self, client: Any, run_id: str, artifact_uri: str) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.local = local_path(str(client.tracking_uri), artifact_uri)
+
+    def put_folder(self, folder: Path, artifact_path: str | None = None) -> None:
+        """Every file under ``folder``, under ``artifact_path`` (the root when None)."""
+        if self.local is None:
+            self.client.log_artifacts(self.run_id, str(folder), artifact_path)
+            return
+        shutil.copytree(folder, self.local / (artifact_path or ""), dirs_exist_ok=True)
+
+    def put_table(self, frame: Any, artifact_file: str) -> None:
+        """``frame`` as an MLflow table (JSON, "split" orientation, listed in the run's
+        ``mlflow.loggedArtifacts`` tag), which the UI's artifact and evaluation views show."""
+        if self.local is None:
+            self.client.log_table(self.run_id, data=frame, artifact_file=artifact_file)
+            return
+        target = self.local / artifact_file
+        target.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_json(target, orient="split", index=False, date_format="iso")
+        tags = self.client.get_run(self.run_id).data.tags
+        logged = json.loads(tags.get(LOGGED_ARTIFACTS, "[]"))
+        entry = {"path": artifact_file, "type": "table"}
+        if entry not in logged:
+            self.client.set_tag(self.run_id, LOGGED_ARTIFACTS, json.dumps([*logged, entry]))
+
+    def list(self, artifact_path: str = "") -> set[str]:
+        """The artifact paths directly under ``artifact_path`` (the root by default)."""
+        if self.local is None:
+            return {f.path for f in self.client.list_artifacts(self.run_id, artifact_path or None)}
+        folder = self.local / artifact_path
+        if not folder.is_dir():
+            return set()
+        return {str(p.relative_to(self.local)) for p in folder.iterdir()}
+
+    def get(self, artifact_file: str, dst: Path) -> Path | None:
+        """The local path of one artifact file (downloaded into ``dst`` from a remote store);
+        None when the run has no such file."""
+        if self.local is not None:
+            path = self.local / artifact_file
+            return path if path.is_file() else None
+        try:
+            return Path(self.client.download_artifacts(self.run_id, artifact_file, str(dst)))
+        except Exception:  # noqa: BLE001 (MLflow raises several types for a missing file)
+            return None
+
+
+def mlflow_executable() -> str:
+    """The ``mlflow`` command of this environment: the one beside this Python when it is
+    there (a virtual environment that is not activated), else ``mlflow`` on the PATH."""
+    beside = Path(sys.executable).parent / "mlflow"
+    if beside.is_file():
+        here = Path.cwd()
+        try:
+            return str(beside.relative_to(here))
+        except ValueError:
+            return str(beside)
+    return shutil.which("mlflow") or "mlflow"
+
+
+def ui_command(uri: str) -> str:
+    """The shell command that opens the MLflow UI on this store (with its artifacts)."""
+    if uri.startswith("http://") or uri.startswith("https://"):
+        return f"open {uri}"
+    if is_local_store(uri):
+        return (f"{mlflow_executable()} ui --backend-store-uri {uri} "
+                f"--artifacts-destination {artifact_root(uri)}")
+    return f"{mlflow_executable()} ui --backend-store-uri {uri}"

@@ -1,0 +1,79 @@
+"""What MLflow's UI expects of a run beyond params and metrics: the dataset it read (an
+input with a digest), a one-paragraph description, the code version that produced it.
+
+The dataset's digest hashes the programs (id, language, code) and the evaluations as the job
+read them, so two runs on the same data show the same digest in the UI, and a run on a
+changed file a different one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from mcu_exp.data.types import Dataset
+
+NOTE_TAG = "mlflow.note.content"  # the run's description in the UI
+GIT_COMMIT_TAG = "mlflow.source.git.commit"
+VERSION_TAG = "mcu.version"
+
+
+def dataset_digest(dataset: Dataset) -> str:
+    """A short hex digest of the programs and the evaluations."""
+    import pandas as pd
+
+    h = hashlib.sha256()
+    for program in sorted(dataset.programs, key=lambda p: p.id):
+        h.update(json.dumps([program.id, program.language, program.code]).encode())
+    evaluations = dataset.evaluations.sort_values(["program_id", "participant_id"]).reset_index(drop=True)
+    h.update(pd.util.hash_pandas_object(evaluations.astype(str), index=False).to_numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def dataset_input(dataset: Dataset) -> Any:
+    """The dataset as an MLflow input (name, digest, source, size profile, columns)."""
+    from mlflow.entities import Dataset as MlflowDataset
+    from mlflow.entities import DatasetInput, InputTag
+
+    profile = {"programs": len(dataset.programs), "evaluations": len(dataset.evaluations),
+               "questions": len(dataset.questions)}
+    schema = {"evaluations": [str(c) for c in dataset.evaluations.columns]}
+    source = dataset.source
+    entity = MlflowDataset(name=dataset.name, digest=dataset_digest(dataset),
+                           source_type="http" if source.startswith(("http://", "https://")) else "local",
+                           source=json.dumps({"uri": source}), schema=json.dumps(schema),
+                           profile=json.dumps(profile))
+    return DatasetInput(entity, tags=[InputTag("mlflow.data.context", "evaluation")])
+
+
+def source_tags() -> dict[str, str]:
+    """``mcu.version`` (the installed package's version) and, when the code runs from a git
+    checkout, MLflow's ``mlflow.source.git.commit`` (with ``-dirty`` never guessed: the
+    commit only)."""
+    tags = {}
+    try:
+        tags[VERSION_TAG] = metadata.version("mcu_exp")
+    except metadata.PackageNotFoundError:
+        pass
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
+                                timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return tags
+    if commit.returncode == 0 and commit.stdout.strip():
+        tags[GIT_COMMIT_TAG] = commit.stdout.strip()
+    return tags
+
+
+def description(title: str, verdict: str, facts: dict[str, Any]) -> str:
+    """The run's description: its name, the verdict sentence, then the configuration that
+    shaped it in one paragraph, and how to read its charts."""
+    config = "; ".join(f"{k} {v}" for k, v in facts.items() if v not in (None, ""))
+    return (f"**{title}**\n\n{verdict}\n\nConfiguration: {config}.\n\n"
+            "Charts `sens.<grid>_x1000.<metric>` plot a metric against the threshold, ε or θ "
+            "in thousandths (step 596 = 0.596); the artifacts `sensitivity_*.csv` hold the exact grid.")
