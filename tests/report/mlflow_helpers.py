@@ -41,7 +41,7 @@ def compose_job(*overrides: str) -> tuple[DictConfig, Config]:
 
 
 def log_job(store: Store, experiment: str, overrides: Sequence[str] = (), metrics: Mapping[str, Any] | None = None,
-            tags: Mapping[str, str] | None = None, series: Mapping[str, list[float]] | None = None) -> str:
+            tags: Mapping[str, str] | None = None, series: Mapping[str, list[tuple[int, float]]] | None = None) -> str:
     """Log one job's run as the pipeline does (name, tags, flattened config as params, metrics
     and series); return its run id."""
     raw, cfg = compose_job(f"tracking.experiment={experiment}", *overrides)

@@ -11,15 +11,10 @@ import pytest
 from mlflow.tracking import MlflowClient
 from sweep_helpers import Sweep, mcu_exp
 
-from mcu_exp.report.cli import (
-    EPSILON_SERIES,
-    THRESHOLD_SERIES,
-    ReportError,
-    artifact_curves,
-    main,
-    make_report,
-    series_frame,
-)
+from mcu_exp.names import mlflow_series
+from mcu_exp.report.cli import ReportError, main, make_report
+from mcu_exp.report.sources import RunFiles
+from mcu_exp.tracking.artifacts import RunArtifacts
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -27,7 +22,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def sweep_runs(sweep: Sweep) -> list:
     client = MlflowClient(tracking_uri=sweep.uri)
     exp = client.get_experiment_by_name("mcu_exp")
-    return [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("mcu.kind") != "report"]
+    return [r for r in client.search_runs([exp.experiment_id]) if "mcu.kind" not in r.data.tags]  # jobs only
 
 
 @pytest.mark.slow  # the `sweep` fixture runs a 4-job sweep (~30 s on 2 cores)
@@ -73,8 +68,9 @@ def test_report_is_logged_as_a_run_that_later_reports_leave_out(sweep: Sweep, tm
     assert len(reports) >= 2
     assert {r.info.run_name for r in reports} == {f"report · {sweep.tag}"}
     assert all(r.info.status == "FINISHED" for r in reports)
-    names = {a.path for a in client.list_artifacts(reports[0].info.run_id)}
-    assert {"report.html", "report.md", "summary.csv", "figures"} <= names
+    artifacts = RunArtifacts(client, reports[0].info.run_id, reports[0].info.artifact_uri)
+    for name in ("report.html", "report.md", "summary.csv", "figures/f1_threshold.png"):
+        assert artifacts.get(name, tmp_path / "logged") is not None, name
     assert len(pd.read_csv(second / "runs.csv")) == 4  # the reports themselves are not compared
 
 
@@ -106,13 +102,18 @@ def test_missing_store_is_an_error_not_an_empty_database(tmp_path: Path, capsys:
 
 
 @pytest.mark.slow  # the `sweep` fixture runs a 4-job sweep (~30 s on 2 cores)
-def test_curves_from_metric_series_equal_the_csv_artifacts(sweep: Sweep) -> None:
+def test_curves_from_the_csv_artifacts_agree_with_the_jobs_metric_series(sweep: Sweep, tmp_path: Path) -> None:
     client = MlflowClient(tracking_uri=sweep.uri)
-    run_id = sweep_runs(sweep)[0].info.run_id
-    for series, artifact in ((THRESHOLD_SERIES, "sensitivity_threshold.csv"),
-                             (EPSILON_SERIES, "sensitivity_epsilon.csv")):
-        from_series = series_frame(client, [run_id], series)
-        from_csv = artifact_curves(sweep.uri, [run_id], artifact, list(series))
-        assert len(from_series) >= 9
-        pd.testing.assert_frame_equal(from_series.reset_index(drop=True), from_csv.reset_index(drop=True),
-                                      check_dtype=False)
+    run = sweep_runs(sweep)[0]
+    files = RunFiles(client, [run], tmp_path)
+    for grid, x, column in (("threshold", "threshold", "f1"), ("epsilon", "epsilon", "coverage")):
+        curve = files.curves([run.info.run_id], grid)
+        assert len(curve) >= 9 and set(curve["run_id"]) == {run.info.run_id}
+        series = {m.step: m.value for m in client.get_metric_history(run.info.run_id, mlflow_series(grid, column))}
+        assert series, f"the job logged no {mlflow_series(grid, column)}"
+        expected: dict[int, float] = {}
+        for point, number in zip(curve[x], curve[column], strict=True):
+            expected.setdefault(round(float(point) * 1000), float(number))  # step = grid value × 1000
+        assert set(series) == set(expected)
+        for step, number in series.items():
+            assert number == pytest.approx(expected[step], nan_ok=True)

@@ -93,7 +93,8 @@ def test_figures_draw_one_curve_per_model_with_run_points(frame: pd.DataFrame) -
     fig = figures.plot_threshold_metric(curves, rows, keys, "f1", "F1")
     assert isinstance(fig, MplFigure)
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert sorted(legend) == ["gpt-4o", "qwen3-14b"]  # ε collapses: the curve does not depend on it
+    # ε collapses (the curve does not depend on it); one baseline line for runs on the same labels
+    assert sorted(legend) == ["F1 always-1 baseline (68.4%)", "gpt-4o", "qwen3-14b"]
     dots = [line for line in fig.axes[0].lines if line.get_linestyle() == "None"]
     assert sum(len(d.get_xdata()) for d in dots) == 4  # every run's (τ, F1) marked
     png = figures.png_bytes(fig)
@@ -102,9 +103,9 @@ def test_figures_draw_one_curve_per_model_with_run_points(frame: pd.DataFrame) -
 
 def test_theta_figure_appears_for_runs_with_theta_curves() -> None:
     frame = tables.runs_frame([
-        record("a", "qwen3-14b", 0.1, 0.6, 1, rule="theta", theta=0.45, **{"sens.theta.f1": 0.0}),
-        record("b", "gpt-4o", 0.1, 0.7, 2, rule="theta", theta=0.45, **{"sens.theta.f1": 0.0}),
-        record("c", "gpt-4o", 0.1, 0.7, 3, rule="theta", theta=0.5, **{"sens.theta.f1": 0.0}),
+        record("a", "qwen3-14b", 0.1, 0.6, 1, rule="theta", theta=0.45),
+        record("b", "gpt-4o", 0.1, 0.7, 2, rule="theta", theta=0.45),
+        record("c", "gpt-4o", 0.1, 0.7, 3, rule="theta", theta=0.5),
     ])
     keys = tables.varying_keys(frame)
     assert keys == ["model", "proxy", "theta"]
@@ -114,7 +115,7 @@ def test_theta_figure_appears_for_runs_with_theta_curves() -> None:
                        for rid in ("a", "c")])
     fig = figures.plot_theta(theta, rows, keys)
     legend = sorted(t.get_text() for t in fig.axes[0].get_legend().get_texts())
-    assert legend == ["gpt-4o · p1", "qwen3-14b · p1"]
+    assert legend == ["F1 always-1 baseline (68.4%)", "gpt-4o · p1", "qwen3-14b · p1"]
     dots = [line for line in fig.axes[0].lines if line.get_linestyle() == "None"]
     assert sorted(x for d in dots for x in d.get_xdata()) == [0.45, 0.45, 0.5]  # each run at its θ
     empty = pd.DataFrame(columns=["threshold", "f1", "auc_binary", "run_id"])

@@ -12,21 +12,22 @@ from md_tables import section, table_rows
 from mlflow.tracking import MlflowClient
 from mlflow_helpers import METRICS, Store, log_job
 
-from mcu_exp.names import TAG_CLASS_WARNING, TAG_VERDICT, UNDEFINED
+from mcu_exp.names import TAG_CLASS_WARNING, TAG_VERDICT, UNDEFINED, mlflow_series
 from mcu_exp.report.cli import make_report
 
 NAN = float("nan")
 
 
 def test_the_tracker_logs_undefined_metrics_as_nan(store: Store) -> None:
+    key = mlflow_series("threshold", "auc_binary")
     run_id = log_job(store, "nan", metrics={**METRICS, "auc_binary": NAN, "odd": math.inf},
-                     series={"sens.threshold.auc_binary": [0.5, NAN, 0.6]})
+                     series={key: [(100, 0.5), (200, NAN), (300, 0.6)]})
     client = MlflowClient(tracking_uri=store.uri)
     metrics = client.get_run(run_id).data.metrics
     assert math.isnan(metrics["auc_binary"]) and metrics["f1"] == 0.7
     assert "odd" not in metrics  # ±inf: SQL stores would turn it into ±1.8e308
-    history = {m.step: m.value for m in client.get_metric_history(run_id, "sens.threshold.auc_binary")}
-    assert history[0] == 0.5 and math.isnan(history[1]) and history[2] == 0.6
+    history = {m.step: m.value for m in client.get_metric_history(run_id, key)}
+    assert history[100] == 0.5 and math.isnan(history[200]) and history[300] == 0.6
 
 
 def test_report_shows_undefined_as_a_word_and_missing_as_a_dash(store: Store, tmp_path: Path) -> None:

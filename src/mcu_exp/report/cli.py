@@ -2,11 +2,13 @@
 
 Selects runs (an experiment, a sweep tag, any MLflow filter string; debug runs, tagged
 ``mcu.debug=true``, only with ``--debug``), collapses reruns of a configuration (every
-result-changing parameter equal, see :mod:`mcu_exp.report.identity`) to the newest, and writes ``report.md``, ``report.html`` (self-contained),
-``summary.csv``, ``subgroups.csv``, ``runs.csv`` and ``figures/*.png`` to ``--out``; then
-logs that folder as the artifacts of a run named ``report · <sweep>`` (tag
-``mcu.kind=report``), which later reports leave out. Heavy imports wait until a report is
-actually made, so ``mcu-exp`` stays quick to start.
+result-changing parameter equal, see :mod:`mcu_exp.report.identity`) to the newest, and
+writes ``report.md``, ``report.html`` (self-contained), ``summary.csv``, ``subgroups.csv``,
+``runs.csv`` and ``figures/*.png`` to ``--out``; then logs that folder as the artifacts of a
+run named ``report · <sweep>`` (tag ``mcu.kind=report``), which later reports leave out, as
+they leave out a multirun's parent run (``mcu.kind=sweep``). Each run's metrics and curves
+come from its artifacts too (:mod:`mcu_exp.report.sources`). Heavy imports wait until a
+report is actually made, so ``mcu-exp`` stays quick to start.
 """
 
 from __future__ import annotations
@@ -19,29 +21,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.names import (
-    EPSILON_GRID,
-    GRID_VALUE,
-    TAG_DEBUG,
-    THETA_GRID,
-    THRESHOLD_GRID,
-    sensitivity_file,
-    series_key,
-)
+from mcu_exp.names import EPSILON_GRID, TAG_DEBUG, THETA_GRID, THRESHOLD_GRID
 
 REPORT_KIND = "report"
-HEADLINE = ("f1", "auc_binary")  # mcu_exp.evaluation.registry.HEADLINE, without importing NumPy at start-up
-THRESHOLD_SERIES = {THRESHOLD_GRID: series_key(THRESHOLD_GRID, GRID_VALUE),
-                    **{m: series_key(THRESHOLD_GRID, m) for m in HEADLINE}}
-EPSILON_SERIES = {EPSILON_GRID: series_key(EPSILON_GRID, GRID_VALUE),
-                  **{c: series_key(EPSILON_GRID, c) for c in ("nominal", "coverage")}}
-THETA_SERIES = {THETA_GRID: series_key(THETA_GRID, GRID_VALUE), **{m: series_key(THETA_GRID, m) for m in HEADLINE}}
+SWEEP_KIND = "sweep"  # a multirun's parent run (mcu_exp.tracking.sweep.KIND_SWEEP; that module imports Hydra)
+NOT_COMPARED = (REPORT_KIND, SWEEP_KIND)  # tag mcu.kind of runs that are no job: never a row
 FIGURE_CAPTIONS = {
-    "f1_threshold.png": "F1 against the threshold on α_test; dots: each run's calibrated τ.",
-    "auc_threshold.png": "AUC of the binary labels against the threshold on α_test.",
-    "auc_subgroups.png": "AUC per human reader subgroup.",
-    "coverage_epsilon.png": "Empirical test coverage against ε; dashed: nominal 1 − ε.",
-    "f1_auc_theta.png": "P2's fixed rule: F1 and AUC against θ on SSC_meta; dots: runs that decided with θ.",
+    "f1_threshold.png": "F1 against the threshold on α_test; dots: each run's calibrated τ, labelled with its ε; "
+                        "dotted: the always-understandable baseline.",
+    "auc_threshold.png": "AUC of the binary labels against the threshold on α_test; dashed: chance (0.5).",
+    "auc_subgroups.png": "AUC per human reader subgroup; dashed: chance (0.5).",
+    "coverage_epsilon.png": "Empirical test coverage against ε; dashed: nominal 1 − ε; identical curves drawn "
+                            "once.",
+    "f1_auc_theta.png": "P2's fixed rule: F1 and AUC against θ on SSC_meta; dots: runs that decided with θ; "
+                        "dotted: the always-understandable baseline, dashed: chance (0.5).",
 }
 
 
@@ -111,7 +104,8 @@ def experiment_ids(client: Any, names: Sequence[str], uri: str) -> dict[str, str
 
 
 def search_all(client: Any, ids: Sequence[str], filter_string: str, limit: int | None = None) -> list[Any]:
-    """Every active run matching ``filter_string``, newest first, reports left out."""
+    """Every active run matching ``filter_string``, newest first, reports and sweep parents
+    left out."""
     from mlflow.entities import ViewType
     from mlflow.exceptions import MlflowException
 
@@ -123,7 +117,7 @@ def search_all(client: Any, ids: Sequence[str], filter_string: str, limit: int |
                                       order_by=["attributes.start_time DESC"], page_token=token)
         except MlflowException as exc:
             raise fail(f"bad run selection {filter_string!r}: {exc.message.splitlines()[0]}") from None
-        runs += [r for r in page if r.data.tags.get("mcu.kind") != REPORT_KIND]
+        runs += [r for r in page if r.data.tags.get("mcu.kind") not in NOT_COMPARED]
         token = page.token
         if not token or (limit is not None and len(runs) >= limit):
             return runs
@@ -154,64 +148,14 @@ def latest_sweep(client: Any, ids: Sequence[str], status: str, include_debug: bo
     raise fail("no run with a mcu.sweep tag: --sweep latest needs a multirun (mcu-exp -m …)")
 
 
-def series_frame(client: Any, run_ids: Sequence[str], series: dict[str, str]) -> Any:
-    """Metric series (step = grid index) of each run as one long frame."""
-    import pandas as pd
-
-    frames = []
-    for run_id in run_ids:
-        columns = {}
-        for column, key in series.items():
-            history = client.get_metric_history(run_id, key)
-            columns[column] = pd.Series({m.step: m.value for m in history}, dtype=float)
-        frame = pd.DataFrame(columns)
-        if frame.empty or frame[next(iter(series))].isna().all():
-            continue
-        frames.append(frame.assign(run_id=run_id).reset_index(drop=True))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*series, "run_id"])
-
-
-def artifact_curves(uri: str, run_ids: Sequence[str], name: str, columns: Sequence[str]) -> Any:
-    """The "all readers" rows of a sensitivity CSV artifact, for runs without metric series."""
-    import tempfile
-
-    import mlflow.artifacts
-    import pandas as pd
-
-    frames = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for run_id in run_ids:
-            try:
-                path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=name, dst_path=tmp,
-                                                           tracking_uri=uri)
-            except Exception:  # the run has no such artifact: no curve for it
-                continue
-            frame = pd.read_csv(path)
-            if "group" in frame.columns:
-                frame = frame[frame["group"] == "all"]
-            frames.append(frame.reindex(columns=list(columns)).assign(run_id=run_id))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*columns, "run_id"])
-
-
-def curves(client: Any, uri: str, run_ids: Sequence[str], series: dict[str, str], artifact: str) -> Any:
-    """Sensitivity curves from the runs' metric series, else from their CSV artifacts."""
-    import pandas as pd
-
-    frame = series_frame(client, run_ids, series)
-    missing = [r for r in run_ids if r not in set(frame["run_id"])]
-    if missing:
-        extra = artifact_curves(uri, missing, artifact, list(series))
-        frame = pd.concat([frame, extra], ignore_index=True) if len(extra) else frame
-    return frame
-
-
-def run_records(runs: Sequence[Any]) -> Any:
-    """The selected MLflow runs as :func:`mcu_exp.report.tables.runs_frame`."""
+def run_records(runs: Sequence[Any], files: Any) -> Any:
+    """The selected MLflow runs as :func:`mcu_exp.report.tables.runs_frame`, each with every
+    metric it saved (:meth:`mcu_exp.report.sources.RunFiles.metrics`)."""
     from mcu_exp.report.tables import run_record, runs_frame
 
     return runs_frame(
         run_record(r.info.run_id, r.info.run_name or "", r.info.experiment_id, r.info.status,
-                   r.info.start_time, r.data.tags, r.data.params, r.data.metrics)
+                   r.info.start_time, r.data.tags, r.data.params, files.metrics(r))
         for r in runs
     )
 
@@ -221,12 +165,14 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
                 title: str | None = None, log: bool = True, include_debug: bool = False) -> Path:
     """Write the report of the selected runs to ``out``; return the folder. Debug runs (tag
     ``mcu.debug=true``) are skipped, and counted, unless ``include_debug``."""
-    import pandas as pd
+    import tempfile
+
     from mlflow.tracking import MlflowClient
 
     from mcu_exp.report import display, tables
     from mcu_exp.report.figures import curve_keys, report_figures
     from mcu_exp.report.html import Figure, ReportDocument, Section, render_html, render_markdown
+    from mcu_exp.report.sources import RunFiles
 
     check_store(uri)
     client = MlflowClient(tracking_uri=uri)
@@ -243,20 +189,19 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
                    f"{', '.join(ids.values())} of {uri}" + (f"; skipped {skip_text}" if skipped else ""))
     if skipped:
         print(f"Skipped {skip_text}")
-    frame = run_records(runs)
-    keys = tables.varying_keys(frame)
-    hidden = tables.name_settings(frame)
-    rows = tables.latest_per_config(frame, keys)
-    summary = tables.summary_table(frame, keys, hidden)
-    subgroup = tables.subgroup_table(frame, keys)
-    thr_ids = rows.drop_duplicates(subset=curve_keys(keys)).index.tolist()
-    eps_ids = rows.drop_duplicates(subset=curve_keys(keys, keep=("quantile",))).index.tolist()
-    thr = curves(client, uri, thr_ids, THRESHOLD_SERIES, sensitivity_file(THRESHOLD_GRID))
-    eps = curves(client, uri, eps_ids, EPSILON_SERIES, sensitivity_file(EPSILON_GRID))
-    theta_key = THETA_SERIES[HEADLINE[0]]  # a run with θ curves logged their last point (a number or NaN)
-    theta_ids = [r for r in thr_ids if pd.notna(rows.loc[r].get(theta_key))
-                 or theta_key in rows.loc[r, tables.UNDEFINED_COLUMN]]
-    theta = series_frame(client, theta_ids, THETA_SERIES)
+    with tempfile.TemporaryDirectory(prefix="mcu-report-") as tmp:  # downloads of remote stores only
+        files = RunFiles(client, runs, Path(tmp))
+        frame = run_records(runs, files)
+        keys = tables.varying_keys(frame)
+        hidden = tables.name_settings(frame)
+        rows = tables.latest_per_config(frame, keys)
+        summary = tables.summary_table(frame, keys, hidden)
+        subgroup = tables.subgroup_table(frame, keys)
+        thr_ids = rows.drop_duplicates(subset=curve_keys(keys)).index.tolist()
+        eps_ids = rows.drop_duplicates(subset=curve_keys(keys, keep=("quantile",))).index.tolist()
+        thr = files.curves(thr_ids, THRESHOLD_GRID)
+        eps = files.curves(eps_ids, EPSILON_GRID)
+        theta = files.curves(thr_ids, THETA_GRID)  # runs whose proxy has a similarity (P2)
     pngs = report_figures(rows, keys, thr, eps, subgroup, theta)
 
     sweeps = sorted({s for s in frame["sweep"] if s})
@@ -309,11 +254,13 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
 
 def log_report(client: Any, experiment_id: str, label: str, selection: str, n_runs: int, folder: Path) -> str:
     """Log the report folder as a FINISHED run ``report · <label>`` tagged ``mcu.kind=report``."""
+    from mcu_exp.tracking.artifacts import RunArtifacts
+
     run = client.create_run(experiment_id, run_name=f"report · {label}", tags={
         "mcu.kind": REPORT_KIND, "mcu.report.sweep": label, "mcu.report.selection": selection[:4000],
         "mcu.report.runs": str(n_runs)})
     try:
-        client.log_artifacts(run.info.run_id, str(folder))
+        RunArtifacts(client, run.info.run_id, run.info.artifact_uri).put_folder(folder)
     except BaseException:
         client.set_terminated(run.info.run_id, status="FAILED")
         raise

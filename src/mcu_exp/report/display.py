@@ -76,20 +76,23 @@ def p_text(number: float | None) -> str:
 def display_table(summary: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """:func:`~mcu_exp.report.tables.summary_table` as text cells: the keys, runs, n, each
     metric with its CI ("67.7% [58.1%, 77.4%]", AUCs with 3 decimals), the baselines of the
-    headline metric (F1), and "F1 vs P0" (…) columns when the runs logged them; headers and
-    formats come from the metric registry."""
+    headline metric (F1) right after it (so they sit beside it, not at the far end of a wide
+    table), and "F1 vs P0" (…) columns when the runs logged them; headers and formats come
+    from the metric registry."""
     table = pd.DataFrame({key_header(k): [key_text(k, v) for v in summary[k]] for k in keys})
     table["runs"] = [count_text(float(v)) for v in summary["runs"]]
     table["n"] = [count_text(value(row, "n")) for _, row in summary.iterrows()]
     for name in main_metrics():
         if name in summary.columns and _shown(summary, name):
             table[header(name)] = _cells(summary, name)
+        if name == PRIMARY:
+            for baseline, suffix in BASELINE_HEADERS.items():
+                column = baseline_key(baseline, PRIMARY)
+                if column in summary.columns:
+                    table[f"{header(PRIMARY)} {suffix}"] = [cell(PRIMARY, value(row, column))
+                                                            for _, row in summary.iterrows()]
     if AUC_PERMUTATION_P in summary.columns and _shown(summary, AUC_PERMUTATION_P):
         table["p (AUC score vs 0.5)"] = [p_text(value(row, AUC_PERMUTATION_P)) for _, row in summary.iterrows()]
-    for baseline, suffix in BASELINE_HEADERS.items():
-        column = baseline_key(baseline, PRIMARY)
-        if column in summary.columns:
-            table[f"{header(PRIMARY)} {suffix}"] = [cell(PRIMARY, value(row, column)) for _, row in summary.iterrows()]
     for column in vs_p0_metrics(summary):
         short = column[len(VS_P0_PREFIX):]
         table[f"{header(short)} vs P0"] = _cells(summary, column, short)
@@ -97,15 +100,16 @@ def display_table(summary: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 
 
 def display_subgroups(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """:func:`~mcu_exp.report.tables.subgroup_table` as text: one row per configuration, the
-    headline metrics (F1 and AUC) per reader group, each column named after the group whose
-    labels it holds."""
+    """:func:`~mcu_exp.report.tables.subgroup_table` as text: one row per configuration, its
+    run count, then per reader group the number of programs (``n <group>``) and the headline
+    metrics (F1 and AUC), each column named after the group whose labels it holds."""
     if table.empty:
         return table
     out: dict[tuple[str, ...], dict[str, str]] = {}
     for _, row in table.iterrows():
         ident = tuple(key_text(k, row[k]) for k in keys)
-        cells = out.setdefault(ident, {})
+        cells = out.setdefault(ident, {"runs": count_text(value(row, "runs"))} if "runs" in row else {})
+        cells[f"n {row['group']}"] = count_text(value(row, "n"))
         for name in HEADLINE:
             cells[f"{metric(name).short} {row['group']}"] = cell(name, *(value(row, c) for c in with_ci(name)))
     rows = [{**{key_header(k): v for k, v in zip(keys, ident, strict=True)}, **cells}

@@ -4,7 +4,9 @@ Inputs are plain frames: threshold curves (``run_id, threshold, f1, auc_binary``
 (``run_id, epsilon, nominal, coverage``) and the tables of :mod:`mcu_exp.report.tables`.
 Curves that differ only in ε, θ or the quantile rule are the same curve (the threshold grid
 does not depend on them), so each figure draws one line per remaining configuration and
-marks each run's operating point on it.
+marks each run's operating point on it (labelled with its ε). F1 axes carry the
+always-understandable baseline (``baseline_always_f1`` of the runs drawn), AUC axes the
+chance line at 0.5; legends sit outside the plotting area.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header
-from mcu_exp.report.identity import as_text, row_label
+from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header, metric
+from mcu_exp.evaluation.report import ALWAYS, baseline_key, format_value
+from mcu_exp.report.identity import as_text, key_text, row_label
 
 DECISION_KEYS = ("epsilon", "theta", "quantile")
 DPI = 100
@@ -30,7 +33,7 @@ DPI = 100
 def png_bytes(fig: Figure) -> bytes:
     """The figure as PNG bytes; the figure is closed."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI)
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")  # legends outside the axes kept
     plt.close(fig)
     return buffer.getvalue()
 
@@ -68,42 +71,83 @@ def _axes(n: int, width: float = 6.0, height: float = 4.2) -> tuple[Figure, list
     return fig, list(axes[0])
 
 
+def reference_lines(ax: plt.Axes, rows: pd.DataFrame, name: str) -> None:
+    """What ``name`` must beat, as horizontal lines: chance (0.5) for an AUC; otherwise the
+    always-understandable baseline of ``name`` (``baseline_always_f1`` for F1), one dotted
+    line per distinct value among ``rows`` (runs on other labels can differ)."""
+    if metric(name).kind == "auc":
+        ax.axhline(0.5, color="grey", lw=0.9, ls="--", label="chance (0.5)")
+        return
+    column = baseline_key(ALWAYS, name)
+    if column not in rows.columns:
+        return
+    values = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float)
+    for value in sorted({round(float(v), 9) for v in values if np.isfinite(v)}):
+        ax.axhline(value, color="grey", lw=1.0, ls=":",
+                   label=f"{header(name)} always-1 baseline ({format_value(name, value)})")
+
+
+def legend_outside(ax: plt.Axes, where: str = "below", columns: int = 2) -> None:
+    """The axes' legend outside its plotting area: under it (``below``) or to its right."""
+    if where == "right":
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+    else:
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=columns, frameon=False)
+
+
 def plot_threshold_metric(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str], metric: str,
                           ylabel: str) -> Figure:
     """``metric`` against the threshold on α_test, one line per model (and other curve key),
-    one panel per proxy; dots mark each run's calibrated τ and its value there."""
+    one panel per proxy; dots mark each run's calibrated τ and its value there, labelled with
+    the run's ε; the baseline (F1) or chance (AUC) line under them (:func:`reference_lines`)."""
     ckeys = curve_keys(keys)
     reps = representatives(rows, ckeys)
     proxies = _panels(reps)
     fig, axes = _axes(len(proxies))
     ident, rep_ident = _joined(rows, ckeys), _joined(reps, ckeys)
     for ax, proxy in zip(axes, proxies, strict=True):
+        drawn = []
         for run_id, rep in reps[reps["proxy"].astype(str) == proxy].iterrows():
             curve = curves[curves["run_id"] == run_id].sort_values("threshold")
             if curve.empty:
                 continue
             (line,) = ax.plot(curve["threshold"], curve[metric], "-", lw=1.4, label=rep["label"])
+            drawn.append(run_id)
             same = rows[ident == rep_ident[run_id]]
-            points = same[["tau", metric]].dropna() if {"tau", metric} <= set(same.columns) else pd.DataFrame()
-            points = points[np.isfinite(points["tau"].to_numpy(dtype=float))] if len(points) else points
+            points = operating_points(same, metric)
             if len(points):
                 ax.plot(points["tau"], points[metric], "o", color=line.get_color(), ms=4)
+                for _, point in points.iterrows():
+                    ax.annotate(f"ε={key_text('epsilon', point['epsilon'])}", (point["tau"], point[metric]),
+                                textcoords="offset points", xytext=(3, 4), fontsize=6, color=line.get_color())
+        if drawn:
+            reference_lines(ax, rows[ident.isin(rep_ident[drawn])], metric)
         ax.set_title(f"{proxy}: {ylabel} against the threshold")
         ax.set_xlabel("threshold on α_test (High iff α_test ≤ threshold)")
         ax.set_ylabel(ylabel)
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=7, loc="best")
+        if drawn:
+            legend_outside(ax)
         else:
             ax.text(0.5, 0.5, "no threshold curves logged", ha="center", transform=ax.transAxes)
     fig.tight_layout()
     return fig
 
 
+def operating_points(rows: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Each run's calibrated τ, its value of ``name`` there and its ε (runs without a finite
+    τ or value left out)."""
+    if not {"tau", name} <= set(rows.columns):
+        return pd.DataFrame(columns=["tau", name, "epsilon"])
+    points = rows.reindex(columns=["tau", name, "epsilon"]).apply(pd.to_numeric, errors="coerce")
+    finite = np.isfinite(points["tau"].to_numpy(dtype=float)) & np.isfinite(points[name].to_numpy(dtype=float))
+    return points[finite]
+
+
 def plot_subgroup_auc(table: pd.DataFrame, keys: Sequence[str]) -> Figure:
     """Binary AUC per human reader subgroup with 95 % CI bars, one bar per configuration;
-    the dashed line is chance (0.5)."""
+    the dashed line is chance (0.5); the legend sits right of the bars."""
     groups = list(dict.fromkeys(table["group"])) if not table.empty else []
     configs = (table.apply(lambda r: curve_label(r, keys, skip=()), axis=1) if not table.empty
                else pd.Series(dtype=str))
@@ -118,7 +162,8 @@ def plot_subgroup_auc(table: pd.DataFrame, keys: Sequence[str]) -> Figure:
         high = np.clip(sub["auc_binary_ci_high"].to_numpy(dtype=float) - value, 0, None)
         ax.bar(x - 0.4 + width * (i + 0.5), value, width, yerr=np.vstack([low, high]),
                capsize=2, label=label)
-    ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+    if labels:
+        ax.axhline(0.5, color="grey", lw=0.8, ls="--", label="chance (0.5)")
     names = []
     for g in groups:
         n = table.loc[table["group"] == g, "n"].dropna()
@@ -129,7 +174,7 @@ def plot_subgroup_auc(table: pd.DataFrame, keys: Sequence[str]) -> Figure:
     ax.set_title("AUC per human reader subgroup (95 % bootstrap CI)")
     ax.grid(alpha=0.3, axis="y")
     if labels:
-        ax.legend(fontsize=7, loc="lower right", ncol=1 + len(labels) // 8)
+        legend_outside(ax, "right")
     else:
         ax.text(0.5, 0.5, "no subgroup metrics logged", ha="center", transform=ax.transAxes)
     fig.tight_layout()
@@ -138,19 +183,30 @@ def plot_subgroup_auc(table: pd.DataFrame, keys: Sequence[str]) -> Figure:
 
 def plot_coverage_epsilon(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str]) -> Figure:
     """Empirical test coverage against ε, one line per configuration (the quantile rule
-    kept apart), with the nominal 1 − ε line."""
+    kept apart), with the nominal 1 − ε line. Coverage depends only on the proxy's scores,
+    not on the human labels, so configurations with the same curve (e.g. the same model
+    against two reader groups) share one line, and its legend entry names them all."""
     ckeys = curve_keys(keys, keep=("quantile",))
     reps = representatives(rows, ckeys)
     fig, (ax,) = _axes(1, width=6.5, height=4.5)
     grid = np.sort(curves["epsilon"].dropna().unique()) if not curves.empty else np.array([])
+    drawn: dict[bytes, tuple[plt.Line2D, list[str]]] = {}
     for run_id, rep in reps.iterrows():
         curve = curves[curves["run_id"] == run_id].sort_values("epsilon")
-        if not curve.empty:
-            label = curve_label(rep, ckeys, skip=())
-            ax.plot(curve["epsilon"], curve["coverage"], "o-", ms=3, lw=1.2, label=label)
+        if curve.empty:
+            continue
+        label = curve_label(rep, ckeys, skip=())
+        values = np.round(curve[["epsilon", "coverage"]].to_numpy(dtype=float), 9).tobytes()
+        if values in drawn:
+            drawn[values][1].append(label)
+            continue
+        (line,) = ax.plot(curve["epsilon"], curve["coverage"], "o-", ms=3, lw=1.2)
+        drawn[values] = (line, [label])
+    for line, names in drawn.values():
+        line.set_label("; ".join(names))
     if grid.size:
         ax.plot(grid, 1 - grid, color="grey", lw=0.9, ls="--", label="nominal 1 − ε")
-        ax.legend(fontsize=7, loc="best")
+        legend_outside(ax, columns=1)
     else:
         ax.text(0.5, 0.5, "no coverage curves logged", ha="center", transform=ax.transAxes)
     ax.set_xlabel("ε")
@@ -165,7 +221,8 @@ def plot_coverage_epsilon(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequen
 def plot_theta(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str]) -> Figure:
     """P2's fixed rule: the headline metrics (F1 and binary AUC) against θ on SSC_meta, one
     line per model (and other curve key); dots mark runs that decided with θ alone (rule
-    ``theta``), at their θ."""
+    ``theta``), at their θ; the baseline (F1) and chance (AUC) lines as in
+    :func:`plot_threshold_metric`."""
     ckeys = curve_keys(keys)
     reps = representatives(rows[rows.index.isin(curves["run_id"])], ckeys)
     fig, axes = _axes(len(HEADLINE))
@@ -179,12 +236,13 @@ def plot_theta(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str]) ->
             same = uses_theta[ident == rep_ident[run_id]]
             if metric in same.columns and len(same):
                 ax.plot(same["theta"], same[metric], "o", color=line.get_color(), ms=4)
+        reference_lines(ax, rows[_joined(rows, ckeys).isin(rep_ident)], metric)
         ax.set_title(f"{label} against θ (High iff SSC_meta ≥ θ)")
         ax.set_xlabel("θ")
         ax.set_ylabel(label)
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
+        legend_outside(ax)
     fig.tight_layout()
     return fig
 

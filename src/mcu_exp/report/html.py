@@ -1,10 +1,16 @@
 """A report as one self-contained HTML page (figures inlined as base64 PNG, no external
-CSS, script or font) and as its Markdown twin, which links the PNG files instead."""
+CSS, script or font) and as its Markdown twin, which links the PNG files instead.
+
+Tables are laid out to fit the page: a metric cell's CI goes on a second, smaller line
+under its value and headers wrap, so a configuration's row, baselines included, reads
+without horizontal scrolling (the table still scrolls rather than overflow on a narrow
+window)."""
 
 from __future__ import annotations
 
 import base64
 import html
+import re
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -15,8 +21,10 @@ STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1400px; color: #222; }
 h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
 table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0 1rem; }
-th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: right; white-space: nowrap; }
-th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.4rem; text-align: right; white-space: nowrap; }
+th { background: #f3f3f3; white-space: normal; vertical-align: bottom; min-width: 3rem; }
+td:first-child, th:first-child { text-align: left; }
+.ci { display: block; font-size: 0.75rem; color: #666; }
 dl { display: grid; grid-template-columns: max-content auto; gap: 0.2rem 1rem; font-size: 0.9rem; }
 dt { font-weight: 600; } figure { margin: 1rem 0; } figcaption { font-size: 0.85rem; color: #555; }
 img { max-width: 100%; border: 1px solid #eee; } .note { font-size: 0.85rem; color: #555; }
@@ -54,6 +62,27 @@ class ReportDocument:
     notes: list[str] = field(default_factory=list)
 
 
+CI_CELL = re.compile(r"^(?P<value>[^\[]+?) (?P<ci>\[[^\]]*\])$")  # "67.7% [58.1%, 77.4%]"
+MISSING_CELL = "—"
+
+
+def cell_html(text: object) -> str:
+    """One table cell's content: escaped, a value's CI on its own line (``span.ci``)."""
+    raw = MISSING_CELL if text is None or (isinstance(text, float) and text != text) else str(text)
+    match = CI_CELL.match(raw)
+    if match is None:
+        return html.escape(raw)
+    return f'{html.escape(match["value"])}<span class="ci">{html.escape(match["ci"])}</span>'
+
+
+def table_html(table: pd.DataFrame) -> str:
+    """A text table as an HTML ``<table>`` (see :func:`cell_html`)."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
+    body = "".join("<tr>" + "".join(f"<td>{cell_html(v)}</td>" for v in row) + "</tr>"
+                   for row in table.itertuples(index=False))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def data_uri(png: bytes) -> str:
     """A ``data:image/png;base64,…`` URI."""
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
@@ -74,8 +103,7 @@ def render_html(doc: ReportDocument) -> str:
         if section.table.empty:
             parts.append('<p class="note">nothing to show</p>')
         else:
-            table = section.table.to_html(index=False, escape=True, border=0, na_rep="—")
-            parts.append(f'<div class="scroll">{table}</div>')
+            parts.append(f'<div class="scroll">{table_html(section.table)}</div>')
         if section.caption:
             parts.append(f'<p class="note">{esc(section.caption)}</p>')
         if section.notes:

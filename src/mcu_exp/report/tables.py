@@ -175,8 +175,8 @@ def summary_table(frame: pd.DataFrame, keys: Sequence[str], extra: Sequence[str]
 
 
 def subgroup_table(frame: pd.DataFrame, keys: Sequence[str], groups: Sequence[str] | None = None) -> pd.DataFrame:
-    """Per human reader group, the headline metrics (F1 and binary AUC) with CIs: one row per
-    configuration and group. A run's unprefixed metrics are against its own ``labels.group``
+    """Per human reader group, the run count, n and the headline metrics (F1 and binary AUC)
+    with CIs: one row per configuration and group. A run's unprefixed metrics are against its own ``labels.group``
     (all readers, or e.g. professional readers alone), so that is the group they are shown
     under; then each ``group.<name>.*`` the runs logged (a subgroup equal to the run's own
     group is the same labels, shown once)."""
@@ -191,7 +191,7 @@ def subgroup_table(frame: pd.DataFrame, keys: Sequence[str], groups: Sequence[st
             if first not in row or (pd.isna(row.get(first)) and first not in undefined):
                 continue
             item: dict[str, Any] = {k: row[k] for k in keys}
-            item.update({"group": group, "n": row.get(f"{prefix}n"), "run_id": run_id})
+            item.update({"group": group, "runs": row.get("runs"), "n": row.get(f"{prefix}n"), "run_id": run_id})
             for name in HEADLINE:
                 for column in with_ci(name):
                     item[column] = row.get(f"{prefix}{column}")

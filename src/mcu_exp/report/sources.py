@@ -1,0 +1,115 @@
+"""Where a report reads each run's numbers from: its artifacts, not only MLflow's metrics.
+
+A job logs a headline set of metrics to MLflow and every metric to the ``metrics.json``
+artifact at its run's artifact root (a JSON object name → number, ``null`` for a metric
+that has no value on the run's data); its sensitivity curves are the ``sensitivity_*.csv``
+artifacts beside it. :class:`RunFiles` reads both through
+:class:`mcu_exp.tracking.artifacts.RunArtifacts`: straight from ``<store>/mlartifacts`` for
+a local store (wherever the store folder now lives), downloaded for a remote one, through
+MLflow for older runs recorded with an absolute ``file:`` location.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mcu_exp.names import (
+    ALL_READERS,
+    EPSILON_GRID,
+    METRICS_FILE,
+    THETA_GRID,
+    THRESHOLD_GRID,
+    sensitivity_file,
+)
+from mcu_exp.tracking.artifacts import RunArtifacts
+
+# The columns each figure reads from a grid's CSV (more are kept when the CSV has them).
+GRID_COLUMNS: dict[str, tuple[str, ...]] = {
+    THRESHOLD_GRID: (THRESHOLD_GRID, "f1", "auc_binary"),
+    EPSILON_GRID: (EPSILON_GRID, "nominal", "coverage"),
+    THETA_GRID: (THETA_GRID, "f1", "auc_binary"),
+}
+
+
+def warn(message: str) -> None:
+    """One line on stderr: something the report left out, and why."""
+    print(f"mcu-exp report: warning: {message}", file=sys.stderr)
+
+
+def merged_metrics(logged: Mapping[str, float], saved: Mapping[str, Any]) -> dict[str, float]:
+    """A run's MLflow metrics with its ``metrics.json`` over them: the file's value wins, a
+    ``null`` reads as NaN (undefined), a non-number is left out."""
+    merged = {name: float(value) for name, value in logged.items()}
+    for name, value in saved.items():
+        if value is None:
+            merged[name] = math.nan
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            merged[name] = float(value)
+    return merged
+
+
+class RunFiles:
+    """The artifacts of the runs a report compares, by run id. Files of remote stores are
+    downloaded under ``dst/<run id>/``; local ones are read where they lie."""
+
+    def __init__(self, client: Any, runs: Iterable[Any], dst: Path) -> None:
+        self.dst = Path(dst)
+        self.artifacts = {r.info.run_id: RunArtifacts(client, r.info.run_id, r.info.artifact_uri or "")
+                          for r in runs}
+
+    def path(self, run_id: str, artifact_file: str) -> Path | None:
+        """The local path of one artifact of a run; None when the run has no such file."""
+        artifacts = self.artifacts.get(run_id)
+        if artifacts is None:
+            return None
+        folder = self.dst / run_id
+        if artifacts.local is None:  # MLflow downloads into it
+            folder.mkdir(parents=True, exist_ok=True)
+        return artifacts.get(artifact_file, folder)
+
+    def metrics(self, run: Any) -> dict[str, float]:
+        """Every metric of ``run``: :func:`merged_metrics` of its MLflow metrics and its
+        ``metrics.json`` (only the former when the run has no such file or it is unreadable)."""
+        path = self.path(run.info.run_id, METRICS_FILE)
+        saved: Any = {}
+        if path is not None:
+            try:
+                saved = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                warn(f"run {run.info.run_id}: {METRICS_FILE} unreadable ({exc}); using its MLflow metrics only")
+            if not isinstance(saved, dict):
+                warn(f"run {run.info.run_id}: {METRICS_FILE} is not a JSON object; using its MLflow metrics only")
+                saved = {}
+        return merged_metrics(run.data.metrics, saved)
+
+    def curves(self, run_ids: Sequence[str], grid: str) -> pd.DataFrame:
+        """The all-readers rows of each run's ``sensitivity_<grid>.csv`` as one frame with a
+        ``run_id`` column (and every column of :data:`GRID_COLUMNS`, NaN where a CSV lacks
+        one); runs without the file have no rows."""
+        required = list(GRID_COLUMNS[grid])
+        frames = []
+        for run_id in run_ids:
+            path = self.path(run_id, sensitivity_file(grid))
+            if path is None:
+                continue
+            try:
+                frame = pd.read_csv(path)
+            except (OSError, ValueError) as exc:  # pandas' parser errors are ValueErrors
+                warn(f"run {run_id}: {sensitivity_file(grid)} unreadable ({exc}); no {grid} curve for it")
+                continue
+            if "group" in frame.columns:
+                frame = frame[frame["group"].astype(str) == ALL_READERS].drop(columns="group")
+            if frame.empty or grid not in frame.columns:
+                continue
+            extra = [c for c in required if c not in frame.columns]
+            frames.append(frame.reindex(columns=[*frame.columns, *extra]).assign(run_id=run_id))
+        if not frames:
+            return pd.DataFrame(columns=[*required, "run_id"])
+        return pd.concat(frames, ignore_index=True)
