@@ -127,9 +127,12 @@ class ExpertsConfig:
 
 @dataclass
 class ScorerConfig:
-    """BERTScore-F1 similarity between two texts."""
+    """Similarity `M(a, b)` between two texts: BERTScore-F1 unless `kind` says otherwise."""
 
     name: str = MISSING
+    # bertscore (BERTScore-F1 at `num_layers`) | rougel (ROUGE-L F-measure, rouge-score; no
+    # encoder) | cosine (of the mean-pooled token vectors at `num_layers`); see mcu_exp.scoring
+    kind: str = "bertscore"
     model: str = MISSING  # local folder or hub id already in the local cache
     package: Optional[str] = None  # PyPI distribution whose folder `package_subdir` holds the model
     package_subdir: str = "model"
@@ -140,6 +143,7 @@ class ScorerConfig:
     lang: str = "en"
     batch_size: int = 64
     device: str = "auto"
+    use_stemmer: bool = True  # rougel only: Porter-stem words longer than 3 letters before the LCS
     allow_fallback: bool = False  # if the model is absent locally, use `fallback` instead of failing
     fallback: Optional[Any] = None  # a scorer config composed by Hydra (e.g. `minilm@fallback`)
 
@@ -172,6 +176,10 @@ class EvaluationConfig:
         default_factory=lambda: ["bachelor", "master", "phd", "professional"]
     )
     theta_grid: list[float] = field(default_factory=lambda: [round(0.05 * i, 2) for i in range(21)])
+    # Baselines beside the proxy in the measure table: code = metrics computed from the code
+    # (lines, tokens, cyclomatic complexity…), all = also the dataset's own per-program metrics
+    # (Scalabrino: the original study's 117), none = the proxy's own measures only.
+    baselines: str = "code"
     plots: bool = True  # per-job PNG plots (~0.5-1 s a job); large sweeps: false, `mcu-exp report` draws them
 
 

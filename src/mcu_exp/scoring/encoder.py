@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,6 +99,10 @@ class Encoder:
     @property
     def model(self) -> Any:
         """The encoder cut to `num_layers`, loaded on first use as its own step (one line on stderr)."""
+        return self.load("BERTScore")
+
+    def load(self, purpose: str) -> Any:
+        """The encoder, loaded on first use; `purpose` names the scorer kind in the load line."""
         if self._model is None:
             from bert_score.utils import get_model
 
@@ -106,7 +110,7 @@ class Encoder:
 
             device = self.device
             console.quiet_libraries()
-            with console.step(f"Loading scorer {self.name} (BERTScore, layer {self.num_layers}, "
+            with console.step(f"Loading scorer {self.name} ({purpose}, layer {self.num_layers}, "
                               f"{device.upper()})", logger=log):
                 with console.quiet_output("transformers"):
                     self._model = get_model(str(self.path), self.num_layers).to(device)
@@ -149,20 +153,22 @@ class Encoder:
             n += 1
         return {i: math.log((n + 1) / (c + 1)) for i, c in counts.items()}, math.log(n + 1)
 
-    def embed(self, texts: Sequence[str], weights: Mapping[int, float], default_weight: float = 1.0,
-              batch_size: int = 64, progress: bool = False, delay_s: float = 0.0) -> list[TokenEmbeddings]:
-        """Embed `texts` (distinct) in length-sorted batches; returns them in input order.
+    def hidden_states(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False,
+                      delay_s: float = 0.0, purpose: str = "BERTScore",
+                      ) -> Iterator[tuple[list[int], torch.Tensor, list[tuple[list[int], bool]]]]:
+        """Run the encoder over `texts` in length-sorted batches.
 
-        `progress`: an "embed" bar (texts), started once the encoder is loaded and shown only
-        once the work has taken `delay_s` seconds."""
+        Yields, per batch: the texts' positions in `texts`, the float32 hidden states at
+        `num_layers` (batch, width, dim; rows padded past each text's tokens) and each text's
+        ``(token ids, truncated)``. `progress`: an "embed" bar (texts), started once the encoder
+        is loaded and shown only once the work has taken `delay_s` seconds."""
         import torch
         from tqdm.auto import tqdm
 
         batch_size = max(1, int(batch_size))
-        model = self.model
+        model = self.load(purpose)
         encoded = [self.token_ids(t) for t in texts]
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i][0]))
-        out: list[TokenEmbeddings | None] = [None] * len(texts)
         pad_id = self.tokenizer.pad_token_id or 0
         bar = tqdm(total=len(texts), desc="embed", unit="text", disable=not progress, delay=delay_s,
                    dynamic_ncols=True)
@@ -176,16 +182,26 @@ class Encoder:
                 mask[row, :len(encoded[i][0])] = 1
             with torch.inference_mode():
                 hidden = model(ids.to(self.device), attention_mask=mask.to(self.device))[0]
-            hidden = hidden.float()
+            yield batch, hidden.float(), [encoded[i] for i in batch]
+            bar.update(len(batch))
+        bar.close()
+
+    def embed(self, texts: Sequence[str], weights: Mapping[int, float], default_weight: float = 1.0,
+              batch_size: int = 64, progress: bool = False, delay_s: float = 0.0) -> list[TokenEmbeddings]:
+        """Embed `texts` (distinct) in length-sorted batches; returns them in input order.
+
+        `progress`: an "embed" bar (texts), started once the encoder is loaded and shown only
+        once the work has taken `delay_s` seconds."""
+        import torch
+
+        out: list[TokenEmbeddings | None] = [None] * len(texts)
+        for batch, hidden, encoded in self.hidden_states(texts, batch_size, progress, delay_s):
             hidden = hidden / hidden.norm(dim=-1, keepdim=True)
-            for row, i in enumerate(batch):
-                token_ids, truncated = encoded[i]
+            for row, (i, (token_ids, truncated)) in enumerate(zip(batch, encoded)):
                 w = torch.tensor([weights.get(t, default_weight) for t in token_ids],
                                  dtype=torch.float32)
                 total = float(w.sum())
                 w = w / total if total > 0 and texts[i].strip() else torch.zeros_like(w)
                 out[i] = TokenEmbeddings(hidden[row, :len(token_ids)].clone(), w.to(self.device),
                                          len(token_ids), truncated)
-            bar.update(len(batch))
-        bar.close()
         return [e for e in out if e is not None]
