@@ -16,6 +16,7 @@ from mcu_exp.evaluation.report import CI_METHODS
 from mcu_exp.evaluation.significance import MIN_PERMUTATIONS
 
 MIN_RESAMPLES = 1000
+BASELINES = ("none", "code", "all")  # evaluation.baselines: which code metrics the measure table scores
 
 
 def check_config(cfg: Config) -> None:
@@ -34,6 +35,8 @@ def config_problems(cfg: Config) -> Iterator[str]:
         yield f"decision.quantile={d.quantile!r}: expected one of {', '.join(QUANTILE_RULES)}"
     if d.rule not in DECISION_RULES:
         yield f"decision.rule={d.rule!r}: expected one of {', '.join(DECISION_RULES)}"
+    if ev.baselines not in BASELINES:
+        yield f"evaluation.baselines={ev.baselines!r}: expected one of {', '.join(BASELINES)}"
     if not 0.0 <= d.theta <= 1.0:
         yield f"decision.theta={d.theta}: expected a value in [0, 1]"
     if ev.bootstrap_resamples < MIN_RESAMPLES:

@@ -16,6 +16,13 @@ SCORES_FILE = "scores.csv"  # the arrays a calibrated proxy's decision rule used
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.json"  # every metric of the job (null: undefined), in results/
 TABLES_DIR = "tables"  # MLflow tables (JSON) among the artifacts
+MEASURES_FILE = "measures.csv"  # AUC(score) and Spearman of every measure and code metric
+
+# Per-program score columns a measure table scores: uncertainty measures (−uncertainty, higher =
+# more understandable), code metrics computed here, the dataset's own metrics (raw values).
+MEASURE_PREFIX = "measure."
+CODE_PREFIX = "code."
+DATASET_METRIC_PREFIX = "dataset."
 
 
 def records_file(name: str) -> str:

@@ -200,12 +200,49 @@ def check_models(cache_dir: Path, *proxies: Proxy | None) -> None:
         check_backend(model, need_key=missing)
 
 
+SHOWN_PREFIXES = (names.MEASURE_PREFIX, names.CODE_PREFIX)  # rows printed; dataset.* only in the CSV
+
+
+def measures_and_baselines(outcome: ProxyOutcome, dataset: Any, labels: HumanLabels,
+                           ev: EvaluationConfig) -> pd.DataFrame | None:
+    """AUC(score) and Spearman, with bootstrap CIs, of each of the proxy's uncertainty measures
+    (P1's ``measure.*`` columns) and of the code-metric baselines ``evaluation.baselines``
+    asks for (``code.*``; with ``all`` also the dataset's own ``dataset.*`` metrics), against
+    the human labels; None when there is nothing to score."""
+    from mcu_exp.data.code_metrics import code_metrics, program_metrics
+    from mcu_exp.evaluation.measure_table import measure_columns, measure_table
+
+    frame = outcome.table[[c for c in outcome.table.columns if str(c).startswith(names.MEASURE_PREFIX)]]
+    if ev.baselines != "none":
+        metrics = program_metrics(dataset) if ev.baselines == "all" else code_metrics(dataset)
+        frame = frame.join(metrics, how="left")
+    if not measure_columns(frame):
+        return None
+    return measure_table(frame, labels.labels, labels.correctness, ev.bootstrap_resamples, ev.confidence, ev.seed)
+
+
+def render_measures(table: pd.DataFrame) -> str:
+    """The measure table as printed: the proxy's measures and the code metrics; how many of
+    the dataset's own metrics are in ``measures.csv``."""
+    from mcu_exp.evaluation.measure_table import render_measure_table
+
+    shown = table[[str(i).startswith(SHOWN_PREFIXES) for i in table.index]]
+    shown.attrs.update(table.attrs)
+    text = render_measure_table(shown, title="Uncertainty measures and code-metric baselines vs human labels")
+    rest = len(table) - len(shown)
+    if rest:
+        text += f"  and {rest} of the dataset's own metrics (dataset.*): {names.MEASURES_FILE}\n"
+    return text
+
+
 def unused_sections(proxy: Proxy, reference: Proxy | None) -> tuple[str, ...]:
-    """Config sections neither the proxy nor its reference reads (``reference`` itself when
-    there is none): left out of the MLflow params."""
-    used = proxy.sections | (reference.sections if reference is not None else frozenset())
+    """Config sections neither the proxy nor its reference reads, left out of the MLflow
+    params; ``reference`` too when there is none or it applies to no program (P0 without
+    questions)."""
+    active = reference if reference is not None and reference.applies() else None
+    used = proxy.sections | (active.sections if active is not None else frozenset())
     unused = tuple(s for s in OPTIONAL_SECTIONS if s not in used)
-    return unused if reference is not None else (*unused, "reference")
+    return unused if active is not None else (*unused, "reference")
 
 
 def run_facts(cfg: Config, proxy: Proxy, dataset: str, n: int) -> dict[str, Any]:
@@ -275,6 +312,9 @@ def run_job(raw: DictConfig) -> float:
         vs_ref = reference_report(proxy, reference, outcome, cfg.evaluation, relabel,
                                   cfg.generation.max_failed_share)
         artifacts = write_outputs(cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports)
+        measures = measures_and_baselines(outcome, dataset, labels, cfg.evaluation)
+        if measures is not None:
+            measures.to_csv(results / names.MEASURES_FILE)
 
         metrics: dict[str, float] = {}
         for name, rep in reports.items():
@@ -306,6 +346,8 @@ def run_job(raw: DictConfig) -> float:
         if vs_ref is not None:
             print(render_table(vs_ref, title=f"{title} vs {reference.name.upper()} labels "
                                             f"(cross-proxy reliability, n={vs_ref.n})"))
+        if measures is not None:
+            print(render_measures(measures))
         print_decision(outcome.metrics)
         print(f"Outputs: {run_dir}")
         if tracker.active:

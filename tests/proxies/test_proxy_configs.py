@@ -14,11 +14,11 @@ from mcu_exp.checks import config_problems
 from mcu_exp.pipeline import typed_config
 from mcu_exp.proxies.base import build_proxy, proxy_class
 from mcu_exp.proxies.p0_subject import SubjectConfig, SubjectProxy
-from mcu_exp.proxies.p1_consistency import ConsistencyProxy, SummaryConfig
+from mcu_exp.proxies.p1_consistency import ConsistencyConfig, ConsistencyProxy, SummaryConfig
 from mcu_exp.proxies.p2_meta_review import MetaReviewProxy
 from mcu_exp.proxies.p3_judge import JudgeConfig, JudgeProxy
 
-BUILTIN = {"p0": (SubjectProxy, SubjectConfig), "p1": (ConsistencyProxy, SummaryConfig),
+BUILTIN = {"p0": (SubjectProxy, SubjectConfig), "p1": (ConsistencyProxy, ConsistencyConfig),
            "p2": (MetaReviewProxy, SummaryConfig), "p3": (JudgeProxy, JudgeConfig)}
 
 
@@ -121,7 +121,7 @@ def test_a_wrong_type_is_a_one_line_error_naming_the_section(tmp_path: Path) -> 
         build_proxy(section, ctx, "proxy")
     message = str(info.value)
     assert "\n" not in message and message.startswith("proxy.k: ") and "abc" in message
-    assert "keys of SummaryConfig: name, k, k_cal" in message
+    assert "keys of ConsistencyConfig: name, k, k_cal" in message
     with pytest.raises(ValueError, match=r"^reference.samples: "):
         build_proxy({**section, "_target_": "mcu_exp.proxies.p0_subject.SubjectProxy", "samples": "x"}, ctx,
                     "reference")

@@ -3,7 +3,10 @@
 ``programs.csv`` (``program_id, language`` and ``code`` or ``code_file``), ``evaluations.csv``
 (``program_id, participant_id, correct, total`` and optional ``perceived``, ``group``; ``total``
 0 means the participant was not asked the questions) and an optional ``questions.jsonl``
-(its ``correct`` keys are optional). Every file must be UTF-8, and a ``code_file`` must resolve,
+(its ``correct`` keys are optional). Extra ``programs.csv`` columns are kept in
+``Program.meta`` as text; those whose every cell is a number or empty are also the program's
+metrics (``Program.meta[DATASET_METRICS_KEY]``, see :mod:`mcu_exp.data.code_metrics`).
+Every file must be UTF-8, and a ``code_file`` must resolve,
 symlinks followed, inside the folder.
 Everything is validated on load; the first problem raises a :class:`DatasetError` naming the
 file, the line (header = line 1) and what was expected.
@@ -16,9 +19,11 @@ import io
 import json
 import warnings
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from mcu_exp.data.code_metrics import DATASET_METRICS_KEY, numeric_columns
 from mcu_exp.data.files import read_text
 from mcu_exp.data.types import (
     GROUPS,
@@ -94,9 +99,15 @@ def _integer(value: str, column: str, where: str) -> int:
 def _read_programs(root: Path) -> list[Program]:
     path = root / PROGRAMS_FILE
     programs: list[Program] = []
+    extras: list[dict[str, str]] = []
     first_line: dict[str, int] = {}
     for line, row in _rows(path, ("program_id", "language"), one_of=("code", "code_file")):
         where = f"{path}:{line}"
+        if DATASET_METRICS_KEY in row:
+            raise DatasetError(
+                f"{path}:1: column {DATASET_METRICS_KEY!r} is reserved (it holds the program "
+                "metrics in Program.meta); rename it"
+            )
         program_id = row["program_id"].strip()
         if not program_id:
             raise DatasetError(f"{where}: empty program_id")
@@ -114,7 +125,23 @@ def _read_programs(root: Path) -> list[Program]:
             k: v for k, v in row.items() if k not in ("program_id", "language", "code", "code_file")
         }
         programs.append(Program(id=program_id, language=language, code=code, meta=meta))
-    return programs
+        extras.append(meta)
+    return _with_metrics(programs, extras)
+
+
+def _with_metrics(programs: list[Program], extras: list[dict[str, str]]) -> list[Program]:
+    """Add the numeric extra columns (every cell a number or empty) as the program metrics."""
+    columns = list(extras[0]) if extras else []
+    numeric = numeric_columns(extras, columns)
+    if not numeric:
+        return programs
+    return [
+        replace(
+            program,
+            meta={**program.meta, DATASET_METRICS_KEY: {c: v[i] for c, v in numeric.items()}},
+        )
+        for i, program in enumerate(programs)
+    ]
 
 
 def _program_code(root: Path, row: dict[str, str], where: str, program_id: str) -> str:

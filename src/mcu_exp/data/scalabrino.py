@@ -7,6 +7,15 @@ A participant who said they did not understand a method was not asked its questi
 row has no answer time (``TNPU`` empty) and ``AU`` 0. Such an evaluation gets ``total`` 0
 (asked none), which :mod:`mcu_exp.data.labels` scores as not understood or leaves out
 (``labels.readers``).
+
+Every numeric column of ``evaluations.csv`` that describes the method rather than the
+participant or their answers (the original study's code, documentation and readability
+metrics: ``Cyclomatic complexity``, ``Readability``, ``LOC``, ...; see
+:data:`NOT_PROGRAM_METRICS`) is constant within a program in the published file; each
+becomes a per-program metric in ``Program.meta[DATASET_METRICS_KEY]`` (read with
+:func:`mcu_exp.data.code_metrics.dataset_metrics`). A column that differs between two rows of
+one program is left out, with one :class:`DatasetWarning`. Column names are kept as the
+header spells them (``#assignments (avg)``, ``Operators/literals (area).1``, ...).
 """
 
 from __future__ import annotations
@@ -15,14 +24,16 @@ import io
 import os
 import re
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 import mcu_exp.data.download as dl
+from mcu_exp.data.code_metrics import DATASET_METRICS_KEY
 from mcu_exp.data.files import read_text
-from mcu_exp.data.types import Dataset, DatasetError, Program, evaluations_frame
+from mcu_exp.data.types import Dataset, DatasetError, DatasetWarning, Program, evaluations_frame
 
 DATA_ENV = "MCU_EXP_DATA"
 """Environment variable naming a folder that holds ``scalabrino/``."""
@@ -39,6 +50,18 @@ REQUIRED_COLUMNS = (
     "PBU",
     "TNPU",
 )
+PARTICIPANT_COLUMNS = ("participant_id", "developer_position", "PE gen", "PE spec (java)")
+"""Columns describing the participant (they vary within a program)."""
+OUTCOME_COLUMNS = ("PBU", "TNPU", "AU", "TAU", "ABU50", "ABU", "BD50", "BD")
+"""The participants' answers and the study's understandability targets (the human labels)."""
+NOT_PROGRAM_METRICS = (
+    *PARTICIPANT_COLUMNS,
+    *OUTCOME_COLUMNS,
+    "system_name",
+    "file_name",
+    "snippet_signature",
+)
+"""Columns never offered as program metrics; every other numeric column is one."""
 _FILE_NAME = re.compile(r"^(\d+)-(\S+)$")
 
 
@@ -130,6 +153,39 @@ def _integers(frame: pd.DataFrame, column: str, allowed: set[int], path: Path) -
     return values.astype(int)
 
 
+def _program_metric_columns(frame: pd.DataFrame, path: Path) -> list[str]:
+    """The numeric per-program metric columns, those constant within every program."""
+    candidates = [
+        c for c in frame.columns
+        if c not in NOT_PROGRAM_METRICS and pd.api.types.is_numeric_dtype(frame[c])
+    ]
+    if not candidates:
+        return []
+    varying = frame.groupby("file_name", sort=False)[candidates].nunique(dropna=False).gt(1)
+    dropped = [c for c in candidates if varying[c].any()]
+    if dropped:
+        examples = []
+        for column in dropped[:3]:
+            program = varying.index[varying[column].to_numpy().nonzero()[0][0]]
+            values = frame.loc[frame["file_name"] == program, column]
+            first = values.iloc[0]
+            other = next(
+                i for i, v in values.items() if not (v == first or (pd.isna(v) and pd.isna(first)))
+            )
+            examples.append(
+                f"{column!r} (program {program!r}: {first} on line {values.index[0] + 2}, "
+                f"{values[other]} on line {other + 2})"
+            )
+        warnings.warn(
+            f"{path}: {len(dropped)} metric column(s) differ between rows of one program and "
+            f"are left out of the program metrics: {', '.join(examples)}"
+            f"{', ...' if len(dropped) > 3 else ''}",
+            DatasetWarning,
+            stacklevel=3,
+        )
+    return [c for c in candidates if c not in dropped]
+
+
 def read_scalabrino(root: Path, name: str = "scalabrino", source: str = "") -> Dataset:
     """Load ``root/evaluations.csv`` and ``root/snippets/`` into a :class:`Dataset`."""
     csv_path = root / dl.EVALUATIONS_FILE
@@ -168,6 +224,7 @@ def read_scalabrino(root: Path, name: str = "scalabrino", source: str = "") -> D
             "for a participant without an answer time (not asked the questions)"
         )
 
+    metrics = _program_metric_columns(frame, csv_path)
     programs: list[Program] = []
     for first in (~frame["file_name"].duplicated()).to_numpy().nonzero()[0].tolist():
         record = frame.iloc[first]
@@ -181,6 +238,7 @@ def read_scalabrino(root: Path, name: str = "scalabrino", source: str = "") -> D
                     "system_name": record["system_name"],
                     "snippet_signature": record["snippet_signature"],
                     "snippet_file": snippet.name,
+                    DATASET_METRICS_KEY: {c: float(record[c]) for c in metrics},
                 },
             )
         )

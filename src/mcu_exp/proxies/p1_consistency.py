@@ -6,6 +6,12 @@ from its ``split`` stream under ``proxy.split_seed`` gives ``k_cal`` calibration
 ``k - k_cal`` test summaries (streams: :mod:`mcu_exp.streams`). SSC = mean pairwise BERTScore-F1,
 α = 1 − SSC. τ = the (1 − ε) quantile of α_cal over programs; High iff α_test ≤ τ.
 
+``proxy.measure`` picks another uncertainty of the same k × k BERTScore matrices as α
+(:mod:`mcu_exp.measures`: ``ssc`` (the default, α = 1 − SSC), ``eigv``, ``deg``, ``ecc``); every
+run also puts each registered measure's score (−uncertainty of the test subset) in the
+per-program table as ``measure.<name>``. The matrices are scored once, with exactly the
+pairs SSC needs (i < j), so no measure costs an encoder pass or a score the cache lacks.
+
 :class:`SummaryProxy` holds what P1, P2 and P3 share: the target's summaries (one stage, so
 one set of cache entries for all three) and their calibration/test split.
 """
@@ -21,10 +27,11 @@ import pandas as pd
 
 from mcu_exp.calibration import Scores, apply_rule, check_rule
 from mcu_exp.llm.factory import backend_identity
+from mcu_exp.measures import MEASURES, mean_pairwise, measure, measure_column
 from mcu_exp.proxies.base import Proxy, ProxyOutcome
 from mcu_exp.proxies.prompts import TEMPLATES
 from mcu_exp.proxies.stages import TARGET_SUMMARIES, Stage, StageResults, summary_requests
-from mcu_exp.scoring import BertScorer
+from mcu_exp.scoring import PairScorer, build_scorer
 from mcu_exp.streams import SPLIT, program_rng
 
 
@@ -38,6 +45,24 @@ class SummaryConfig:
     split_seed: int = 0
     sample_seed: int = 0  # seeds each program's generation request (its own stream)
     prompt: str = "summarize_intent"  # key into mcu_exp.proxies.prompts.TEMPLATES
+
+
+@dataclass
+class ConsistencyConfig(SummaryConfig):
+    """P1's settings: the summaries, and the uncertainty measure that gives α."""
+
+    measure: str = "ssc"  # a name in mcu_exp.measures.MEASURES: ssc | eigv | deg | ecc
+
+
+def similarity_matrices(scorer: PairScorer, groups: list[list[str]]) -> list[np.ndarray]:
+    """The symmetric similarity matrix (BERTScore-F1 by default) of each group's texts,
+    diagonal 1, from the pairs i < j only: the same pairs, in the same single batched call,
+    as ``scorer.ssc_many``, so a job costs no more encoder work or score-cache entries than
+    SSC alone, and a job whose SSC pairs are cached never loads the encoder."""
+    for g, texts in enumerate(groups):
+        if len(texts) < 2:
+            raise ValueError(f"SSC needs at least 2 texts per group; group {g} has {len(texts)}")
+    return scorer.pairwise_many(groups)
 
 
 def split_indices(program_id: str, k: int, k_cal: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -100,11 +125,11 @@ class SummaryProxy(Proxy):
             out[pid] = (parts[0], parts[1])
         return out
 
-    def scorer(self, summaries: dict[str, list[str]]) -> BertScorer:
+    def scorer(self, summaries: dict[str, list[str]]) -> PairScorer:
         """The BERTScore scorer (idf weights, when asked for, from the target's summaries)."""
         ids = self.ctx.program_ids
         idf_sents = [t for pid in ids for t in summaries[pid]] if self.ctx.scorer.idf else None
-        return BertScorer(self.ctx.scorer, cache=self.ctx.cache_dir, idf_sents=idf_sents, progress=self.ctx.progress)
+        return build_scorer(self.ctx.scorer, cache=self.ctx.cache_dir, idf_sents=idf_sents, progress=self.ctx.progress)
 
     def summary_rows(self, summaries: dict[str, list[str]],
                      splits: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[dict]:
@@ -117,7 +142,7 @@ class SummaryProxy(Proxy):
                              "text": text})
         return rows
 
-    def pairwise_ssc(self, scorer: BertScorer, summaries: dict[str, list[str]],
+    def pairwise_ssc(self, scorer: PairScorer, summaries: dict[str, list[str]],
                      splits: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
         """P1's SSC (mean pairwise BERTScore-F1) of each program's calibration and test summaries."""
         ids = self.ctx.program_ids
@@ -129,18 +154,37 @@ class SummaryProxy(Proxy):
 class ConsistencyProxy(SummaryProxy):
     """P1: label High iff the test summaries agree with each other as well as calibrated."""
 
+    Config = ConsistencyConfig
     calibrated = True
     sections = frozenset({"scorer", "decision"})
     offers = ("alpha_cal", "alpha_test")
 
+    def problems(self) -> Iterator[str]:
+        yield from super().problems()
+        if self.cfg.measure not in MEASURES:
+            yield f"proxy.measure={self.cfg.measure!r}: expected one of {', '.join(MEASURES)}"
+
     def stages(self, done: StageResults) -> Iterator[Stage]:
         yield self.target_stage()
+
+    def matrices(self, scorer: PairScorer, summaries: dict[str, list[str]],
+                 splits: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Each program's similarity matrix (BERTScore-F1 by default) of its calibration and of its
+        test summaries."""
+        ids = self.ctx.program_ids
+        groups = [[summaries[pid][i] for i in splits[pid][s]] for s in (0, 1) for pid in ids]
+        found = similarity_matrices(scorer, groups)
+        return found[: len(ids)], found[len(ids):]
 
     def outcome(self, done: StageResults) -> ProxyOutcome:
         summaries, splits = self.summaries(done), self.splits(done)
         scorer = self.scorer(summaries)
-        ssc_cal, ssc_test = self.pairwise_ssc(scorer, summaries, splits)
-        alpha_cal, alpha_test = 1.0 - ssc_cal, 1.0 - ssc_test
+        cal, test = self.matrices(scorer, summaries, splits)
+        ssc_cal = np.array([mean_pairwise(m) for m in cal])
+        ssc_test = np.array([mean_pairwise(m) for m in test])
+        uncertainty = measure(self.cfg.measure)
+        alpha_cal = np.array([uncertainty(m) for m in cal])
+        alpha_test = np.array([uncertainty(m) for m in test])
         scores = Scores(alpha_cal=alpha_cal, alpha_test=alpha_test)
         decision = apply_rule(self.ctx.decision.rule, scores, self.ctx.decision)
         table = pd.DataFrame(
@@ -151,6 +195,7 @@ class ConsistencyProxy(SummaryProxy):
                 "alpha_test": alpha_test,
                 "score": -alpha_test,
                 "label": decision.labels,
+                **{measure_column(name): -np.array([fn(m) for m in test]) for name, fn in MEASURES.items()},
             },
             index=pd.Index(self.ctx.program_ids, name="program_id"),
         )

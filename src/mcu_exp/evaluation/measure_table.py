@@ -1,0 +1,125 @@
+"""How well each per-program measure column ranks programs as the humans do, one row a column.
+
+A P1 run's per-program table holds a score column ``measure.<name>`` for every uncertainty
+measure (:mod:`mcu_exp.measures`: −uncertainty, higher = more understandable) and may hold
+code metrics ``code.<name>`` (their raw value, no sign flip). :func:`measure_table` gives,
+for each such column, in table order:
+
+- ``auc_score``: the ROC AUC of the column against the human labels (the registered
+  ``auc_score``: rank sums with mid-ranks, equal to scikit-learn's ``roc_auc_score``);
+- ``spearman``: Spearman's ρ of the column with the humans' continuous per-program
+  correctness when given, else with the 0/1 labels (the registered ``spearman``, equal to
+  SciPy's ``spearmanr``); ``spearman_vs`` says which;
+- each with a stratified bootstrap percentile interval (:mod:`mcu_exp.evaluation.bootstrap`:
+  positives resampled among positives, negatives among negatives). Every column is scored on
+  the same resamples when it covers the same programs (one seeded draw per program set), so
+  columns are compared on paired resamples.
+
+A column is scored on the programs that have a human label (and correctness, when given) and
+a finite value in it; ``n`` counts them. Undefined values (one class, a constant column, no
+program) are NaN.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from mcu_exp import names
+from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES, percentile_interval, stratified_indices
+from mcu_exp.evaluation.metrics import as_binary
+from mcu_exp.evaluation.registry import Ranking, header, metric
+from mcu_exp.evaluation.report import format_interval, format_value
+
+PREFIXES = (names.MEASURE_PREFIX, names.CODE_PREFIX, names.DATASET_METRIC_PREFIX)  # the columns it scores
+AUC, SPEARMAN = "auc_score", "spearman"  # the registered metrics it reports
+CI_LOW, CI_HIGH = "_ci_low", "_ci_high"
+VS_CORRECTNESS, VS_LABELS = "correctness", "labels"
+COLUMNS = ("n", AUC, AUC + CI_LOW, AUC + CI_HIGH, SPEARMAN, SPEARMAN + CI_LOW, SPEARMAN + CI_HIGH, "spearman_vs")
+
+
+def measure_columns(per_program: pd.DataFrame) -> list[str]:
+    """The columns named ``measure.*``, ``code.*`` or ``dataset.*``, in table order."""
+    return [str(c) for c in per_program.columns if str(c).startswith(PREFIXES)]
+
+
+def _row(score: np.ndarray, truth: np.ndarray, human: np.ndarray, resamples: int, confidence: float,
+         seed: int) -> dict[str, float]:
+    """Point values and intervals of AUC and ρ for one column on its programs."""
+    out: dict[str, float] = {"n": float(truth.size)}
+    if truth.size == 0:
+        return {**out, **{k: math.nan for k in COLUMNS[1:-1]}}
+    indices = stratified_indices(truth, resamples, np.random.default_rng(seed))
+    point = Ranking.single(score, truth, human)
+    sampled = Ranking(score, indices, truth[indices], human)
+    for name in (AUC, SPEARMAN):
+        compute = metric(name).compute
+        out[name] = float(compute(point)[0])  # type: ignore[arg-type]
+        low, high = percentile_interval(compute(sampled), confidence)  # type: ignore[arg-type]
+        out[name + CI_LOW], out[name + CI_HIGH] = low, high
+    return out
+
+
+def measure_table(per_program: pd.DataFrame, human_labels: pd.Series, human_correctness: pd.Series | None = None,
+                  resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """One row per ``measure.*``/``code.*`` column of ``per_program`` (indexed by program id):
+    n, auc_score and its CI, spearman and its CI, spearman_vs ("correctness" or "labels").
+    ``human_labels`` (0/1) and ``human_correctness`` are indexed by program id; missing values
+    leave a program out. The frame's ``attrs`` keep resamples, confidence and seed."""
+    if resamples < MIN_RESAMPLES:
+        raise ValueError(f"evaluation.bootstrap_resamples must be at least {MIN_RESAMPLES} "
+                         f"for a stable percentile interval, got {resamples}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"evaluation.confidence must lie in (0, 1), got {confidence}")
+    humans = pd.DataFrame({"label": human_labels})
+    if human_correctness is not None:
+        humans["human"] = human_correctness
+    humans = humans.dropna()
+    humans["label"] = as_binary(humans["label"].to_numpy(), "human_labels")
+    if human_correctness is None:
+        humans["human"] = humans["label"].astype(float)
+    vs = VS_LABELS if human_correctness is None else VS_CORRECTNESS
+    rows = {}
+    for column in measure_columns(per_program):
+        values = pd.to_numeric(per_program[column], errors="coerce").astype(float)
+        joined = humans.join(values.rename("score"), how="inner")
+        joined = joined[np.isfinite(joined["score"].to_numpy())]
+        row = _row(joined["score"].to_numpy(float), joined["label"].to_numpy(int), joined["human"].to_numpy(float),
+                   resamples, confidence, seed)
+        rows[column] = {**row, "spearman_vs": vs}
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))
+    frame["n"] = frame["n"].astype(int)
+    frame.index.name = "column"
+    frame.attrs.update(resamples=resamples, confidence=confidence, seed=seed)
+    return frame
+
+
+def render_measure_table(frame: pd.DataFrame, title: str = "Measures vs human labels") -> str:
+    """:func:`measure_table`'s frame as a text table (column | n | AUC | CI | ρ | CI), rendered
+    with rich into a string 100 columns wide, without colour or a TTY."""
+    confidence = float(frame.attrs.get("confidence", 0.95))
+    vs = ", ".join(sorted(set(frame["spearman_vs"]))) or VS_CORRECTNESS
+    caption = f"ρ vs the humans' {vs}"
+    if "resamples" in frame.attrs:
+        caption += (f"; CIs: {frame.attrs['resamples']} stratified bootstrap resamples, "
+                    f"seed {frame.attrs.get('seed', 0)}")
+    table = Table(title=title, caption=caption)
+    ci = f"{100.0 * confidence:g} % CI"
+    for head, justify in (("column", "left"), ("n", "right"), (header(AUC), "right"), (ci, "right"),
+                          ("Spearman ρ", "right"), (ci, "right")):
+        table.add_column(head, justify=justify)  # type: ignore[arg-type]
+    for column, row in frame.iterrows():
+        table.add_row(str(column), str(int(row["n"])),
+                      format_value(AUC, float(row[AUC])),
+                      format_interval(AUC, (float(row[AUC + CI_LOW]), float(row[AUC + CI_HIGH]))),
+                      format_value(SPEARMAN, float(row[SPEARMAN])),
+                      format_interval(SPEARMAN, (float(row[SPEARMAN + CI_LOW]), float(row[SPEARMAN + CI_HIGH]))))
+    buffer = io.StringIO()
+    Console(file=buffer, width=100, color_system=None, force_terminal=False, force_jupyter=False,
+            soft_wrap=False).print(table)
+    return buffer.getvalue()

@@ -1,0 +1,39 @@
+"""Uncertainty measures of one program's responses from their pairwise similarity matrix.
+
+``measure(name)(S) -> uncertainty`` (higher = the responses agree less); the registry, the
+built-ins (``ssc``, ``eigv``, ``deg``, ``ecc``) and their maths: docs/measures.md,
+:mod:`mcu_exp.measures.registry` and :mod:`mcu_exp.measures.definitions`.
+"""
+
+from mcu_exp.measures.registry import (
+    COLUMN_PREFIX,
+    MEASURES,
+    MeasureFn,
+    affinity,
+    as_similarity,
+    measure,
+    measure_column,
+    measure_names,
+    register_measure,
+    uncertainties,
+    unregister_measure,
+)
+from mcu_exp.measures import definitions  # noqa: E402,F401,I001  (registers the built-ins, in order)
+from mcu_exp.measures.definitions import ECC_EIGENVALUE_THRESHOLD, mean_pairwise, normalized_laplacian
+
+__all__ = [
+    "COLUMN_PREFIX",
+    "ECC_EIGENVALUE_THRESHOLD",
+    "MEASURES",
+    "MeasureFn",
+    "affinity",
+    "as_similarity",
+    "mean_pairwise",
+    "measure",
+    "measure_column",
+    "measure_names",
+    "normalized_laplacian",
+    "register_measure",
+    "uncertainties",
+    "unregister_measure",
+]

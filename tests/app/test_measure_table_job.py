@@ -1,0 +1,70 @@
+"""A job scores the code-metric baselines (and a P1 job its uncertainty measures) beside the
+proxy: printed, in ``measures.csv`` and as an MLflow table; ``evaluation.baselines`` picks
+which."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+from sklearn.metrics import roc_auc_score
+
+from mcu_exp import names
+from mcu_exp.data import human_labels, load_dataset
+from mcu_exp.data.code_metrics import code_metrics
+from mcu_exp.pipeline import run_job, typed_config
+
+from test_published_numbers import job, run_dir
+
+pytestmark = pytest.mark.slow  # whole jobs
+
+
+def measures(outputs: Path) -> pd.DataFrame:
+    return pd.read_csv(run_dir(outputs) / names.RESULTS_DIR / names.MEASURES_FILE, index_col=0)
+
+
+def test_code_metrics_are_scored_beside_the_proxy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    outputs = tmp_path / "outputs"
+    cfg = job(outputs)
+    run_job(cfg)
+    printed = capsys.readouterr().out
+    assert "Uncertainty measures and code-metric baselines vs human labels" in printed
+    assert "code.nloc" in printed
+    table = measures(outputs)
+    assert all(str(i).startswith("code.") for i in table.index) and "code.cyclomatic_max" in table.index
+    # The AUC and ρ of one baseline, recomputed here from the data and the metric.
+    typed = typed_config(cfg)
+    dataset = load_dataset(typed.dataset)
+    labels = human_labels(dataset, typed.labels)
+    loc = code_metrics(dataset)["code.nloc"].reindex(labels.labels.index)
+    row = table.loc["code.nloc"]
+    assert row["auc_score"] == pytest.approx(roc_auc_score(labels.labels, loc), abs=1e-12)
+    rho = spearmanr(loc, labels.correctness.reindex(loc.index)).statistic
+    assert row["spearman"] == pytest.approx(rho, abs=1e-12) and row["spearman_vs"] == "correctness"
+    assert row["auc_score_ci_low"] <= row["auc_score"] <= row["auc_score_ci_high"]
+    assert (run_dir(outputs) / names.RESULTS_DIR / "per_program.csv").is_file()
+
+
+def test_all_adds_the_datasets_own_metrics_and_none_leaves_nothing(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    outputs = tmp_path / "all"
+    run_job(job(outputs, "evaluation.baselines=all"))
+    printed = capsys.readouterr().out
+    table = measures(outputs)
+    dataset_rows = [i for i in table.index if str(i).startswith("dataset.")]
+    assert len(dataset_rows) > 100 and "dataset.Readability" in table.index
+    assert f"and {len(dataset_rows)} of the dataset's own metrics" in printed
+    assert np.isfinite(table.loc["dataset.Readability", "auc_score"])
+
+    outputs = tmp_path / "none"
+    run_job(job(outputs, "evaluation.baselines=none"))
+    assert "code-metric baselines" not in capsys.readouterr().out
+    assert not (run_dir(outputs) / names.RESULTS_DIR / names.MEASURES_FILE).exists()
+
+
+def test_an_unknown_baselines_value_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"^evaluation.baselines='loc': expected one of none, code, all$"):
+        run_job(job(tmp_path / "o", "evaluation.baselines=loc"))
