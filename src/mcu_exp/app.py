@@ -223,12 +223,14 @@ def _subcommand_lines() -> str:
     return "\n".join(f"  {'mcu-exp ' + name + ' [options]':<37}{line}" for name, line in SUBCOMMAND_HELP.items())
 
 
+from mcu_exp.compare.cli import main as compare_main  # noqa: E402  (light: argparse only)
 from mcu_exp.report.cli import main as report_main  # noqa: E402  (light: argparse only)
 from mcu_exp.tune.cli import main as tune_main  # noqa: E402
 
-SUBCOMMANDS: dict = {"report": report_main, "tune": tune_main}
+SUBCOMMANDS: dict = {"report": report_main, "compare": compare_main, "tune": tune_main}
 SUBCOMMAND_HELP: dict[str, str] = {
     "report": "tables and figures comparing finished MLflow runs (its own --help)",
+    "compare": "two runs on their shared programs: paired CIs, DeLong, McNemar, PRR (its own --help)",
     "tune": "tune epsilon or tau for F1 on a finished run's scores, in-sample and nested CV (its own --help)",
 }
 OmegaConf.register_new_resolver("mcu_subcommands", _subcommand_lines, replace=True)

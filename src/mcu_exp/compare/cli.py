@@ -1,0 +1,258 @@
+"""``mcu-exp compare RUN_A RUN_B``: two finished runs on the programs both scored.
+
+Each run is an MLflow run id (its ``per_program.csv`` artifact, read through
+:class:`mcu_exp.tracking.artifacts.RunArtifacts`) or a run folder holding
+``results/per_program.csv`` (a job's output folder; a folder or a CSV file holding
+``per_program.csv`` directly works too). Prints F1 and AUC(score) of each run, the paired
+bootstrap intervals of their differences, DeLong's and McNemar's tests and each run's
+prediction rejection ratio (:mod:`mcu_exp.evaluation.paired`, ``docs/comparisons.md``);
+``--out`` writes the same as CSV. Heavy imports wait until a comparison is made, so
+``mcu-exp`` stays quick to start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcu_exp.names import PER_PROGRAM_FILE, PROGRAM_ID, RESULTS_DIR, UNDEFINED
+
+COMPARISON_FILE = "comparison.csv"
+REJECTION_FILE = "rejection.csv"
+
+
+def build_parser(prog: str = "mcu-exp compare") -> argparse.ArgumentParser:
+    """The command's arguments."""
+    parser = argparse.ArgumentParser(prog=prog, description=(
+        "Compare two finished runs on the programs both scored: F1 and AUC(score) with paired bootstrap "
+        "intervals of the differences, DeLong's and McNemar's tests, and each run's prediction rejection ratio."))
+    parser.add_argument("run_a", metavar="RUN_A", help="an MLflow run id, or a run folder holding "
+                        f"{RESULTS_DIR}/{PER_PROGRAM_FILE}")
+    parser.add_argument("run_b", metavar="RUN_B", help="the run to compare it with (same forms)")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="default: $MLFLOW_TRACKING_URI, else sqlite:///<outputs>/mlflow.db")
+    parser.add_argument("--resamples", type=int, default=2000, help="paired bootstrap resamples (default 2000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"also write {COMPARISON_FILE} and {REJECTION_FILE} to this folder")
+    return parser
+
+
+class CompareError(ValueError):
+    """A run that cannot be compared; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One side of the comparison: a short name, where it came from, its per-program table."""
+
+    name: str
+    where: str
+    frame: Any  # pandas.DataFrame, index program_id
+
+
+def read_per_program(path: Path) -> Any:
+    """A ``per_program.csv`` with ``program_id`` as a string index, or a one-line error."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path, dtype={PROGRAM_ID: str})
+    except (OSError, ValueError) as exc:
+        raise CompareError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+    if PROGRAM_ID not in frame.columns:
+        raise CompareError(f"{path} has no {PROGRAM_ID} column (columns: {', '.join(map(str, frame.columns))})")
+    return frame.set_index(PROGRAM_ID)
+
+
+def folder_table(path: Path) -> Path:
+    """The per-program CSV of a run folder (``results/per_program.csv``, or ``per_program.csv``
+    in the folder itself), or the path itself when it is a file."""
+    if path.is_file():
+        return path
+    for candidate in (path / RESULTS_DIR / PER_PROGRAM_FILE, path / PER_PROGRAM_FILE):
+        if candidate.is_file():
+            return candidate
+    raise CompareError(f"no {PER_PROGRAM_FILE} in run folder {path} (looked for "
+                       f"{path / RESULTS_DIR / PER_PROGRAM_FILE})")
+
+
+def fetch_run(run_id: str, uri: str, dst: Path) -> Source:
+    """An MLflow run's ``per_program.csv`` artifact (at its root, or under ``results/``)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    from mcu_exp.tracking.artifacts import RunArtifacts
+
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
+        raise CompareError(f"{run_id!r} is no run folder, and there is no MLflow store at "
+                           f"{uri[len('sqlite:///'):]} to look it up in "
+                           "(pass --tracking-uri or set MLFLOW_TRACKING_URI)")
+    client = MlflowClient(tracking_uri=uri)
+    try:
+        run = client.get_run(run_id)
+    except MlflowException as exc:
+        raise CompareError(f"unknown run {run_id!r}: no such folder, and not a run of {uri} "
+                           f"({exc.message.splitlines()[0]})") from None
+    artifacts = RunArtifacts(client, run_id, run.info.artifact_uri)
+    folder = dst / run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    path = artifacts.get(PER_PROGRAM_FILE, folder) or artifacts.get(f"{RESULTS_DIR}/{PER_PROGRAM_FILE}", folder)
+    if path is None:
+        raise CompareError(f"run {run_id} has no {PER_PROGRAM_FILE} artifact (is it a finished job of mcu-exp?)")
+    name = run.info.run_name or run_id
+    return Source(name=name, where=f"MLflow run {run_id} ({name})", frame=read_per_program(path))
+
+
+def load_source(ref: str, uri: str, dst: Path) -> Source:
+    """A run folder or CSV when ``ref`` is an existing path, else an MLflow run id."""
+    path = Path(ref)
+    if path.exists():
+        table = folder_table(path)
+        return Source(name=path.name or str(path), where=f"{table}", frame=read_per_program(table))
+    return fetch_run(ref, uri, dst)
+
+
+# ---------------------------------------------------------------------------------------------
+# Display
+
+
+def _undefined(x: float) -> bool:
+    return isinstance(x, float) and math.isnan(x)
+
+
+def rate(x: float) -> str:
+    """A rate such as F1, as a percentage."""
+    return UNDEFINED if _undefined(x) else f"{100 * x:.1f}%"
+
+
+def points(x: float) -> str:
+    """A difference of rates, in percentage points."""
+    return UNDEFINED if _undefined(x) else f"{100 * x:+.1f}"
+
+
+def number(x: float) -> str:
+    """An AUC or PRR."""
+    return UNDEFINED if _undefined(x) else f"{x:.3f}"
+
+
+def signed(x: float) -> str:
+    """A difference of AUCs or PRRs."""
+    return UNDEFINED if _undefined(x) else f"{x:+.3f}"
+
+
+def p_value(p: float) -> str:
+    """A p-value: 3 decimals, or 2 significant digits below 0.001."""
+    if _undefined(p):
+        return UNDEFINED
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def cells(cmp: Any) -> list[list[str]]:
+    """The table's rows (metric, A, B, A − B [CI], paired test) of a
+    :class:`mcu_exp.evaluation.paired.Comparison`."""
+    from mcu_exp.evaluation.paired import EXACT
+
+    df, da, mc, dl = cmp.delta_f1, cmp.delta_auc, cmp.mcnemar, cmp.delong
+    variant = "exact binomial" if mc.method == EXACT else "χ² with continuity correction"
+    delong = (f"DeLong z = {UNDEFINED if _undefined(dl.z) else f'{dl.z:+.2f}'}, p = {p_value(dl.p)}"
+              if dl is not None else "DeLong: needs both scores")
+    return [
+        ["F1", rate(cmp.f1_a), rate(cmp.f1_b), f"{points(df.value)} pts [{points(df.low)}, {points(df.high)}]",
+         f"McNemar b = {mc.b}, c = {mc.c}, p = {p_value(mc.p)} ({variant})"],
+        ["AUC (score)", number(cmp.auc_a), number(cmp.auc_b),
+         f"{signed(da.value)} [{signed(da.low)}, {signed(da.high)}]", delong],
+        ["PRR", number(cmp.prr_a), number(cmp.prr_b), signed(cmp.prr_a - cmp.prr_b), ""],
+    ]
+
+
+def notes(cmp: Any, a: Source, b: Source, only_a: int, only_b: int) -> list[str]:
+    """The lines under the table: sources, programs, how the intervals and tests were made."""
+    pct = round(100 * cmp.confidence)
+    lines = [
+        f"A: {a.where}",
+        f"B: {b.where}",
+        f"n = {cmp.n} shared programs ({cmp.n_pos} understood, {cmp.n - cmp.n_pos} not)"
+        + (f"; left out: {only_a} scored only by A, {only_b} only by B" if only_a or only_b else "") + ".",
+        f"[{pct} % CI]: {cmp.resamples} paired bootstrap resamples of the programs, stratified by human class, "
+        f"seed {cmp.seed}.",
+        "McNemar compares the labels' correctness: b = A right and B wrong, c = A wrong and B right "
+        "(exact binomial when b + c < 25, else χ² with continuity correction).",
+        "PRR: prediction rejection ratio of the score (reject lowest score first; 1 = like the humans, 0 = random).",
+    ]
+    missing = [side for side, score in (("A", cmp.auc_a), ("B", cmp.auc_b)) if _undefined(score)]
+    if missing and cmp.delong is None:
+        lines.append(f"AUC (score), DeLong and PRR need a finite score for every shared program; "
+                     f"{' and '.join(missing)} {'has' if len(missing) == 1 else 'have'} none.")
+    if cmp.delta_f1.undefined_share > 0:
+        lines.append(f"ΔF1 undefined in {100 * cmp.delta_f1.undefined_share:.1f}% of the resamples (left out).")
+    return lines
+
+
+def render(cmp: Any, a: Source, b: Source, only_a: int = 0, only_b: int = 0) -> str:
+    """The comparison as a text table (rich, no colour) with its notes."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"A = {a.name}, B = {b.name}")
+    for header in ("", "A", "B", f"A − B [{round(100 * cmp.confidence)} % CI]", "paired test"):
+        table.add_column(header, justify="left" if header in ("", "paired test") else "right")
+    for row in cells(cmp):
+        table.add_row(*row)
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=140, color_system=None, force_terminal=False, soft_wrap=False)
+    console.print(table)
+    return buffer.getvalue() + "\n".join(notes(cmp, a, b, only_a, only_b)) + "\n"
+
+
+def write_csv(cmp: Any, a: Source, b: Source, data: Any, out: Path) -> Path:
+    """``comparison.csv`` (one row) and ``rejection.csv`` (each scored run's curves) in ``out``."""
+    import pandas as pd
+
+    from mcu_exp.evaluation.rejection import rejection_curves
+
+    out.mkdir(parents=True, exist_ok=True)
+    row = {"run_a": a.name, "run_b": b.name, "source_a": a.where, "source_b": b.where, **cmp.row()}
+    pd.DataFrame([row]).to_csv(out / COMPARISON_FILE, index=False)
+    curves = [rejection_curves(data.truth, score).assign(run=side)
+              for side, score in (("A", data.score_a), ("B", data.score_b)) if score is not None]
+    if curves:
+        pd.concat(curves, ignore_index=True).to_csv(out / REJECTION_FILE, index=False)
+    return out / COMPARISON_FILE
+
+
+def run(args: argparse.Namespace) -> Any:
+    """Load both runs, compare, print, optionally write the CSVs; return the comparison."""
+    from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES
+    from mcu_exp.evaluation.paired import compare_paired, pair
+    from mcu_exp.report.cli import default_tracking_uri
+
+    if args.resamples < MIN_RESAMPLES:
+        raise CompareError(f"--resamples must be at least {MIN_RESAMPLES}, got {args.resamples}")
+    uri = args.tracking_uri or default_tracking_uri()
+    with tempfile.TemporaryDirectory(prefix="mcu-compare-") as tmp:  # downloads of remote stores only
+        a = load_source(args.run_a, uri, Path(tmp))
+        b = load_source(args.run_b, uri, Path(tmp))
+    data = pair(a.frame, b.frame, ("A", "B"))
+    cmp = compare_paired(data, args.resamples, args.seed)
+    print(render(cmp, a, b, data.only_a, data.only_b), end="")
+    if args.out:
+        print(f"Results: {write_csv(cmp, a, b, data, args.out)}")
+    return cmp
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of ``mcu-exp compare``."""
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        run(args)
+    except ValueError as exc:  # CompareError, PairingError and bad values are ValueErrors
+        print(f"mcu-exp compare: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -1,0 +1,96 @@
+"""Prediction rejection: how well a proxy's score ranks the programs humans did not understand.
+
+Read the score as the proxy's confidence that a program is understandable and reject
+programs lowest score first. After rejecting k of n programs (rejection rate k/n,
+k = 0 … n − 1) the n − k retained ones have a mean quality Q(k), the quality of a program
+being its human label (1 understood, 0 not; any value in [0, 1], e.g. the share of readers
+who understood it, works too). Three curves (lm-polygraph's ``PredictionRejectionArea``;
+Malinin et al. 2017, Vashurin et al. 2025):
+
+- **proxy**: reject by the score; programs with equal scores are rejected in random order,
+  and the curve is the expectation over that order (each program's quality replaced by the
+  mean quality of its tie group), so a constant score is exactly the random curve;
+- **random**: reject in random order; in expectation Q(k) = q̄, the mean quality;
+- **oracle**: reject by the quality itself, lowest first (the best any score can do).
+
+The area under a curve is its mean over the n rejection rates (lm-polygraph's Riemann sum),
+and the prediction rejection ratio is
+
+    PRR = (A_proxy − A_random) / (A_oracle − A_random),
+
+1 for a score that ranks like the humans, 0 in expectation for a random or constant score,
+negative for a score that ranks the wrong way round (−1 for a reversed ranking of balanced
+binary labels). It is undefined (NaN) when every program has the same quality, which leaves
+nothing to reject. In the error form (areas under the curves of the retained error 1 − Q)
+the same ratio reads (A_random − A_proxy) / (A_random − A_oracle).
+
+The curves also give ``low_among_rejected``: the expected share of not-understood programs
+among the k the proxy rejected (1 − their mean quality; NaN at k = 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mcu_exp.evaluation.metrics import ArrayLike, as_score
+from mcu_exp.evaluation.registry import UNDEFINED
+
+CURVES = ("proxy", "random", "oracle")
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """The rejection curves (one row per rejection rate) and their areas and PRR."""
+
+    curves: pd.DataFrame
+    area_proxy: float
+    area_random: float
+    area_oracle: float
+    prr: float
+
+
+def _retained_means(sorted_quality: np.ndarray) -> np.ndarray:
+    """Mean of the first n − k values (best first) for k = 0 … n − 1."""
+    n = sorted_quality.size
+    retained = np.arange(n, 0, -1)
+    return np.cumsum(sorted_quality)[::-1] / retained
+
+
+def rejection_curves(quality: ArrayLike, score: ArrayLike) -> pd.DataFrame:
+    """Columns ``rejection_rate`` (k/n), ``proxy``, ``random``, ``oracle`` (mean quality of
+    the retained programs) and ``low_among_rejected`` (proxy), k = 0 … n − 1."""
+    q = np.asarray(quality, dtype=float)
+    if q.ndim != 1 or q.size == 0:
+        raise ValueError(f"quality must be a non-empty 1-D array, got shape {q.shape}")
+    if not np.isfinite(q).all() or (q < 0).any() or (q > 1).any():
+        raise ValueError("quality must hold values in [0, 1] (1 = understood)")
+    s = as_score(score, "score", q.size)
+    n = q.size
+    order = np.argsort(-s, kind="stable")  # most confident first
+    _, groups = np.unique(-s[order], return_inverse=True)
+    tie_mean = np.bincount(groups, weights=q[order]) / np.bincount(groups)
+    proxy = _retained_means(tie_mean[groups])
+    oracle = _retained_means(np.sort(q)[::-1])
+    k = np.arange(n)
+    rejected_quality = np.full(n, np.nan)
+    rejected_quality[1:] = (q.sum() - proxy[1:] * (n - k[1:])) / k[1:]
+    return pd.DataFrame({"rejection_rate": k / n, "proxy": proxy, "random": np.full(n, q.mean()),
+                         "oracle": oracle, "low_among_rejected": 1.0 - rejected_quality})
+
+
+def prediction_rejection(quality: ArrayLike, score: ArrayLike) -> Rejection:
+    """The curves of :func:`rejection_curves`, their areas (means over the rejection rates)
+    and the prediction rejection ratio (NaN when the quality is constant)."""
+    curves = rejection_curves(quality, score)
+    areas = {name: float(curves[name].mean()) for name in CURVES}
+    span = areas["oracle"] - areas["random"]
+    prr = (areas["proxy"] - areas["random"]) / span if span > 1e-12 else UNDEFINED
+    return Rejection(curves, areas["proxy"], areas["random"], areas["oracle"], prr)
+
+
+def prediction_rejection_ratio(quality: ArrayLike, score: ArrayLike) -> float:
+    """PRR of ``score`` (higher = more understandable) against ``quality`` (1 = understood)."""
+    return prediction_rejection(quality, score).prr
