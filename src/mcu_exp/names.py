@@ -17,6 +17,7 @@ CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.json"  # every metric of the job (null: undefined), in results/
 TABLES_DIR = "tables"  # MLflow tables (JSON) among the artifacts
 MEASURES_FILE = "measures.csv"  # AUC(score) and Spearman of every measure and code metric
+REJECTION_FILE = "rejection.csv"  # prediction-rejection curves of the proxy's score
 
 # Per-program score columns a measure table scores: uncertainty measures (−uncertainty, higher =
 # more understandable), code metrics computed here, the dataset's own metrics (raw values).

@@ -221,6 +221,23 @@ def measures_and_baselines(outcome: ProxyOutcome, dataset: Any, labels: HumanLab
     return measure_table(frame, labels.labels, labels.correctness, ev.bootstrap_resamples, ev.confidence, ev.seed)
 
 
+def write_rejection(outcome: ProxyOutcome, labels: HumanLabels, results: Path, plots: bool) -> float | None:
+    """For a proxy with a score on every labelled program: the prediction-rejection curves
+    against all readers' labels (``rejection.csv``, ``rejection.png``); return the PRR."""
+    from mcu_exp.evaluation.rejection import prediction_rejection
+
+    truth, _, score = align(outcome.table, labels.labels)
+    if len(truth) < 2 or not np.isfinite(score.to_numpy()).all():
+        return None
+    found = prediction_rejection(truth.to_numpy(), score.to_numpy())
+    found.curves.to_csv(results / names.REJECTION_FILE, index=False)
+    if plots and np.isfinite(found.prr):
+        from mcu_exp.report.rejection_plot import plot_rejection
+
+        plot_rejection(found.curves, found.prr, results / "rejection.png")
+    return float(found.prr)
+
+
 def render_measures(table: pd.DataFrame) -> str:
     """The measure table as printed: the proxy's measures and the code metrics; how many of
     the dataset's own metrics are in ``measures.csv``."""
@@ -315,6 +332,7 @@ def run_job(raw: DictConfig) -> float:
         measures = measures_and_baselines(outcome, dataset, labels, cfg.evaluation)
         if measures is not None:
             measures.to_csv(results / names.MEASURES_FILE)
+        prr = write_rejection(outcome, labels, results, cfg.evaluation.plots)
 
         metrics: dict[str, float] = {}
         for name, rep in reports.items():
@@ -327,6 +345,8 @@ def run_job(raw: DictConfig) -> float:
         metrics[f"{names.HUMAN_PREFIX}duplicate_pairs_identical"] = dataset.duplicates.identical
         metrics[f"{names.HUMAN_PREFIX}duplicate_pairs_conflicting"] = dataset.duplicates.conflicting
         metrics.update(verdict_outcomes(main))
+        if prr is not None:
+            metrics["prr"] = prr
         metrics["job_seconds"] = time.perf_counter() - started
         (results / names.METRICS_FILE).write_text(json.dumps(json_safe(metrics), indent=2, sort_keys=True))
         tracker.log_metrics_and_series(headline(metrics, list(reports)), artifacts.series)

@@ -4,6 +4,7 @@ which."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from sklearn.metrics import roc_auc_score
 from mcu_exp import names
 from mcu_exp.data import human_labels, load_dataset
 from mcu_exp.data.code_metrics import code_metrics
+from mcu_exp.evaluation.rejection import prediction_rejection_ratio
 from mcu_exp.pipeline import run_job, typed_config
 
 from test_published_numbers import job, run_dir
@@ -45,7 +47,17 @@ def test_code_metrics_are_scored_beside_the_proxy(tmp_path: Path, capsys: pytest
     rho = spearmanr(loc, labels.correctness.reindex(loc.index)).statistic
     assert row["spearman"] == pytest.approx(rho, abs=1e-12) and row["spearman_vs"] == "correctness"
     assert row["auc_score_ci_low"] <= row["auc_score"] <= row["auc_score_ci_high"]
-    assert (run_dir(outputs) / names.RESULTS_DIR / "per_program.csv").is_file()
+    assert np.isfinite(row["prr"])
+
+    # The proxy's own prediction-rejection view: curves, figure, PRR in metrics.json.
+    results = run_dir(outputs) / names.RESULTS_DIR
+    per_program = pd.read_csv(results / names.PER_PROGRAM_FILE, index_col=names.PROGRAM_ID)
+    curves = pd.read_csv(results / names.REJECTION_FILE)
+    assert list(curves.columns[:4]) == ["rejection_rate", "proxy", "random", "oracle"] and len(curves) == 50
+    ordered = per_program.sort_values("score", kind="stable")
+    assert curves["oracle"].iloc[0] == pytest.approx(per_program["human_label"].mean())
+    metrics = json.loads((results / names.METRICS_FILE).read_text())
+    assert metrics["prr"] == pytest.approx(prediction_rejection_ratio(ordered["human_label"], ordered["score"]))
 
 
 def test_all_adds_the_datasets_own_metrics_and_none_leaves_nothing(tmp_path: Path,

@@ -34,13 +34,16 @@ from mcu_exp import names
 from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES, percentile_interval, stratified_indices
 from mcu_exp.evaluation.metrics import as_binary
 from mcu_exp.evaluation.registry import Ranking, header, metric
+from mcu_exp.evaluation.rejection import prediction_rejection_ratio
 from mcu_exp.evaluation.report import format_interval, format_value
 
 PREFIXES = (names.MEASURE_PREFIX, names.CODE_PREFIX, names.DATASET_METRIC_PREFIX)  # the columns it scores
 AUC, SPEARMAN = "auc_score", "spearman"  # the registered metrics it reports
 CI_LOW, CI_HIGH = "_ci_low", "_ci_high"
 VS_CORRECTNESS, VS_LABELS = "correctness", "labels"
-COLUMNS = ("n", AUC, AUC + CI_LOW, AUC + CI_HIGH, SPEARMAN, SPEARMAN + CI_LOW, SPEARMAN + CI_HIGH, "spearman_vs")
+PRR = "prr"  # prediction rejection ratio of the column (point value), see mcu_exp.evaluation.rejection
+COLUMNS = ("n", AUC, AUC + CI_LOW, AUC + CI_HIGH, SPEARMAN, SPEARMAN + CI_LOW, SPEARMAN + CI_HIGH, PRR,
+           "spearman_vs")
 
 
 def measure_columns(per_program: pd.DataFrame) -> list[str]:
@@ -62,6 +65,7 @@ def _row(score: np.ndarray, truth: np.ndarray, human: np.ndarray, resamples: int
         out[name] = float(compute(point)[0])  # type: ignore[arg-type]
         low, high = percentile_interval(compute(sampled), confidence)  # type: ignore[arg-type]
         out[name + CI_LOW], out[name + CI_HIGH] = low, high
+    out[PRR] = prediction_rejection_ratio(truth, score)
     return out
 
 
@@ -101,25 +105,26 @@ def measure_table(per_program: pd.DataFrame, human_labels: pd.Series, human_corr
 
 def render_measure_table(frame: pd.DataFrame, title: str = "Measures vs human labels") -> str:
     """:func:`measure_table`'s frame as a text table (column | n | AUC | CI | ρ | CI), rendered
-    with rich into a string 100 columns wide, without colour or a TTY."""
+    with rich into a string 110 columns wide, without colour or a TTY."""
     confidence = float(frame.attrs.get("confidence", 0.95))
     vs = ", ".join(sorted(set(frame["spearman_vs"]))) or VS_CORRECTNESS
-    caption = f"ρ vs the humans' {vs}"
+    caption = f"ρ vs the humans' {vs}; PRR: prediction rejection ratio (1 = ranks like the humans, 0 = random)"
     if "resamples" in frame.attrs:
         caption += (f"; CIs: {frame.attrs['resamples']} stratified bootstrap resamples, "
                     f"seed {frame.attrs.get('seed', 0)}")
     table = Table(title=title, caption=caption)
     ci = f"{100.0 * confidence:g} % CI"
     for head, justify in (("column", "left"), ("n", "right"), (header(AUC), "right"), (ci, "right"),
-                          ("Spearman ρ", "right"), (ci, "right")):
+                          ("Spearman ρ", "right"), (ci, "right"), ("PRR", "right")):
         table.add_column(head, justify=justify)  # type: ignore[arg-type]
     for column, row in frame.iterrows():
         table.add_row(str(column), str(int(row["n"])),
                       format_value(AUC, float(row[AUC])),
                       format_interval(AUC, (float(row[AUC + CI_LOW]), float(row[AUC + CI_HIGH]))),
                       format_value(SPEARMAN, float(row[SPEARMAN])),
-                      format_interval(SPEARMAN, (float(row[SPEARMAN + CI_LOW]), float(row[SPEARMAN + CI_HIGH]))))
+                      format_interval(SPEARMAN, (float(row[SPEARMAN + CI_LOW]), float(row[SPEARMAN + CI_HIGH]))),
+                      "undefined" if math.isnan(float(row[PRR])) else f"{float(row[PRR]):.3f}")
     buffer = io.StringIO()
-    Console(file=buffer, width=100, color_system=None, force_terminal=False, force_jupyter=False,
+    Console(file=buffer, width=110, color_system=None, force_terminal=False, force_jupyter=False,
             soft_wrap=False).print(table)
     return buffer.getvalue()
