@@ -165,3 +165,17 @@ def test_a_job_stopped_by_bad_input_fails_the_sweep_in_one_line(tmp_path: Path) 
     assert failed["run"].tolist() == ["evaluation.bootstrap_resamples=200"]
     assert "expected at least 1000" in failed["verdict"].item()
     assert (summary["status"] == "FINISHED").sum() == 1
+
+
+def test_system_metrics_are_sampled_only_when_asked(tmp_path: Path) -> None:
+    from support.mlflow_store import seed_store
+
+    env = {**os.environ, "PYTHONPATH": str(REPO / "tests"), "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL": "1"}
+    for flag, expected in (("true", True), ("false", False)):
+        outputs = seed_store(tmp_path / flag)
+        res = subprocess.run([sys.executable, "-m", "mcu_exp", STANDIN, "quiet=true", "evaluation.permutations=200",
+                              f"tracking.system_metrics={flag}"], cwd=REPO, capture_output=True, text=True,
+                             env={**env, "MCU_EXP_OUTPUTS": str(outputs)}, timeout=600)
+        assert res.returncode == 0, res.stderr[-3000:]
+        _, (run,) = runs(outputs)
+        assert any(k.startswith("system/cpu_utilization") for k in run.data.metrics) is expected
