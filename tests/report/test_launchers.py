@@ -104,8 +104,12 @@ def test_joblib_sweep_logs_every_job_to_one_store_and_keeps_the_cache_consistent
 
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("mcu_exp").experiment_id])
+    (parent,) = [r for r in runs if r.data.tags.get("mcu.kind") == "sweep"]
     runs = [r for r in runs if "mcu.kind" not in r.data.tags]  # the jobs, not the sweep's parent run
     assert len(runs) == 3
+    # Jobs in joblib's worker processes still find the sweep's parent run.
+    assert {r.data.tags.get("mlflow.parentRunId") for r in runs} == {parent.info.run_id}
+    assert parent.info.status == "FINISHED" and len({r.info.run_name for r in runs}) == 3
     assert {r.info.status for r in runs} == {"FINISHED"}
     assert len({r.data.tags["mcu.sweep"] for r in runs}) == 1
     assert sorted(float(r.data.params["decision.epsilon"]) for r in runs) == [0.05, 0.1, 0.2]
