@@ -4,7 +4,9 @@ Selects runs (an experiment, a sweep tag, any MLflow filter string; debug runs, 
 ``mcu.debug=true``, only with ``--debug``), collapses reruns of a configuration (every
 result-changing parameter equal, see :mod:`mcu_exp.report.identity`) to the newest, and
 writes ``report.md``, ``report.html`` (self-contained), ``summary.csv``, ``subgroups.csv``,
-``runs.csv`` and ``figures/*.png`` to ``--out``; then logs that folder as the artifacts of a
+``runs.csv``, ``measures.csv`` and ``comparisons.csv`` (when the runs left what they need,
+see :mod:`mcu_exp.report.measures` and :mod:`mcu_exp.report.comparisons`) and
+``figures/*.png`` to ``--out``; then logs that folder as the artifacts of a
 run named ``report · <sweep>`` (tag ``mcu.kind=report``), which later reports leave out, as
 they leave out a multirun's parent run (``mcu.kind=sweep``). Each run's metrics and curves
 come from its artifacts too (:mod:`mcu_exp.report.sources`). Heavy imports wait until a
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.names import EPSILON_GRID, TAG_DEBUG, THETA_GRID, THRESHOLD_GRID
+from mcu_exp.names import EPSILON_GRID, MEASURES_FILE, TAG_DEBUG, THETA_GRID, THRESHOLD_GRID
 
 REPORT_KIND = "report"
 SWEEP_KIND = "sweep"  # a multirun's parent run (mcu_exp.tracking.sweep.KIND_SWEEP; that module imports Hydra)
@@ -170,6 +172,7 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
     from mlflow.tracking import MlflowClient
 
     from mcu_exp.report import display, tables
+    from mcu_exp.report import comparisons, measures
     from mcu_exp.report.figures import curve_keys, report_figures
     from mcu_exp.report.html import Figure, ReportDocument, Section, render_html, render_markdown
     from mcu_exp.report.sources import RunFiles
@@ -202,7 +205,12 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
         thr = files.curves(thr_ids, THRESHOLD_GRID)
         eps = files.curves(eps_ids, EPSILON_GRID)
         theta = files.curves(thr_ids, THETA_GRID)  # runs whose proxy has a similarity (P2)
+        scored = measures.measures_part(rows, keys, measures.read_measures(files, rows.index.tolist()),
+                                        display.scope(rows))
+        paired = comparisons.comparison_part(rows, keys, comparisons.read_per_program(files, rows.index.tolist()))
     pngs = report_figures(rows, keys, thr, eps, subgroup, theta)
+    extra = [Section(title, part.table, part.caption, part.notes)
+             for title, part in ((measures.TITLE, scored), (comparisons.TITLE, paired)) if part is not None]
 
     sweeps = sorted({s for s in frame["sweep"] if s})
     label = sweep or (sweeps[0] if len(sweeps) == 1 else "+".join(ids.values()))
@@ -227,6 +235,7 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
                     f"label: {display.label_rule(rows)}. F1 and AUC of the binary labels against each reader "
                     "group's labels, with 95 % CIs; each column names the group. "
                     f"Programs per group: {display.group_sizes(subgroup) or '—'}."),
+            *extra,
         ],
         figures=[Figure(name, png, FIGURE_CAPTIONS[name]) for name, png in pngs.items()],
         notes=[
@@ -247,6 +256,10 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
     tables.csv_table(summary).to_csv(out / "summary.csv", index=False)
     tables.csv_table(subgroup).to_csv(out / "subgroups.csv", index=False)
     frame[["run_name", "status", "sweep", *tables.identity_columns(frame)]].to_csv(out / "runs.csv")
+    if scored is not None:
+        scored.csv.to_csv(out / MEASURES_FILE, index=False)
+    if paired is not None:
+        paired.csv.to_csv(out / comparisons.COMPARISONS_FILE, index=False)
     if log:
         log_report(client, str(rows["experiment_id"].iloc[0]), label, selection, len(frame), out)
     return out

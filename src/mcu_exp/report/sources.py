@@ -24,6 +24,7 @@ from mcu_exp.names import (
     ALL_READERS,
     EPSILON_GRID,
     METRICS_FILE,
+    RESULTS_DIR,
     THETA_GRID,
     THRESHOLD_GRID,
     sensitivity_file,
@@ -73,6 +74,23 @@ class RunFiles:
         if artifacts.local is None:  # MLflow downloads into it
             folder.mkdir(parents=True, exist_ok=True)
         return artifacts.get(artifact_file, folder)
+
+    def table(self, run_id: str, artifact_file: str, index: str) -> pd.DataFrame | None:
+        """One CSV artifact of a run (at its artifact root, else under ``results/``), indexed by
+        its column ``index`` read as text; None, with a warning when the file is unreadable or
+        lacks that column, when the run has no such file."""
+        path = self.path(run_id, artifact_file) or self.path(run_id, f"{RESULTS_DIR}/{artifact_file}")
+        if path is None:
+            return None
+        try:
+            frame = pd.read_csv(path, dtype={index: str})
+        except (OSError, ValueError) as exc:  # pandas' parser errors are ValueErrors
+            warn(f"run {run_id}: {artifact_file} unreadable ({str(exc).splitlines()[0]}); left out")
+            return None
+        if index not in frame.columns:
+            warn(f"run {run_id}: {artifact_file} has no {index} column; left out")
+            return None
+        return frame.set_index(index)
 
     def metrics(self, run: Any) -> dict[str, float]:
         """Every metric of ``run``: :func:`merged_metrics` of its MLflow metrics and its

@@ -1,0 +1,197 @@
+"""The report's "Paired comparisons" section: configurations compared program by program.
+
+For the configurations whose run left a ``per_program.csv`` with a ``score`` column (at most
+:data:`MAX_COMPARED`, in table order), :func:`mcu_exp.evaluation.paired.compare_many` gives
+every pair's ΔF1 and ΔAUC(score) with paired bootstrap CIs, DeLong's and McNemar's tests.
+Only runs scored against the same human labels are compared: the configurations are first
+put in groups whose human labels agree on every shared program (:func:`label_groups`, with
+:func:`~mcu_exp.evaluation.paired.pair`'s check), pairs are formed within each group, and
+the p-values are Holm-adjusted across every pair shown (the family).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from mcu_exp.names import HUMAN_LABEL, LABEL, PER_PROGRAM_FILE, PROGRAM_ID, SCORE
+from mcu_exp.report.display import cell, count_text, p_text
+from mcu_exp.report.identity import row_label
+
+if TYPE_CHECKING:
+    from mcu_exp.report.sources import RunFiles
+
+TITLE = "Paired comparisons"
+COMPARISONS_FILE = "comparisons.csv"  # the report's file of every pair's numbers
+RESAMPLES, SEED, CONFIDENCE = 2000, 0, 0.95  # the report's bootstrap (mcu-exp compare's defaults)
+MAX_COMPARED = 10  # configurations compared: at most 45 pairs (~2-4 s at 2000 resamples)
+HOLM_COLUMNS = ("delong_p_holm", "mcnemar_p_holm")
+
+
+@dataclass
+class ComparisonPart:
+    """What :func:`comparison_part` makes: the text table, caption, notes and the numbers
+    for ``comparisons.csv``."""
+
+    table: pd.DataFrame
+    caption: str
+    notes: list[str] = field(default_factory=list)
+    csv: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def read_per_program(files: RunFiles, run_ids: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """Each run's ``per_program.csv`` (index ``program_id`` as text) by run id; runs without
+    one are absent."""
+    found = {}
+    for run_id in run_ids:
+        frame = files.table(run_id, PER_PROGRAM_FILE, PROGRAM_ID)
+        if frame is not None:
+            found[run_id] = frame
+    return found
+
+
+def has_score(frame: pd.DataFrame) -> bool:
+    """Whether a per-program table can be compared: human labels, labels and a finite score."""
+    if not {HUMAN_LABEL, LABEL, SCORE} <= set(frame.columns):
+        return False
+    return bool(np.isfinite(pd.to_numeric(frame[SCORE], errors="coerce").to_numpy(dtype=float)).any())
+
+
+def unique_labels(rows: pd.DataFrame, keys: Sequence[str]) -> dict[str, str]:
+    """Each run's row label; a run name (or id) added where two rows read the same."""
+    labels = {run_id: row_label(rows.loc[run_id], keys) for run_id in rows.index}
+    seen: dict[str, int] = {}
+    for text in labels.values():
+        seen[text] = seen.get(text, 0) + 1
+    return {run_id: text if seen[text] == 1 else f"{text} ({rows.at[run_id, 'run_name'] or run_id})"
+            for run_id, text in labels.items()}
+
+
+def label_groups(frames: Mapping[str, pd.DataFrame]) -> tuple[list[list[str]], dict[str, str]]:
+    """The names of ``frames`` in groups whose human labels agree: each joins the first group
+    with whose every member :func:`~mcu_exp.evaluation.paired.pair` pairs it (shared programs,
+    equal human labels on them), else starts a group. Returns the groups and, for each name
+    that could not join the first group, why (the first :class:`PairingError`'s message)."""
+    from mcu_exp.evaluation.paired import PairingError, pair
+
+    groups: list[list[str]] = []
+    why: dict[str, str] = {}
+    for name, frame in frames.items():
+        for group in groups:
+            try:
+                for member in group:
+                    pair(frames[member], frame, (member, name))
+            except PairingError as exc:
+                why.setdefault(name, str(exc))
+                continue
+            group.append(name)
+            break
+        else:
+            groups.append([name])
+    return groups, why
+
+
+def compare_group(frames: Mapping[str, pd.DataFrame], resamples: int, seed: int,
+                  notes: list[str]) -> pd.DataFrame:
+    """:func:`~mcu_exp.evaluation.paired.compare_many` of one group; should a pair still not
+    pair (program ids repeated in a table…), every pair on its own, the failing ones skipped
+    with a note."""
+    from mcu_exp.evaluation.paired import PairingError, compare_many
+
+    try:
+        return compare_many(frames, resamples, seed, CONFIDENCE)
+    except PairingError:
+        pass
+    names = list(frames)
+    parts = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            try:
+                parts.append(compare_many({a: frames[a], b: frames[b]}, resamples, seed, CONFIDENCE))
+            except PairingError as exc:
+                notes.append(f"{a} vs {b}: not compared ({exc}).")
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def comparison_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str, pd.DataFrame],
+                    most: int = MAX_COMPARED, resamples: int = RESAMPLES, seed: int = SEED) -> ComparisonPart | None:
+    """The section over ``rows`` (the report's configurations, newest run each, in table
+    order) and their runs' per-program tables ``found`` by run id; None when fewer than two
+    configurations have a score."""
+    from mcu_exp.evaluation.paired import holm
+
+    labels = unique_labels(rows, keys)
+    scored = [r for r in rows.index if r in found and has_score(found[r])]
+    if len(scored) < 2:
+        return None
+    notes = []
+    unscored = [labels[r] for r in rows.index if r not in scored]
+    if unscored:
+        notes.append(f"Not compared, no {SCORE} in a {PER_PROGRAM_FILE} (older runs, or a proxy without a "
+                     f"continuous score): {'; '.join(unscored)}.")
+    compared, left_out = scored[:most], scored[most:]
+    if left_out:
+        notes.append(f"{len(left_out)} more configuration{'' if len(left_out) == 1 else 's'} with a score left out "
+                     f"(at most {most} are compared, {most * (most - 1) // 2} pairs): "
+                     f"{'; '.join(labels[r] for r in left_out)}. Compare any two runs with "
+                     "`mcu-exp compare RUN_A RUN_B`.")
+    frames = {labels[r]: found[r] for r in compared}
+    run_ids = {labels[r]: r for r in compared}
+    groups, why = label_groups(frames)
+    if len(groups) > 1:
+        listing = "; ".join(f"labels {i}: {', '.join(g)}" for i, g in enumerate(groups, 1))
+        notes.append(f"Runs scored against different human labels are not compared with each other; "
+                     f"{len(groups)} sets of labels: {listing}.")
+        for group in groups[1:]:  # why each later set's first run did not join the first set
+            notes.append(f"{group[0]}: not compared with {', '.join(groups[0])} "
+                         f"({why[group[0]].splitlines()[0]}).")
+    parts = []
+    for i, group in enumerate(groups, 1):
+        if len(group) < 2:
+            notes.append(f"{group[0]}: no other configuration shares its human labels; not compared.")
+            continue
+        table = compare_group({n: frames[n] for n in group}, resamples, seed, notes)
+        if not table.empty:
+            parts.append(table.assign(labels=i))
+    numbers = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["run_a", "run_b", "labels", "delong_p", "mcnemar_p"])
+    numbers["delong_p_holm"] = holm(numbers["delong_p"].to_numpy(dtype=float))  # across every pair shown
+    numbers["mcnemar_p_holm"] = holm(numbers["mcnemar_p"].to_numpy(dtype=float))
+    numbers.insert(2, "run_id_a", [run_ids[a] for a in numbers["run_a"]])
+    numbers.insert(3, "run_id_b", [run_ids[b] for b in numbers["run_b"]])
+    front = ["labels", "run_a", "run_b", "run_id_a", "run_id_b"]
+    numbers = numbers[front + [c for c in numbers.columns if c not in front]]
+    caption = (f"A − B on the programs both runs scored, paired program by program: ΔF1 and ΔAUC (score) with "
+               f"{100 * CONFIDENCE:g} % paired stratified bootstrap CIs ({resamples} resamples, seed {seed}); DeLong's "
+               "test of ΔAUC (score) and McNemar's test of the labels' accuracy, p-values Holm-adjusted across the "
+               f"{len(numbers)} pair{'' if len(numbers) == 1 else 's'} shown. Only configurations scored against the "
+               f"same human labels are compared. All numbers, raw p-values included, are in {COMPARISONS_FILE}.")
+    return ComparisonPart(display_comparisons(numbers, len(groups) > 1), caption, notes, numbers)
+
+
+def display_comparisons(numbers: pd.DataFrame, by_labels: bool) -> pd.DataFrame:
+    """The pairs as text cells: A, B (the set of labels when there are several), n, ΔF1 and
+    ΔAUC (score) with CIs, the Holm-adjusted p-values."""
+    def num(row: pd.Series, column: str) -> float | None:
+        raw = row.get(column)
+        return None if raw is None else float(raw)
+
+    out = []
+    for _, row in numbers.iterrows():
+        item = {"A": str(row["run_a"]), "B": str(row["run_b"])}
+        if by_labels:
+            item["labels"] = str(row["labels"])
+        item.update({
+            "n": count_text(num(row, "n")),
+            "ΔF1": cell("f1", num(row, "delta_f1"), num(row, "delta_f1_ci_low"), num(row, "delta_f1_ci_high")),
+            "ΔAUC (score)": cell("auc_score", num(row, "delta_auc_score"), num(row, "delta_auc_score_ci_low"),
+                                 num(row, "delta_auc_score_ci_high")),
+            "DeLong p (Holm)": p_text(num(row, "delong_p_holm")),
+            "McNemar p (Holm)": p_text(num(row, "mcnemar_p_holm")),
+        })
+        out.append(item)
+    return pd.DataFrame(out)
