@@ -50,16 +50,6 @@ THRESHOLD_GRID = "threshold"
 EPSILON_GRID = "epsilon"
 THETA_GRID = "theta"
 ALL_READERS = "all"  # the label set of every reader; the others are reader subgroups
-
-
-def series_key(grid: str, column: str, group: str = ALL_READERS) -> str:
-    """MLflow metric series ``sens.<grid>.<column>[.<group>]`` (step = grid index);
-    ``column="value"`` is the grid itself."""
-    suffix = "" if group == ALL_READERS else f".{group}"
-    return f"sens.{grid}.{column}{suffix}"
-
-
-GRID_VALUE = "value"
 SERIES_SCALE = 1000  # an MLflow series' step is its grid value × this, rounded
 
 
@@ -67,6 +57,7 @@ def mlflow_series(grid: str, column: str) -> str:
     """The MLflow series ``sens.<grid>_x1000.<column>``: ``column`` against the grid value in
     thousandths (MLflow's steps are integers)."""
     return f"sens.{grid}_x{SERIES_SCALE}.{column}"
+
 
 # MLflow metric prefixes of the alignment reports beside the main one (all readers).
 VS_P0_PREFIX = "vs_p0."
