@@ -106,6 +106,20 @@ def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
                  (parent.info.run_id, parent.info.run_name))
 
 
+def dom_and_screenshot(url: str, tmp_path: Path, name: str, size: tuple[int, int]) -> str:
+    """The page's DOM (HTML entities decoded) and a checked screenshot ``<name>.png``, kept
+    for a person to look at (:func:`keep`)."""
+    window = f"--window-size={size[0]},{size[1]}"
+    res = chromium(url, tmp_path / f"profile-dom-{name}", window, "--dump-dom")
+    assert res.returncode == 0, res.stderr[-2000:]
+    shot = tmp_path / f"{name}.png"
+    shown = chromium(url, tmp_path / f"profile-shot-{name}", window, f"--screenshot={shot}")
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    check_screenshot(shot, size)
+    keep(shot)
+    return html.unescape(res.stdout)
+
+
 def keep(shot: Path) -> None:
     """Copy a screenshot to ``$MCU_EXP_SCREENSHOTS`` when set, for a person to look at."""
     folder = os.environ.get("MCU_EXP_SCREENSHOTS")
@@ -136,30 +150,18 @@ def test_run_comparison_page_renders_the_sweep(sweep: Sweep, tmp_path: Path) -> 
 
 
 def test_experiment_page_shows_the_sweep_as_a_parent_run(sweep: Sweep, tmp_path: Path) -> None:
-    url = f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs"
-    res = chromium(url, tmp_path / "profile-dom", "--window-size=1600,1000", "--dump-dom")
-    assert res.returncode == 0, res.stderr[-2000:]
-    dom = html.unescape(res.stdout)
+    dom = dom_and_screenshot(f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs", tmp_path,
+                             "sweep_parent", (1600, 1000))
     assert sweep.parent[1] in dom, "the sweep's parent run is not on the experiment page"
-    shot = tmp_path / "sweep_parent.png"
-    res = chromium(url, tmp_path / "profile-shot", "--window-size=1600,1000", f"--screenshot={shot}")
-    assert res.returncode == 0, res.stderr[-2000:]
-    check_screenshot(shot, (1600, 1000))
-    keep(shot)
 
 
 def test_parent_run_page_lists_its_jobs(sweep: Sweep, tmp_path: Path) -> None:
     parent_id, name = sweep.parent
-    url = f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{parent_id}"
-    res = chromium(url, tmp_path / "profile-dom", "--window-size=1600,1000", "--dump-dom")
-    assert res.returncode == 0, res.stderr[-2000:]
-    dom = html.unescape(res.stdout)
-    assert name in dom
-    shot = tmp_path / "sweep_parent_run.png"
-    res = chromium(url, tmp_path / "profile-shot", "--window-size=1600,1000", f"--screenshot={shot}")
-    assert res.returncode == 0, res.stderr[-2000:]
-    check_screenshot(shot, (1600, 1000))
-    keep(shot)
+    dom = dom_and_screenshot(f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{parent_id}", tmp_path,
+                             "sweep_parent_run", (1600, 1000))
+    assert name in dom and "Child runs" in dom
+    for child in sweep.runs.values():
+        assert child in dom, f"child run {child} is not on its parent's page"
 
 
 def test_a_job_charts_its_sensitivity_against_the_threshold(sweep: Sweep, tmp_path: Path) -> None:
@@ -169,15 +171,8 @@ def test_a_job_charts_its_sensitivity_against_the_threshold(sweep: Sweep, tmp_pa
                                     "experiments": json.dumps([sweep.experiment_id]),
                                     "plot_metric_keys": json.dumps([key]), "x_axis": "step",
                                     "show_point": "true"}, safe='[]",')
-    url = f"{sweep.url}/#/metric?{query}"
-    res = chromium(url, tmp_path / "profile-dom", "--window-size=1400,900", "--dump-dom")
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert key in html.unescape(res.stdout)
-    shot = tmp_path / "sensitivity_chart.png"
-    res = chromium(url, tmp_path / "profile-shot", "--window-size=1400,900", f"--screenshot={shot}")
-    assert res.returncode == 0, res.stderr[-2000:]
-    check_screenshot(shot, (1400, 900))
-    keep(shot)
+    dom = dom_and_screenshot(f"{sweep.url}/#/metric?{query}", tmp_path, "sensitivity_chart", (1400, 900))
+    assert key in dom
 
 
 def test_html_report_renders_every_figure(sweep: Sweep, tmp_path: Path) -> None:
