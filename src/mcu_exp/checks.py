@@ -14,6 +14,7 @@ from mcu_exp.config import Config
 from mcu_exp.data import GROUPS, READERS, RULES
 from mcu_exp.evaluation.report import CI_METHODS
 from mcu_exp.evaluation.significance import MIN_PERMUTATIONS
+from mcu_exp.scoring.factory import SCORER_KINDS
 
 MIN_RESAMPLES = 1000
 BASELINES = ("none", "code", "all")  # evaluation.baselines: which code metrics the measure table scores
@@ -35,6 +36,8 @@ def config_problems(cfg: Config) -> Iterator[str]:
         yield f"decision.quantile={d.quantile!r}: expected one of {', '.join(QUANTILE_RULES)}"
     if d.rule not in DECISION_RULES:
         yield f"decision.rule={d.rule!r}: expected one of {', '.join(DECISION_RULES)}"
+    if cfg.scorer.kind not in SCORER_KINDS:
+        yield f"scorer.kind={cfg.scorer.kind!r}: expected one of {', '.join(SCORER_KINDS)}"
     if ev.baselines not in BASELINES:
         yield f"evaluation.baselines={ev.baselines!r}: expected one of {', '.join(BASELINES)}"
     if not 0.0 <= d.theta <= 1.0:

@@ -80,3 +80,8 @@ def test_all_adds_the_datasets_own_metrics_and_none_leaves_nothing(tmp_path: Pat
 def test_an_unknown_baselines_value_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"^evaluation.baselines='loc': expected one of none, code, all$"):
         run_job(job(tmp_path / "o", "evaluation.baselines=loc"))
+
+
+def test_an_unknown_scorer_kind_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"^scorer.kind='bleu': expected one of bertscore, rougel, cosine$"):
+        run_job(job(tmp_path / "o", "scorer.kind=bleu"))
