@@ -192,6 +192,7 @@ class TrackingConfig:
     experiment: str = "mcu_exp"
     run_name: Optional[str] = None  # None: model · proxy · ε · θ · swept overrides
     system_metrics: bool = False  # MLflow's CPU/memory/GPU sampling during the job (needs psutil)
+    sweep_report: bool = True  # a multirun ends with `mcu-exp report` over its jobs, in its parent run
 
 
 @dataclass

@@ -167,15 +167,19 @@ def test_a_job_stopped_by_bad_input_fails_the_sweep_in_one_line(tmp_path: Path) 
     assert (summary["status"] == "FINISHED").sum() == 1
 
 
-def test_system_metrics_are_sampled_only_when_asked(tmp_path: Path) -> None:
+def test_system_metrics_are_sampled_only_when_asked(swept: tuple[Path, subprocess.CompletedProcess[str]],
+                                                    tmp_path: Path) -> None:
     from support.mlflow_store import seed_store
 
-    env = {**os.environ, "PYTHONPATH": str(REPO / "tests"), "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL": "1"}
-    for flag, expected in (("true", True), ("false", False)):
-        outputs = seed_store(tmp_path / flag)
-        res = subprocess.run([sys.executable, "-m", "mcu_exp", STANDIN, "quiet=true", "evaluation.permutations=200",
-                              f"tracking.system_metrics={flag}"], cwd=REPO, capture_output=True, text=True,
-                             env={**env, "MCU_EXP_OUTPUTS": str(outputs)}, timeout=600)
-        assert res.returncode == 0, res.stderr[-3000:]
-        _, (run,) = runs(outputs)
-        assert any(k.startswith("system/cpu_utilization") for k in run.data.metrics) is expected
+    _, found = runs(swept[0])
+    child = next(r for r in found if PARENT_TAG in r.data.tags)
+    assert not any(k.startswith("system/") for k in child.data.metrics)  # off by default
+    outputs = seed_store(tmp_path / "outputs")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "tests"), "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL": "1",
+           "MCU_EXP_OUTPUTS": str(outputs)}
+    res = subprocess.run([sys.executable, "-m", "mcu_exp", STANDIN, "quiet=true", "evaluation.permutations=200",
+                          "tracking.system_metrics=true"], cwd=REPO, capture_output=True, text=True, env=env,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    _, (run,) = runs(outputs)
+    assert any(k.startswith("system/cpu_utilization") for k in run.data.metrics)

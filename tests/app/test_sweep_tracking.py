@@ -36,7 +36,8 @@ def runs_in(outputs: Path) -> list:
 
 
 def test_three_job_multirun_leaves_three_tagged_runs(outputs: Path) -> None:
-    res = run_app("-m", "decision.epsilon=0.05,0.1,0.2", "evaluation.bootstrap_resamples=1000")
+    res = run_app("-m", "decision.epsilon=0.05,0.1,0.2", "evaluation.bootstrap_resamples=1000",
+                  "tracking.sweep_report=false")
     assert res.returncode == 0, res.stderr[-3000:]
     runs = runs_in(outputs)
     assert len(runs) == 3
@@ -61,7 +62,7 @@ def test_three_job_multirun_leaves_three_tagged_runs(outputs: Path) -> None:
 
 
 def test_failing_job_is_marked_failed_and_the_sweep_goes_on(outputs: Path) -> None:
-    res = run_app("-m", "proxy.k=20,13,21", "evaluation.bootstrap_resamples=1000")
+    res = run_app("-m", "proxy.k=20,13,21", "evaluation.bootstrap_resamples=1000", "tracking.sweep_report=false")
     assert res.returncode != 0  # the sweep reports the failure at the end
     runs = runs_in(outputs)
     status = {int(r.data.params["proxy.k"]): r.info.status for r in runs}

@@ -33,7 +33,7 @@ PROGRAMS = 3
 # `++`: r is P3's key and samples P0's; each proxy drops (with a warning) the keys its Config lacks.
 TINY = ["debug=quick", f"dataset.limit={PROGRAMS}", "proxy.k=4", "proxy.k_cal=2", "experts.m=2", "experts.top_n=1",
         "++proxy.r=2", "++proxy.samples=1", "reference.samples=1", "model.max_new_tokens=12",
-        "evaluation.bootstrap_resamples=1000", "evaluation.plots=false", "quiet=true"]
+        "evaluation.bootstrap_resamples=1000", "evaluation.plots=false", "quiet=true", "tracking.sweep_report=false"]
 
 
 def first_questions(target: Path) -> Path:

@@ -29,7 +29,8 @@ def mcu_exp(*args: str, outputs: Path, timeout: int = 600, **env: str) -> subpro
 
 def standin_sweep(outputs: Path, *overrides: str, **env: str) -> subprocess.CompletedProcess[str]:
     """A multirun of the stand-in proxy (decision-only jobs, no model)."""
-    return mcu_exp("-m", STANDIN, "quiet=true", "evaluation.bootstrap_resamples=1000", *overrides,
+    return mcu_exp("-m", STANDIN, "quiet=true", "evaluation.bootstrap_resamples=1000", "tracking.sweep_report=false",
+                   *overrides,
                    outputs=outputs, **env)
 
 

@@ -14,6 +14,7 @@ values follow :meth:`Dataset.subset` and ``load_dataset``'s reordering with the 
 
 from __future__ import annotations
 
+
 import keyword
 import math
 import re
@@ -158,20 +159,27 @@ def _identifier_collector(found: set[str]) -> Callable[[Iterator[str], Any], Ite
 
 
 def _lizard_row(program: Program, file_name: str) -> dict[str, float]:
+    return dict(_lizard_metrics(program.code, program.language, file_name))
+
+
+@lru_cache(maxsize=4096)
+def _lizard_metrics(code: str, language: str, file_name: str) -> tuple[tuple[str, float], ...]:
+    """Lizard's metrics of one program's code, computed once per process (every job of a sweep
+    run in one process asks for the same programs)."""
     lizard, _ = _lizard()
     words: set[str] = set()
     analyzer = lizard.FileAnalyzer([*lizard.get_extensions([]), _identifier_collector(words)])
-    info = analyzer.analyze_source_code(file_name, program.code)
+    info = analyzer.analyze_source_code(file_name, code)
     complexities = [f.cyclomatic_complexity for f in info.function_list]
-    keywords = KEYWORDS.get(_language(program.language), frozenset())
-    return {
+    keywords = KEYWORDS.get(_language(language), frozenset())
+    return tuple({
         "code.cyclomatic_sum": float(sum(complexities)),
         "code.cyclomatic_max": float(max(complexities, default=0)),
         "code.functions": float(len(complexities)),
         "code.nloc": float(info.nloc),
         "code.tokens": float(info.token_count),
         "code.distinct_identifiers": float(len(words - keywords)),
-    }
+    }.items())
 
 
 def code_metrics(dataset: Dataset) -> pd.DataFrame:

@@ -218,6 +218,7 @@ class SweepCallback(Callback):
         self.uri = ""
         self.sweep = ""
         self.varying: list[str] = []
+        self.report = True
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from mcu_exp.tracking.mlflow_run import open_experiment
@@ -226,6 +227,7 @@ class SweepCallback(Callback):
         if not bool(config.tracking.enabled):
             return
         overrides = list(config.hydra.overrides.task)
+        self.report = bool(config.tracking.get("sweep_report", True))
         self.folder.mkdir(parents=True, exist_ok=True)
         debug = config.dataset.get("limit") is not None
         self.client, self.uri, exp_id, self.experiment = open_experiment(
@@ -286,7 +288,7 @@ class SweepCallback(Callback):
         failed = int((frame["status"] != "FINISHED").sum())
         self._log_summary(run_id, frame)
         finished = len(frame) - failed
-        if finished:
+        if finished and self.report:
             self._log_report(run_id)
         print_summary(frame, f"{self.title}\n{len(frame)} jobs" + (f", {failed} not finished" if failed else ""))
         if finished:
@@ -305,9 +307,9 @@ class SweepCallback(Callback):
 
         done = f"{len(frame)} jobs" + (f", {failed} did not finish" if failed else ", all finished")
         shown = frame.drop(columns=["verdict"])
+        where = "; the report is in this run's artifacts (`report/report.html`)" if self.report else ""
         return (f"**{self.title}** ({done})\n\n{to_markdown(shown)}\n\n"
-                f"Compare the runs: `mcu-exp report --sweep {self.sweep}`; the report is in this run's "
-                "artifacts (`report/report.html`).")
+                f"Compare the runs: `mcu-exp report --sweep {self.sweep}`{where}.")
 
     def _custom_uri(self) -> bool:
         return bool(os.environ.get("MLFLOW_TRACKING_URI")) or not self.uri.startswith("sqlite:")
