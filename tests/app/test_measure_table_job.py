@@ -17,7 +17,8 @@ from mcu_exp import names
 from mcu_exp.data import human_labels, load_dataset
 from mcu_exp.data.code_metrics import code_metrics
 from mcu_exp.evaluation.rejection import prediction_rejection_ratio
-from mcu_exp.pipeline import run_job, typed_config
+from mcu_exp.pipeline import measures_and_baselines, run_job, typed_config
+from mcu_exp.proxies.base import ProxyOutcome
 
 from test_published_numbers import job, run_dir
 
@@ -71,10 +72,11 @@ def test_all_adds_the_datasets_own_metrics_and_none_leaves_nothing(tmp_path: Pat
     assert f"and {len(dataset_rows)} of the dataset's own metrics" in printed
     assert np.isfinite(table.loc["dataset.Readability", "auc_score"])
 
-    outputs = tmp_path / "none"
-    run_job(job(outputs, "evaluation.baselines=none"))
-    assert "code-metric baselines" not in capsys.readouterr().out
-    assert not (run_dir(outputs) / names.RESULTS_DIR / names.MEASURES_FILE).exists()
+    # none: a proxy without uncertainty measures (this stand-in) has nothing left to score.
+    typed = typed_config(job(tmp_path / "none", "evaluation.baselines=none"))
+    dataset = load_dataset(typed.dataset)
+    outcome = ProxyOutcome(table=pd.DataFrame({"score": 0.5}, index=pd.Index([p.id for p in dataset.programs])))
+    assert measures_and_baselines(outcome, dataset, human_labels(dataset, typed.labels), typed.evaluation) is None
 
 
 def test_an_unknown_baselines_value_is_refused(tmp_path: Path) -> None:

@@ -26,8 +26,8 @@ REPO = Path(__file__).resolve().parents[2]
 STANDIN = "proxy._target_=support.standin_proxy.StandInProxy"
 
 
-def sweep(outputs: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "tests"), "MCU_EXP_OUTPUTS": str(outputs)}
+def sweep(outputs: Path, *overrides: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "tests"), "MCU_EXP_OUTPUTS": str(outputs), **extra_env}
     return subprocess.run([sys.executable, "-m", "mcu_exp", "-m", STANDIN, "quiet=true",
                            "evaluation.bootstrap_resamples=1000", "evaluation.permutations=200", *overrides],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
@@ -151,7 +151,9 @@ def test_a_job_stopped_by_bad_input_fails_the_sweep_in_one_line(tmp_path: Path) 
     from support.mlflow_store import seed_store
 
     outputs = seed_store(tmp_path / "outputs")
-    res = sweep(outputs, "evaluation.bootstrap_resamples=1000,200")
+    # The finished job also samples system metrics (tracking.system_metrics, every second here).
+    res = sweep(outputs, "evaluation.bootstrap_resamples=1000,200", "tracking.system_metrics=true",
+                MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL="1")
     assert res.returncode == 1
     assert "Traceback" not in res.stdout + res.stderr
     assert ("mcu-exp: error: 1 job of the sweep failed (job 1: evaluation.bootstrap_resamples=200: "
@@ -165,21 +167,11 @@ def test_a_job_stopped_by_bad_input_fails_the_sweep_in_one_line(tmp_path: Path) 
     assert failed["run"].tolist() == ["evaluation.bootstrap_resamples=200"]
     assert "expected at least 1000" in failed["verdict"].item()
     assert (summary["status"] == "FINISHED").sum() == 1
+    (finished,) = [r for r in found if r.info.status == "FINISHED" and PARENT_TAG in r.data.tags]
+    assert any(k.startswith("system/cpu_utilization") for k in finished.data.metrics)
 
 
-def test_system_metrics_are_sampled_only_when_asked(swept: tuple[Path, subprocess.CompletedProcess[str]],
-                                                    tmp_path: Path) -> None:
-    from support.mlflow_store import seed_store
-
+def test_system_metrics_are_off_by_default(swept: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     _, found = runs(swept[0])
     child = next(r for r in found if PARENT_TAG in r.data.tags)
-    assert not any(k.startswith("system/") for k in child.data.metrics)  # off by default
-    outputs = seed_store(tmp_path / "outputs")
-    env = {**os.environ, "PYTHONPATH": str(REPO / "tests"), "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL": "1",
-           "MCU_EXP_OUTPUTS": str(outputs)}
-    res = subprocess.run([sys.executable, "-m", "mcu_exp", STANDIN, "quiet=true", "evaluation.permutations=200",
-                          "tracking.system_metrics=true"], cwd=REPO, capture_output=True, text=True, env=env,
-                         timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    _, (run,) = runs(outputs)
-    assert any(k.startswith("system/cpu_utilization") for k in run.data.metrics)
+    assert not any(k.startswith("system/") for k in child.data.metrics)

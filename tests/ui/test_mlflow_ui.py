@@ -91,7 +91,8 @@ def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     env = {**os.environ, "PYTHONPATH": str(REPO / "tests"), "MCU_EXP_OUTPUTS": str(outputs),
            "MLFLOW_TRACKING_URI": server}
     res = subprocess.run([sys.executable, "-m", "mcu_exp", "-m", "proxy._target_=support.standin_proxy.StandInProxy",
-                          "quiet=true", "evaluation.bootstrap_resamples=1000", "decision.epsilon=0.05,0.2"],
+                          "quiet=true", "evaluation.bootstrap_resamples=1000", "decision.epsilon=0.05,0.2",
+                          "tracking.sweep_report=false"],
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"in {server}" in res.stdout  # the jobs logged to the server, not to a local file
