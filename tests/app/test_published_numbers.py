@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
-from support.mlflow_store import all_metrics
+from support.mlflow_store import all_metrics, seed_store
 from omegaconf import DictConfig
 
 from mcu_exp import names
@@ -30,6 +30,9 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
 def job(outputs: Path, *overrides: str) -> DictConfig:
+    """The stand-in job's config, its outputs folder holding a ready MLflow store (a fresh one
+    costs MLflow's schema migrations, seconds per job)."""
+    seed_store(outputs)
     register_configs()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose("config", overrides=[TARGET, "quiet=true", "evaluation.plots=false",

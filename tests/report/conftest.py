@@ -13,8 +13,9 @@ from sweep_helpers import Sweep, standin_sweep
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     """A fresh SQLite MLflow store per test module (each test logs to an experiment of its own)."""
-    outputs = tmp_path_factory.mktemp("mlflow") / "outputs"
-    outputs.mkdir()
+    from support.mlflow_store import seed_store
+
+    outputs = seed_store(tmp_path_factory.mktemp("mlflow") / "outputs")
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("MLFLOW_TRACKING_URI", raising=False)
         yield Store(outputs, f"sqlite:///{outputs / 'mlflow.db'}")
@@ -25,7 +26,9 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     """Two models × two ε through the paper grid's config (narrowed on the command line)."""
     from mlflow.tracking import MlflowClient
 
-    outputs = tmp_path_factory.mktemp("sweep") / "outputs"
+    from support.mlflow_store import seed_store
+
+    outputs = seed_store(tmp_path_factory.mktemp("sweep") / "outputs")
     res = standin_sweep(outputs, "experiment=paper_grid", "model=gpt-4o,qwen3-14b", "decision.epsilon=0.05,0.2")
     assert res.returncode == 0, res.stderr[-3000:]
     uri = f"sqlite:///{outputs / 'mlflow.db'}"
