@@ -1,4 +1,12 @@
-"""Benchmark: many samples of one prompt, the project's backend vs ``model.generate``.
+"""Benchmark: model load times (cold GGUF vs converted folder), then many samples of one prompt,
+the project's backend vs ``model.generate``.
+
+Load times, in a temporary user cache (``$MCU_EXP_CACHE``) so the first load is truly cold:
+the cold load de-quantises the GGUF and writes the converted folder
+(:mod:`mcu_exp.llm.converted`); the warm load reads that folder (target: <= 2 s, PASS/FAIL).
+Both are timed after importing the libraries a load needs (printed apart: every fresh process
+pays them, whichever way it loads); a warm load in a fresh process, imports included, is
+printed too.
 
 The project's :class:`~mcu_exp.llm.local.LocalBackend` computes the prompt once and its
 decoder (what ``stream`` runs) decodes the k samples together from it; the baseline runs
@@ -8,7 +16,7 @@ temperature/top-p, top-k off). Both produce exactly ``--new-tokens`` tokens per 
 tokens/s, their ratio and peak RSS.
 
 Usage: python scripts/bench_generate.py [--k 25 50] [--new-tokens 48] [--target-prompt 500] [--threads N]
-(needs $MCU_EXP_DATA holding scalabrino/snippets; never downloads anything).
+[--load-only] (needs $MCU_EXP_DATA holding scalabrino/snippets; never downloads anything).
 """
 
 from __future__ import annotations
@@ -17,6 +25,9 @@ import argparse
 import dataclasses
 import os
 import resource
+import subprocess
+import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -25,9 +36,11 @@ from omegaconf import OmegaConf
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import GenerationRequest, LocalBackend, request_for
+from mcu_exp.llm.converted import CACHE_ENV, CONVERT_ENV
 from mcu_exp.proxies.prompts import summary_messages
 
 REPO = Path(__file__).resolve().parents[1]
+WARM_TARGET_S = 2.0
 
 
 def peak_rss_gb() -> float:
@@ -88,23 +101,87 @@ def run_generate(backend: LocalBackend, prompt: list[int], request: GenerationRe
     return time.perf_counter() - start, int(out.shape[0] * (out.shape[1] - ids.shape[1]))
 
 
+def load_average() -> str:
+    """The 1, 5 and 15-minute load averages."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def import_libraries() -> float:
+    """Seconds to import what a Llama load imports (torch, transformers' model and tokenizer code)."""
+    start = time.perf_counter()
+    import torch  # noqa: F401
+    from transformers import LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: F401
+
+    return time.perf_counter() - start
+
+
+def timed_load(cfg: ModelConfig) -> tuple[LocalBackend, float]:
+    """A loaded backend and the seconds its load took."""
+    backend = LocalBackend(cfg)
+    start = time.perf_counter()
+    backend.load()
+    return backend, time.perf_counter() - start
+
+
+def fresh_process_load(cache: Path, threads: int | None) -> float:
+    """Seconds of a warm load in a new process, imports included (this script's --time-one-load)."""
+    command = [sys.executable, __file__, "--time-one-load"] + ([] if threads is None else ["--threads", str(threads)])
+    res = subprocess.run(command, env={**os.environ, CACHE_ENV: str(cache)}, capture_output=True, text=True,
+                         check=True)
+    return float(res.stdout.strip().splitlines()[-1])
+
+
+def measure_loads(cfg: ModelConfig, cache: Path) -> LocalBackend:
+    """Print the library import, cold and warm load times in the empty user cache ``cache``; the
+    warm backend is returned for the decoding benchmark."""
+    print(f"load average {load_average()} on {os.cpu_count()} CPUs; user cache {cache} (empty)")
+    print(f"library imports (torch, transformers' Llama and tokenizer code): {import_libraries():.1f} s")
+    cold, cold_s = timed_load(cfg)
+    folder = cold.converted_folder
+    print(f"cold load (GGUF de-quantised + converted folder written): {cold_s:.1f} s -> {folder}")
+    del cold
+    warm, warm_s = timed_load(cfg)
+    assert warm.loaded_from == folder, f"the warm load read {warm.loaded_from}, not {folder}"
+    print(f"warm load (converted folder): {warm_s:.2f} s")
+    print(f"warm load in a fresh process, library imports included: {fresh_process_load(cache, cfg.num_threads):.1f} s")
+    print(f"load average {load_average()} after the loads")
+    verdict = "PASS" if warm_s <= WARM_TARGET_S else "FAIL"
+    print(f"{verdict}: warm load {warm_s:.2f} s {'<=' if verdict == 'PASS' else '>'} {WARM_TARGET_S:.0f} s "
+          f"({cold_s / warm_s:.0f}x faster than the cold load)")
+    return warm
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", type=int, nargs="+", default=[25, 50])
     parser.add_argument("--new-tokens", type=int, default=48)
     parser.add_argument("--target-prompt", type=int, default=500)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: automatic)")
+    parser.add_argument("--load-only", action="store_true", help="measure the load times only")
+    parser.add_argument("--time-one-load", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.pop(CONVERT_ENV, None)
 
     raw = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "model" / "smollm2-135m.yaml"))
     cfg = dataclasses.replace(ModelConfig(**raw), num_threads=args.threads)
-    backend = LocalBackend(cfg)
-    start = time.perf_counter()
-    backend.load()
+    if args.time_one_load:
+        start = time.perf_counter()
+        LocalBackend(cfg).load()
+        print(f"{time.perf_counter() - start:.3f}")
+        return
+    with tempfile.TemporaryDirectory(prefix="mcu-exp-cache-") as cache:
+        os.environ[CACHE_ENV] = cache
+        backend = measure_loads(cfg, Path(cache))
+        if not args.load_only:
+            decode(backend, cfg, args)
+
+
+def decode(backend: LocalBackend, cfg: ModelConfig, args: argparse.Namespace) -> None:
+    """Tokens/s of the backend's decoder vs ``model.generate`` on the same loaded model."""
     import torch
 
-    print(f"model loaded in {time.perf_counter() - start:.1f} s; torch threads {torch.get_num_threads()}; "
+    print(f"torch threads {torch.get_num_threads()}; "
           f"shared-prefix attention {backend.decoder.shared_prefix}; peak RSS {peak_rss_gb():.2f} GB")
     name, code, length = pick_snippet(backend, args.target_prompt)
     request = dataclasses.replace(request_for(cfg, summary_messages(code, "Java"), n=max(args.k), seed=0),

