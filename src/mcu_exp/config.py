@@ -78,6 +78,14 @@ class ModelConfig:
     max_requests: Optional[int] = None  # budget caps: stop cleanly, keep what was done
     max_cost_usd: Optional[float] = None
     quirks: dict[str, Any] = field(default_factory=dict)  # provider parameter quirks
+    # Provider batch APIs (openai, anthropic, google): submit a stage's missing samples as
+    # batches, poll until they end, resume recorded batches after a crash (docs/remote-backends.md).
+    batch: bool = False
+    batch_discount: float = 0.5  # batch price = interactive price x this (budget caps and preview)
+    batch_poll_s: float = 30.0  # first wait between polls; doubles up to batch_poll_max_s
+    batch_poll_max_s: float = 600.0
+    batch_max_requests: Optional[int] = None  # most requests per batch; None: the provider's limit
+    batch_dir: Optional[str] = None  # where batch ids are recorded; None: the default cache folder
     tensor_parallel_size: int = 1  # vllm
     max_model_len: Optional[int] = None  # vllm
 

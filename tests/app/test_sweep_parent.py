@@ -116,6 +116,16 @@ def test_a_job_run_has_its_dataset_description_version_and_lean_params(
     params = child.data.params
     assert "null" not in params.values()  # unset values are left out
     assert params["evaluation.epsilon_grid"].startswith("0.02, 0.05")
+    assert "model.temperature" in params and not any(k.startswith("model.batch") for k in params)  # no batch API
+
+
+def test_batch_settings_are_logged_only_for_a_model_that_uses_a_batch_api() -> None:
+    from mcu_exp.tracking import flatten_config
+
+    model = {"name": "gpt-4o", "batch": False, "batch_discount": 0.5, "batch_poll_s": 30.0, "max_batch_size": 64}
+    assert set(flatten_config({"model": model})) == {"model.name", "model.max_batch_size"}
+    batched = flatten_config({"model": {**model, "batch": True}})
+    assert batched["model.batch"] == "True" and batched["model.batch_poll_s"] == "30.0"
 
 
 def test_a_copied_store_still_opens_its_artifacts(swept: tuple[Path, subprocess.CompletedProcess[str]],

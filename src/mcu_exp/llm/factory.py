@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import importlib
 from collections import OrderedDict
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.contract import Backend
 from mcu_exp.llm.errors import BackendError, UnknownBackendError
+from mcu_exp.llm.providers._batch_check import check_batch
 from mcu_exp.redact import redact_tree, redact_url
 
 if TYPE_CHECKING:
@@ -89,15 +91,23 @@ def _local_backend(cfg: ModelConfig) -> Backend:
     return backend
 
 
-def build_backend(cfg: ModelConfig, *, progress: bool = True) -> Backend:
+def build_backend(cfg: ModelConfig, *, progress: bool = True, cache_dir: str | Path | None = None) -> Backend:
     """The backend serving ``cfg``; ``progress=False`` keeps a remote backend's progress bar off.
 
-    The local backend draws no bar of its own (the generator's bar covers it).
+    The local backend draws no bar of its own (the generator's bar covers it). With
+    ``model.batch`` the provider's batch backend, recording its batches in ``cache_dir``
+    (``model.batch_dir`` wins; neither: the default cache folder).
     """
     name = _backend_name(cfg)
     if name == "local":
+        if bool(getattr(cfg, "batch", False)):
+            check_batch(cfg)
         return _local_backend(cfg)
-    return _provider_function(name, "create_backend")(cfg, progress=progress)
+    create = _provider_function(name, "create_backend")
+    if bool(getattr(cfg, "batch", False)):
+        check_batch(cfg)
+        return create(cfg, progress=progress, cache_dir=None if cache_dir is None else str(cache_dir))
+    return create(cfg, progress=progress)
 
 
 def backend_identity(cfg: ModelConfig) -> dict[str, Any]:
@@ -131,9 +141,11 @@ def _check_base_url(cfg: ModelConfig, name: str) -> None:
 
 def check_backend(cfg: ModelConfig, *, need_key: bool = True) -> None:
     """Raise a one-line :class:`BackendError` if ``cfg`` cannot work, without creating a
-    client: the backend is unknown or not part of this installation, ``base_url`` is
+    client: the backend is unknown or not part of this installation, ``model.batch`` is set
+    for a backend without batches (or its settings are out of range), ``base_url`` is
     malformed, or (``need_key``: some sample is not cached) the API key's variable is unset."""
     name = _backend_name(cfg)
+    check_batch(cfg)
     module = None if name == "local" else _provider_module(name)
     if module is None or name == "vllm":  # in-process models: no URL, no key
         return

@@ -12,7 +12,8 @@ it builds the very requests the job will send and its counts are exact; token fi
   summaries) is built from the cached texts when every one is cached, else from stand-ins
   of ``4 × max_new_tokens`` characters;
 - cost = prompt estimate × ``price_input_per_mtok`` + output bound × ``price_output_per_mtok``,
-  only for models with prices.
+  only for models with prices; for a model in batch mode (``model.batch``) at the batch price,
+  the interactive one × ``model.batch_discount`` (half by default), marked "(batch)".
 
 With ``cache_dir``, each stage also says how many of its samples the generation cache
 already holds (the rest is what the job will generate and pay for).
@@ -31,6 +32,7 @@ from mcu_exp.config import ModelConfig
 from mcu_exp.llm import GenerationRequest
 from mcu_exp.llm.cache import GenerationCache, sample_key
 from mcu_exp.llm.factory import backend_identity
+from mcu_exp.llm.providers._batch_check import batch_on, price_factor
 from mcu_exp.llm.generator import CACHE_FILE
 from mcu_exp.proxies.base import Proxy
 from mcu_exp.proxies.stages import StageResults
@@ -53,6 +55,7 @@ class StageEstimate:
     prompt_tokens_est: int
     cost_usd: float | None
     cached_samples: int | None = None
+    batch: bool = False  # priced at the provider's batch price
 
 
 def _extra_tokens(model_cfg: ModelConfig) -> int:
@@ -92,10 +95,10 @@ def estimate(stage: str, model_label: str, model_cfg: ModelConfig, requests: Seq
     p_in, p_out = model_cfg.price_input_per_mtok, model_cfg.price_output_per_mtok
     cost = None
     if p_in is not None or p_out is not None:
-        cost = (prompt * float(p_in or 0.0) + output * float(p_out or 0.0)) / 1e6
+        cost = (prompt * float(p_in or 0.0) + output * float(p_out or 0.0)) / 1e6 * price_factor(model_cfg)
     per_sample = max((r.max_new_tokens for r in requests), default=0) + extra
     return StageEstimate(stage, model_label, len(requests), samples, max((r.n for r in requests), default=0),
-                         per_sample, output, prompt, cost, cached)
+                         per_sample, output, prompt, cost, cached, batch_on(model_cfg))
 
 
 def _walk(proxy: Proxy, cache: GenerationCache | None, suffix: str = "") -> list[StageEstimate]:
@@ -142,7 +145,7 @@ def render_preview(stages: Sequence[StageEstimate]) -> str:
             "samples": f"{s.samples:,}" + (f" (x{s.samples_per_request})" if s.samples_per_request > 1 else ""),
             "max tok/sample": f"{s.max_new_tokens:,}", "output tok <=": f"{s.output_tokens_max:,}",
             "prompt tok ~": f"{s.prompt_tokens_est:,}",
-            "cost USD ~": "-" if s.cost_usd is None else f"{s.cost_usd:,.2f}",
+            "cost USD ~": "-" if s.cost_usd is None else f"{s.cost_usd:,.2f}" + (" (batch)" if s.batch else ""),
             "cached": "-" if s.cached_samples is None else f"{s.cached_samples:,}",
         })
     priced = [s.cost_usd for s in stages if s.cost_usd is not None]
@@ -150,5 +153,7 @@ def render_preview(stages: Sequence[StageEstimate]) -> str:
              f"<= {sum(s.output_tokens_max for s in stages):,} output tokens"
              + (f", ~{sum(priced):,.2f} USD for priced models" if priced else ""))
     notes = ("prompt tokens ~ characters/4; output tokens are an upper bound (every sample at its "
-             "max_new_tokens, reasoning allowance included); cost only for models with prices")
+             "max_new_tokens, reasoning allowance included); cost only for models with prices"
+             + ("; (batch): at the provider's batch price (model.batch_discount x the interactive price)"
+                if any(s.batch for s in stages) else ""))
     return "\n".join(["Request preview", pd.DataFrame(rows).to_string(index=False), total, notes])

@@ -30,8 +30,11 @@ NOT_CONFIGURATION: tuple[str, ...] = (
     "*.num_threads", "*.max_batch_size", "*.batch_size", "*.tensor_parallel_size", "*.n_per_request",
     "*.max_concurrency", "*.requests_per_minute", "*.tokens_per_minute", "*.max_retries",
     "*.backoff_initial_s", "*.backoff_max_s", "*.timeout_s", "*.api_key_env",
-    # Prices only feed the cost preview.
-    "*.price_input_per_mtok", "*.price_output_per_mtok",
+    # Whether requests go through a provider's batch API (the same request bodies and cache
+    # keys, answered later), how it is polled and where its batch ids are recorded.
+    "*.batch", "*.batch_poll_s", "*.batch_poll_max_s", "*.batch_max_requests", "*.batch_dir",
+    # Prices only feed the cost preview and the budget caps.
+    "*.price_input_per_mtok", "*.price_output_per_mtok", "*.batch_discount",
     # What a run found (τ, the rule it applied), logged as params after the fact: results.
     "result.*",
 )

@@ -87,15 +87,18 @@ def _param_text(node: Any) -> str:
 
 def flatten_config(cfg: DictConfig | Mapping[str, Any], leave_out: tuple[str, ...] = ()) -> dict[str, str]:
     """The resolved config as dotted keys → short strings: ``hydra``, secret-looking keys,
-    unset (``null``) values and the top-level sections in ``leave_out`` left out, lists
+    unset (``null``) values, a model's batch settings when it uses no batch API and the
+    top-level sections in ``leave_out`` left out, lists
     flattened readably, URL user-info and remembered secrets masked in the values."""
     container = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     out: dict[str, str] = {}
 
     def walk(prefix: str, node: Any) -> None:
         if isinstance(node, Mapping):
+            unused = _unused_settings(node)
             for k, v in node.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), v)
+                if k not in unused:
+                    walk(f"{prefix}.{k}" if prefix else str(k), v)
             return
         if node is None or prefix.startswith("hydra") or is_secret_key(prefix):
             return
@@ -106,6 +109,14 @@ def flatten_config(cfg: DictConfig | Mapping[str, Any], leave_out: tuple[str, ..
 
     walk("", container)
     return out
+
+
+def _unused_settings(node: Mapping[str, Any]) -> set[str]:
+    """A model config's batch settings when it does not use a batch API (``batch: false``):
+    they cannot matter to the run, so they are not logged."""
+    if node.get("batch") is False:
+        return {k for k in node if isinstance(k, str) and k.startswith("batch")}
+    return set()
 
 
 def loggable(value: Any) -> float | None:

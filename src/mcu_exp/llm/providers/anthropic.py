@@ -5,6 +5,9 @@ travel in ``extra_body`` (checked against the installed SDK's signature; the qui
 ``sampling_in_extra_body`` forces either way). Anthropic refuses whitespace-only stop
 sequences: those are applied here instead. Quirks: ``drop_params`` (Claude Opus 4.1 takes
 ``temperature`` or ``top_p``, not both), ``params``, ``extra_body``, ``extra_output_tokens``.
+
+With ``model.batch: true`` the same request bodies go through Message Batches instead
+(:class:`AnthropicBatchApi`), at half the price.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from mcu_exp.llm.providers._common import (
     split_usage,
     truncate_at_stop,
 )
+from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
 from mcu_exp.llm.providers._errors import MalformedResponse
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
 
@@ -115,13 +119,72 @@ class AnthropicProvider:
         return parse_message(as_dict(response), request.stop)
 
 
+class AnthropicBatchApi:
+    """Message Batches through the sync ``anthropic.Anthropic`` client (see :mod:`._batch`)."""
+
+    name = "anthropic"
+    max_items = 100_000  # the API's limits on one batch
+    max_bytes = 256_000_000
+    max_per_request = 1
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        self.sdk = require("anthropic", "api", self.name)
+        self.cfg = cfg
+        self.transient_types: tuple[type[BaseException], ...] = (self.sdk.APIConnectionError,)
+
+    def open(self, secret: Secret | None) -> Any:
+        return self.sdk.Anthropic(api_key=secret.reveal() if secret else None, base_url=self.cfg.base_url,
+                                  max_retries=0, timeout=float(self.cfg.timeout_s))
+
+    def close(self, client: Any) -> None:
+        client.close()
+
+    def output_tokens(self, request: GenerationRequest) -> int:
+        return output_tokens(request, self.cfg)
+
+    def line(self, request: GenerationRequest, count: int, first: int, custom_id: str) -> dict[str, Any]:
+        params = build_message_params(request, self.cfg, sampling_args=True)
+        extra = dict(params.pop("extra_body", None) or {})  # what the client would merge into the body
+        return {"custom_id": custom_id, "params": {**params, **extra}}
+
+    def submit(self, client: Any, lines: Sequence[dict[str, Any]]) -> str:
+        return str(client.messages.batches.create(requests=list(lines)).id)
+
+    def poll(self, client: Any, batch_id: str) -> BatchState:
+        batch = client.messages.batches.retrieve(batch_id)
+        return BatchState(batch.processing_status == "ended", str(batch.processing_status), "", batch)
+
+    def results(self, client: Any, batch_id: str, state: BatchState) -> list[ItemOutcome]:
+        found = []
+        for entry in client.messages.batches.results(batch_id):
+            data = as_dict(entry)
+            result = data.get("result") or {}
+            kind = str(result.get("type"))
+            if kind == "succeeded":
+                found.append(ItemOutcome(str(data.get("custom_id")), result.get("message") or {}))
+                continue
+            error = ((result.get("error") or {}).get("error") or {}) if kind == "errored" else {}
+            detail = f"{kind}: {error.get('message')}" if error.get("message") else f"request {kind}"
+            found.append(ItemOutcome(str(data.get("custom_id")), None, detail))
+        return found
+
+    def parse(self, data: Mapping[str, Any], request: GenerationRequest, count: int) -> CallResult:
+        return parse_message(data, request.stop)
+
+
 def identity(cfg: ModelConfig) -> dict[str, Any]:
     """The model part of cache keys, without a client: backend, model id, quirks."""
     return remote_identity(cfg, "anthropic")
 
 
-def create_backend(cfg: ModelConfig, *, progress: bool = True) -> RemoteBackend:
-    """The ``anthropic`` backend: key from ``api_key_env`` (default ANTHROPIC_API_KEY)."""
+def create_backend(cfg: ModelConfig, *, progress: bool = True,
+                   cache_dir: str | None = None) -> RemoteBackend | BatchBackend:
+    """The ``anthropic`` backend: key from ``api_key_env`` (default ANTHROPIC_API_KEY); Message
+    Batches when ``model.batch`` (its batches recorded in ``cache_dir``)."""
+    if bool(getattr(cfg, "batch", False)):
+        api = AnthropicBatchApi(cfg)
+        secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "anthropic")
+        return BatchBackend(cfg, api, secret, identity(cfg), progress=progress, store_dir=cache_dir)
     provider = AnthropicProvider(cfg)
     secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "anthropic")
     return RemoteBackend(cfg, provider, secret, identity(cfg), progress=progress)

@@ -3,6 +3,9 @@
 Quirks: ``thinking_budget`` (Gemini 2.5 Pro thinks, and thinking tokens count against
 ``max_output_tokens``, so pair it with ``extra_output_tokens``), ``drop_params``, ``params``
 (merged into the generation config), ``api_version`` (default ``v1beta``).
+
+With ``model.batch: true`` the same requests go through Gemini batch mode instead
+(:class:`GoogleBatchApi`: inline requests, ``batches.create``/``batches.get``), at half the price.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from mcu_exp.llm.providers._common import (
     split_usage,
     truncate_at_stop,
 )
+from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
 from mcu_exp.llm.providers._errors import MalformedResponse
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
 
@@ -37,6 +41,8 @@ MAX_STOPS = 5
 _FINISH = {"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "filtered", "RECITATION": "filtered",
            "BLOCKLIST": "filtered", "PROHIBITED_CONTENT": "filtered", "SPII": "filtered"}  # others: error
 _ROLES = {"user": "user", "assistant": "model"}
+_BATCH_ENDED = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
+                "JOB_STATE_PARTIALLY_SUCCEEDED"}
 
 
 def output_tokens(request: GenerationRequest, cfg: ModelConfig) -> int:
@@ -102,6 +108,23 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+def make_client(cfg: ModelConfig, secret: Secret | None) -> Any:
+    """A ``google.genai.Client`` for the Gemini Developer API, without SDK retries (ours are
+    counted, backed off, shown)."""
+    from google import genai
+    from google.genai import types
+
+    options: dict[str, Any] = {
+        "base_url": cfg.base_url,
+        "api_version": str(quirks(cfg).get("api_version", "v1beta")),
+        "timeout": int(float(cfg.timeout_s) * 1000),  # milliseconds
+    }
+    if "retry_options" in types.HttpOptions.model_fields:
+        options["retry_options"] = None
+    return genai.Client(api_key=secret.reveal() if secret else None, vertexai=False,
+                        http_options=types.HttpOptions(**options))
+
+
 class GoogleProvider:
     """generate_content through ``google.genai.Client(...).aio``."""
 
@@ -115,20 +138,7 @@ class GoogleProvider:
         self.transient_types = _transport_errors()
 
     def open(self, secret: Secret | None) -> Any:
-        from google import genai
-        from google.genai import types
-
-        options: dict[str, Any] = {
-            "base_url": self.cfg.base_url,
-            "api_version": str(quirks(self.cfg).get("api_version", "v1beta")),
-            "timeout": int(self.timeout_s * 1000),  # milliseconds
-        }
-        if "retry_options" in types.HttpOptions.model_fields:
-            options["retry_options"] = None  # no SDK retries: ours are counted, backed off, shown
-        http = types.HttpOptions(**options)
-        return genai.Client(
-            api_key=secret.reveal() if secret else None, vertexai=False, http_options=http
-        ).aio
+        return make_client(self.cfg, secret).aio
 
     async def close(self, client: Any) -> None:
         close = getattr(client, "aclose", None)  # older google-genai releases have none
@@ -147,13 +157,80 @@ class GoogleProvider:
         return parse_generate_response(as_dict(response), request.stop, count)
 
 
+class GoogleBatchApi:
+    """Gemini batch mode with inline requests through the sync client (see :mod:`._batch`)."""
+
+    name = "google"
+    max_items = 100_000  # no documented count limit: the inline size limit binds first
+    max_bytes = 20_000_000  # the API's limit on inline requests
+    max_per_request = MAX_CANDIDATES
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        require("google.genai", "api", self.name)
+        self.cfg = cfg
+        self.transient_types = _transport_errors()
+
+    def open(self, secret: Secret | None) -> Any:
+        return make_client(self.cfg, secret)
+
+    def close(self, client: Any) -> None:
+        close = getattr(client, "close", None)
+        if close is not None:
+            close()
+
+    def output_tokens(self, request: GenerationRequest) -> int:
+        return output_tokens(request, self.cfg)
+
+    def line(self, request: GenerationRequest, count: int, first: int, custom_id: str) -> dict[str, Any]:
+        params = build_generate_params(request, self.cfg, count, first)
+        return {"contents": params["contents"], "config": params["config"], "metadata": {"custom_id": custom_id}}
+
+    def submit(self, client: Any, lines: Sequence[dict[str, Any]]) -> str:
+        from google.genai import types
+
+        requests = [types.InlinedRequest(contents=line["contents"], metadata=line["metadata"],
+                                         config=types.GenerateContentConfig.model_validate(line["config"]))
+                    for line in lines]
+        job = client.batches.create(model=str(self.cfg.model_id), src=requests, config={"display_name": "mcu-exp"})
+        return str(job.name)
+
+    def poll(self, client: Any, batch_id: str) -> BatchState:
+        job = client.batches.get(name=batch_id)
+        state = str(getattr(job.state, "value", job.state))
+        note = ""
+        if state != "JOB_STATE_SUCCEEDED" and state in _BATCH_ENDED:
+            message = getattr(job.error, "message", None) if job.error else None
+            note = f"batch {state.removeprefix('JOB_STATE_').lower()}" + (f": {message}" if message else "")
+        return BatchState(state in _BATCH_ENDED, state, note, job)
+
+    def results(self, client: Any, batch_id: str, state: BatchState) -> list[ItemOutcome]:
+        dest = state.handle.dest
+        found = []
+        for n, entry in enumerate((dest.inlined_responses if dest else None) or []):
+            custom_id = str((entry.metadata or {}).get("custom_id") or f"c{n}")
+            if entry.error is not None or entry.response is None:
+                found.append(ItemOutcome(custom_id, None, str(getattr(entry.error, "message", None) or "no response")))
+            else:
+                found.append(ItemOutcome(custom_id, as_dict(entry.response)))
+        return found
+
+    def parse(self, data: Mapping[str, Any], request: GenerationRequest, count: int) -> CallResult:
+        return parse_generate_response(data, request.stop, count)
+
+
 def identity(cfg: ModelConfig) -> dict[str, Any]:
     """The model part of cache keys, without a client: backend, model id, quirks."""
     return remote_identity(cfg, "google")
 
 
-def create_backend(cfg: ModelConfig, *, progress: bool = True) -> RemoteBackend:
-    """The ``google`` backend: key from ``api_key_env`` (default GEMINI_API_KEY, then GOOGLE_API_KEY)."""
+def create_backend(cfg: ModelConfig, *, progress: bool = True,
+                   cache_dir: str | None = None) -> RemoteBackend | BatchBackend:
+    """The ``google`` backend: key from ``api_key_env`` (default GEMINI_API_KEY, then GOOGLE_API_KEY);
+    batch mode when ``model.batch`` (its batches recorded in ``cache_dir``)."""
+    if bool(getattr(cfg, "batch", False)):
+        api = GoogleBatchApi(cfg)
+        secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "google")
+        return BatchBackend(cfg, api, secret, identity(cfg), progress=progress, store_dir=cache_dir)
     provider = GoogleProvider(cfg)
     secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "google")
     return RemoteBackend(cfg, provider, secret, identity(cfg), progress=progress)

@@ -1,5 +1,9 @@
 """OpenAI Chat Completions: ``n`` samples per request, official ``openai`` client.
 
+With ``model.batch: true`` the same request bodies go through the Batch API instead
+(:class:`OpenAIBatchApi`: a JSONL file, ``batches.create``, results read from the output
+and error files), at half the price.
+
 Quirks (``model.quirks``): ``max_tokens_param`` (``max_completion_tokens`` for reasoning
 models), ``drop_params`` (arguments the model rejects, e.g. ``[temperature, top_p, stop]``
 for GPT-5), ``params`` (extra keyword arguments, e.g. ``reasoning_effort``), ``extra_body``,
@@ -9,6 +13,7 @@ for GPT-5), ``params`` (extra keyword arguments, e.g. ``reasoning_effort``), ``e
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +32,7 @@ from mcu_exp.llm.providers._common import (
     split_usage,
     truncate_at_stop,
 )
+from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
 from mcu_exp.llm.providers._errors import MalformedResponse
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
 
@@ -37,6 +43,8 @@ DEFAULT_KEY_ENVS = ("OPENAI_API_KEY",)
 MAX_N = 128  # the API's ceiling on `n`
 MAX_STOPS = 4  # the API takes at most four stop strings; the rest are applied here
 
+BATCH_ENDPOINT = "/v1/chat/completions"
+_BATCH_ENDED = {"completed", "failed", "expired", "cancelled"}
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "filtered"}  # tool_calls...: error
 
 
@@ -121,13 +129,97 @@ class OpenAIProvider:
         return parse_chat_completion(as_dict(response), request.stop)
 
 
+def request_body(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON body the client sends for ``params`` (``extra_body`` merged in): a batch line's body."""
+    extra = dict(params.get("extra_body") or {})
+    return {**{k: v for k, v in params.items() if k != "extra_body"}, **extra}
+
+
+class OpenAIBatchApi:
+    """The Batch API through the sync ``openai.OpenAI`` client (see :mod:`._batch`)."""
+
+    name = "openai"
+    max_items = 50_000  # the API's limits on one batch's input file
+    max_bytes = 200_000_000
+    max_per_request = MAX_N
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        self.sdk = require("openai", "api", self.name)
+        self.cfg = cfg
+        self.transient_types: tuple[type[BaseException], ...] = (self.sdk.APIConnectionError,)
+
+    def open(self, secret: Secret | None) -> Any:
+        return self.sdk.OpenAI(api_key=secret.reveal() if secret else "EMPTY", base_url=self.cfg.base_url,
+                               max_retries=0, timeout=float(self.cfg.timeout_s))
+
+    def close(self, client: Any) -> None:
+        client.close()
+
+    def output_tokens(self, request: GenerationRequest) -> int:
+        return output_tokens(request, self.cfg)
+
+    def line(self, request: GenerationRequest, count: int, first: int, custom_id: str) -> dict[str, Any]:
+        body = request_body(build_chat_params(request, self.cfg, count, first))
+        return {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": body}
+
+    def submit(self, client: Any, lines: Sequence[dict[str, Any]]) -> str:
+        data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
+        upload = client.files.create(file=("mcu-exp-batch.jsonl", data, "application/jsonl"), purpose="batch")
+        batch = client.batches.create(input_file_id=upload.id, endpoint=BATCH_ENDPOINT, completion_window="24h")
+        return str(batch.id)
+
+    def poll(self, client: Any, batch_id: str) -> BatchState:
+        batch = client.batches.retrieve(batch_id)
+        status = str(batch.status)
+        note = ""
+        if status == "failed":
+            errors = [e.message for e in ((batch.errors.data if batch.errors else None) or []) if e.message]
+            note = "batch failed" + (f": {'; '.join(errors)}" if errors else "")
+        elif status in ("expired", "cancelled"):
+            note = f"batch {status} before answering the request"
+        return BatchState(status in _BATCH_ENDED, status, note, batch)
+
+    def results(self, client: Any, batch_id: str, state: BatchState) -> list[ItemOutcome]:
+        found = []
+        for file_id in (state.handle.output_file_id, state.handle.error_file_id):
+            if not file_id:
+                continue
+            for raw in client.files.content(file_id).text.splitlines():
+                if raw.strip():
+                    found.append(_batch_outcome(json.loads(raw)))
+        return found
+
+    def parse(self, data: Mapping[str, Any], request: GenerationRequest, count: int) -> CallResult:
+        return parse_chat_completion(data, request.stop)
+
+
+def _batch_outcome(line: Mapping[str, Any]) -> ItemOutcome:
+    """One line of a batch's output or error file."""
+    response = line.get("response") or {}
+    body = response.get("body") if isinstance(response, Mapping) else None
+    error = line.get("error")
+    if not error and response.get("status_code") == 200 and isinstance(body, Mapping):
+        return ItemOutcome(str(line.get("custom_id")), body)
+    detail = (error or {}).get("message") or (error or {}).get("code")
+    if not detail and isinstance(body, Mapping):
+        detail = (body.get("error") or {}).get("message")
+    status = response.get("status_code") if isinstance(response, Mapping) else None
+    return ItemOutcome(str(line.get("custom_id")), None, f"HTTP {status}: {detail}" if status else str(detail))
+
+
 def identity(cfg: ModelConfig) -> dict[str, Any]:
     """The model part of cache keys, without a client: backend, model id, quirks."""
     return remote_identity(cfg, "openai")
 
 
-def create_backend(cfg: ModelConfig, *, progress: bool = True) -> RemoteBackend:
-    """The ``openai`` backend: key from ``api_key_env`` (default OPENAI_API_KEY)."""
+def create_backend(cfg: ModelConfig, *, progress: bool = True,
+                   cache_dir: str | None = None) -> RemoteBackend | BatchBackend:
+    """The ``openai`` backend: key from ``api_key_env`` (default OPENAI_API_KEY); the Batch API
+    when ``model.batch`` (its batches recorded in ``cache_dir``)."""
+    if bool(getattr(cfg, "batch", False)):
+        api = OpenAIBatchApi(cfg)
+        secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "openai")
+        return BatchBackend(cfg, api, secret, identity(cfg), progress=progress, store_dir=cache_dir)
     provider = OpenAIProvider(cfg, "openai", cfg.base_url)
     secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "openai")
     return RemoteBackend(cfg, provider, secret, identity(cfg), progress=progress)
