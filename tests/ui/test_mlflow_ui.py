@@ -109,13 +109,11 @@ def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
 
 def dom_and_screenshot(url: str, tmp_path: Path, name: str, size: tuple[int, int]) -> str:
     """The page's DOM (HTML entities decoded) and a checked screenshot ``<name>.png``, kept
-    for a person to look at (:func:`keep`)."""
-    window = f"--window-size={size[0]},{size[1]}"
-    res = chromium(url, tmp_path / f"profile-dom-{name}", window, "--dump-dom")
-    assert res.returncode == 0, res.stderr[-2000:]
+    for a person to look at (:func:`keep`); one browser launch takes both."""
     shot = tmp_path / f"{name}.png"
-    shown = chromium(url, tmp_path / f"profile-shot-{name}", window, f"--screenshot={shot}")
-    assert shown.returncode == 0, shown.stderr[-2000:]
+    res = chromium(url, tmp_path / f"profile-{name}", f"--window-size={size[0]},{size[1]}", "--dump-dom",
+                   f"--screenshot={shot}")
+    assert res.returncode == 0, res.stderr[-2000:]
     check_screenshot(shot, size)
     keep(shot)
     return html.unescape(res.stdout)
@@ -133,21 +131,13 @@ def test_run_comparison_page_renders_the_sweep(sweep: Sweep, tmp_path: Path) -> 
     query = urllib.parse.urlencode(
         {"runs": json.dumps(list(sweep.runs)), "experiments": json.dumps([sweep.experiment_id])}, safe='[]",')
     url = f"{sweep.url}/#/compare-runs?{query}"
-    res = chromium(url, tmp_path / "profile-dom", "--dump-dom")
-    assert res.returncode == 0, res.stderr[-2000:]
-    dom = html.unescape(res.stdout)
+    dom = dom_and_screenshot(url, tmp_path, "compare", (1400, 1000))
     assert "Comparing 2 Runs" in dom
     for run_id, name in sweep.runs.items():
         assert run_id in dom and name in dom, f"run {name} ({run_id}) is not on the page"
     shown = set(re.findall(r'metric=%22([\w.]+)%22', dom))
     assert {"f1", "auc_binary"} <= shown, f"metrics on the page: {sorted(shown)}"
     assert "decision.epsilon" in dom  # the swept parameter
-
-    shot = tmp_path / "compare.png"
-    res = chromium(url, tmp_path / "profile-shot", "--window-size=1400,1000", f"--screenshot={shot}")
-    assert res.returncode == 0, res.stderr[-2000:]
-    check_screenshot(shot, (1400, 1000))
-    keep(shot)
 
 
 def test_experiment_page_shows_the_sweep_as_a_parent_run(sweep: Sweep, tmp_path: Path) -> None:
@@ -189,16 +179,10 @@ def test_html_report_renders_every_figure(sweep: Sweep, tmp_path: Path) -> None:
     probe.write_text(page.read_text().replace(
         "</body>", "<script>window.addEventListener('load', () => { document.body.dataset.decoded = "
                    "[...document.images].filter(i => i.complete && i.naturalWidth > 0).length; });</script></body>"))
-    res = chromium(probe.as_uri(), tmp_path / "profile-dom", "--dump-dom")
-    assert res.returncode == 0, res.stderr[-2000:]
-    images = re.findall(r'<img [^>]*src="data:image/png;base64,', res.stdout)
+    dom = dom_and_screenshot(probe.as_uri(), tmp_path, "report", (1200, 2400))
+    images = re.findall(r'<img [^>]*src="data:image/png;base64,', dom)
     assert len(images) == 4
-    assert 'data-decoded="4"' in res.stdout, "the browser could not decode every figure"
+    assert 'data-decoded="4"' in dom, "the browser could not decode every figure"
     for name in sweep.runs.values():
-        assert name.split(" · ")[0] in res.stdout
-    assert "Alignment with human labels" in res.stdout
-
-    shot = tmp_path / "report.png"
-    res = chromium(page.as_uri(), tmp_path / "profile-shot", "--window-size=1200,2400", f"--screenshot={shot}")
-    assert res.returncode == 0, res.stderr[-2000:]
-    check_screenshot(shot, (1200, 2400))
+        assert name.split(" · ")[0] in dom
+    assert "Alignment with human labels" in dom

@@ -17,7 +17,8 @@ from support.mlflow_store import seed_store
 pytestmark = pytest.mark.slow  # jobs in subprocesses
 
 REPO = Path(__file__).resolve().parents[3]
-QUICK = ["debug=quick", "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true", "evaluation.plots=false",
+# ROUGE-L scores the summaries: which scorer runs does not matter here, and it loads no encoder.
+QUICK = ["debug=quick", "scorer=rougel", "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true", "evaluation.plots=false",
          "model.requests_per_minute=null", "model.tokens_per_minute=null",
          "model.backoff_initial_s=0.01", "model.backoff_max_s=0.02"]
 

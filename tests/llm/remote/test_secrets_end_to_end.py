@@ -14,6 +14,7 @@ from conftest import PLANTED_KEY, FakeServer, _received_key  # type: ignore[impo
 from support.mlflow_store import seed_store
 
 pytestmark = pytest.mark.slow  # jobs in subprocesses: tens of seconds on 2 cores
+# ROUGE-L scores the summaries: which scorer runs does not matter here, and it loads no encoder.
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -24,7 +25,7 @@ def test_planted_key_is_in_no_log_param_or_artifact(fake_server: FakeServer, tmp
     env.pop("MLFLOW_TRACKING_URI", None)
     res = subprocess.run(
         [sys.executable, "-m", "mcu_exp", "model=gpt-4o", f"model.base_url={fake_server.url}/v1",
-         "model.requests_per_minute=null", "model.tokens_per_minute=null", "debug=quick",
+         "model.requests_per_minute=null", "model.tokens_per_minute=null", "debug=quick", "scorer=rougel",
          "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true", "evaluation.plots=false"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )
@@ -59,7 +60,7 @@ def test_config_token_and_url_password_are_in_no_output(fake_server: FakeServer,
     res = subprocess.run(
         [sys.executable, "-m", "mcu_exp", "model=gpt-4o", f"model.base_url={url}",
          "+model.quirks.extra_body.api_key=${oc.env:MCU_TEST_TOKEN}",
-         "model.requests_per_minute=null", "model.tokens_per_minute=null", "debug=quick",
+         "model.requests_per_minute=null", "model.tokens_per_minute=null", "debug=quick", "scorer=rougel",
          "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true", "evaluation.plots=false"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )
