@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from support.browser import check_screenshot, chromium, chromium_binary
+from support.mlflow_store import seed_store
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +41,7 @@ def free_port() -> int:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """An MLflow tracking server with a SQLite backend and local artifacts, stopped afterwards."""
     chromium_binary()  # fail first, before the slow part, when the browser is missing
-    root = tmp_path_factory.mktemp("mlflow_server")
+    root = seed_store(tmp_path_factory.mktemp("mlflow_server"))  # migrated: the server starts sooner
     url = f"http://127.0.0.1:{free_port()}"
     log = (root / "server.log").open("w")
     proc = subprocess.Popen(
@@ -59,7 +60,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"mlflow server did not come up:\n{(root / 'server.log').read_text()[-3000:]}")
-            time.sleep(1)
+            time.sleep(0.25)
         yield url
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
