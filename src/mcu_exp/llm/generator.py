@@ -1,8 +1,10 @@
 """Generation through the cache: look every sample up, make only the missing ones.
 
 A warm rerun, or a sweep over thresholds that reuses earlier generations, finds every sample
-in the cache and never creates a backend (so never loads a model or opens a client). New
-samples are written to the cache one by one as the backend finishes them, so a crash or a
+in the cache and never creates a backend (so never loads a model or opens a client); the
+lookup runs in chunks of requests, so a stage of a million cached samples stays fast and
+small. New samples are written to the cache as the backend finishes them, the samples of one
+response (or of all the responses that arrived together) in one transaction, so a crash or a
 kill loses only the samples in flight, and the rerun generates exactly those.
 
 :meth:`CachedGenerator.usage` reports what this generator spent (tokens, requests, retries,
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from mcu_exp.llm.cache import ClaimOwner, GenerationCache, key_parts, sample_key
+from mcu_exp.llm.cache import ClaimOwner, GenerationCache, request_parts, sample_keys
 from mcu_exp.llm.contract import Backend, GenerationRequest, GenerationResult, Message, Sample, SampleJob
 from mcu_exp.llm.errors import BackendError
 
@@ -37,6 +39,7 @@ log = logging.getLogger(__name__)
 CACHE_FILE = "generations.sqlite"
 USAGE_PREFIX = "usage."
 _STAT = {"error": "errors", "filtered": "filtered", "empty": "empty"}  # failure kind -> stats key
+_LOOKUP = 20_000  # samples looked up per chunk of requests
 
 
 def sum_usage(usages: Iterable[Mapping[str, float]]) -> dict[str, float]:
@@ -79,7 +82,8 @@ class CachedGenerator:
     def __init__(self, model_cfg: ModelConfig | None, cache_dir: str | Path, progress: bool = True,
                  backend: Backend | None = None, claim_ttl_s: float = 60.0, poll_s: float = 0.25) -> None:
         self.model_cfg = model_cfg
-        self.cache = GenerationCache(Path(cache_dir) / CACHE_FILE)
+        self.cache_dir = Path(cache_dir)  # also where a batch backend records its batches
+        self.cache = GenerationCache(self.cache_dir / CACHE_FILE)
         self.progress = progress
         self._given_backend = backend
         self.backend: Backend | None = None
@@ -129,7 +133,7 @@ class CachedGenerator:
             else:
                 from mcu_exp.llm.factory import build_backend
 
-                self.backend = build_backend(self._config(), progress=self.progress)
+                self.backend = build_backend(self._config(), progress=self.progress, cache_dir=self.cache_dir)
         return self.backend
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
@@ -140,13 +144,9 @@ class CachedGenerator:
         """
         since = time.time()
         identity = self.identity()
-        keys = [[sample_key(identity, r, i) for i in range(r.n)] for r in requests]
-        slots: list[list[Sample | None]] = [[None] * len(ks) for ks in keys]
-        waiting: dict[str, list[tuple[int, int]]] = {}  # key -> every (request, index) that wants it
-        for pos, request_keys in enumerate(keys):
-            for index, key in enumerate(request_keys):
-                waiting.setdefault(key, []).append((pos, index))
-        pending = set(waiting) - self._fill(self.cache.get_many(waiting), slots, waiting)
+        slots: list[list[Sample | None]] = [[None] * r.n for r in requests]
+        waiting = self._lookup(identity, requests, slots)  # missing key -> every (request, index) that wants it
+        pending = set(waiting)
         total = sum(r.n for r in requests)
         hits = total - sum(len(waiting[k]) for k in pending)
         self.stats["hits"] += hits
@@ -174,6 +174,30 @@ class CachedGenerator:
                  total, hits, self.stats["generated"], self.stats["errors"], self.stats["filtered"],
                  self.stats["empty"])
         return [GenerationResult(r, [s for s in ss if s is not None]) for r, ss in zip(requests, slots)]
+
+    def _lookup(self, identity: dict[str, Any], requests: Sequence[GenerationRequest],
+                slots: list[list[Sample | None]]) -> dict[str, list[tuple[int, int]]]:
+        """Fill ``slots`` from the cache, a chunk of requests at a time; every missing key
+        with each (request, index) that wants it."""
+        waiting: dict[str, list[tuple[int, int]]] = {}
+        start = 0
+        while start < len(requests):
+            stop, size = start, 0
+            while stop < len(requests) and (size == 0 or size + requests[stop].n <= _LOOKUP):
+                size += requests[stop].n
+                stop += 1
+            keys = [(pos, sample_keys(identity, requests[pos], range(requests[pos].n))) for pos in range(start, stop)]
+            found = self.cache.get_many(key for _, ks in keys for key in ks)
+            for pos, request_keys in keys:
+                row = slots[pos]
+                for index, key in enumerate(request_keys):
+                    sample = found.get(key)
+                    if sample is None:
+                        waiting.setdefault(key, []).append((pos, index))
+                    else:
+                        row[index] = sample
+            start = stop
+        return waiting
 
     @staticmethod
     def _fill(found: Mapping[str, Sample], slots: list[list[Sample | None]],
@@ -207,23 +231,34 @@ class CachedGenerator:
                    dynamic_ncols=True)
         asked = sum(len(job.indices) for job in jobs)
         received = 0
-        stream = backend.stream(jobs)
+        keys: dict[int, dict[int, str]] = {}  # job -> sample index -> key
+        shared: dict[int, dict[str, Any]] = {}  # job -> its request's key parts
+        batches = getattr(backend, "stream_batches", None)
+        stream = batches(jobs) if callable(batches) else backend.stream(jobs)
         try:
-            for job_pos, index, sample in stream:
-                made["samples"] += 1
-                made["prompt_tokens"] += sample.prompt_tokens
-                made["completion_tokens"] += sample.completion_tokens
-                request = jobs[job_pos].request
-                parts = key_parts(identity, request, index)
-                key = sample_key(identity, request, index)
-                self.cache.put(key, sample, parts)
-                self.stats[_STAT.get(sample.failure or "", "generated")] += 1
-                log.debug("sample %s: %s", key[:12], parts)
-                wanted = waiting.get(key, ())
-                for pos, idx in wanted:
-                    slots[pos][idx] = sample
-                received += 1
-                bar.update(len(wanted))
+            for batch in stream if callable(batches) else ([item] for item in stream):
+                responses: dict[int, list[tuple[str, int, Sample]]] = {}
+                for job_pos, index, sample in batch:
+                    made["samples"] += 1
+                    made["prompt_tokens"] += sample.prompt_tokens
+                    made["completion_tokens"] += sample.completion_tokens
+                    if job_pos not in keys:
+                        job = jobs[job_pos]
+                        keys[job_pos] = dict(zip(job.indices, sample_keys(identity, job.request, job.indices)))
+                        shared[job_pos] = request_parts(identity, job.request)
+                    responses.setdefault(job_pos, []).append((keys[job_pos][index], index, sample))
+                self.cache.put_responses((shared[pos], rows) for pos, rows in responses.items())
+                filled = 0
+                for job_pos, rows in responses.items():
+                    for key, index, sample in rows:
+                        self.stats[_STAT.get(sample.failure or "", "generated")] += 1
+                        log.debug("sample %s: index %d of request %d", key[:12], index, job_pos)
+                        wanted = waiting.get(key, ())
+                        for pos, idx in wanted:
+                            slots[pos][idx] = sample
+                        filled += len(wanted)
+                received += len(batch)
+                bar.update(filled)
         finally:
             close = getattr(stream, "close", None)
             if close is not None:

@@ -3,10 +3,10 @@
 A provider supplies one async ``call`` (payload in, samples out); this module adds what
 every provider needs around it: n samples per request where the API allows, a concurrency
 limit, rate limits, retries with backoff, budget caps, a progress bar with retry counts, and
-error messages free of the API key. Each sample is queued the moment its response arrives,
-so the cache stores it before its worker takes new work. A stop (budget cap, retries used
-up) lets the requests in flight finish and is reported after them, so its message counts
-every sample they brought.
+error messages free of the API key. The samples of a response are queued together the
+moment it arrives, so the cache stores them (in one transaction) while its worker goes on.
+A stop (budget cap, retries used up) lets the requests in flight finish and is reported
+after them, so its message counts every sample they brought.
 """
 
 from __future__ import annotations
@@ -134,6 +134,12 @@ class RemoteBackend:
 
     def stream(self, jobs: Sequence[SampleJob]) -> Iterator[tuple[int, int, Sample]]:
         """Yield ``(job position, sample index, sample)`` as each response arrives."""
+        for batch in self.stream_batches(jobs):
+            yield from batch
+
+    def stream_batches(self, jobs: Sequence[SampleJob]) -> Iterator[list[tuple[int, int, Sample]]]:
+        """Like :meth:`stream`, but the samples of a response come as one list (with those of
+        any other responses already waiting), so the cache stores them in one transaction."""
         chunks = [
             (pos, tuple(job.indices[i : i + self.per_request]))
             for pos, job in enumerate(jobs)
@@ -150,20 +156,31 @@ class RemoteBackend:
             disable=not self.progress,
         )
         thread.start()
+        held: list[tuple[str, Any]] = []  # met while gathering a batch: handled after it
         try:
             while True:
                 try:
-                    kind, payload = run.out.get(timeout=0.2)
+                    kind, payload = held.pop() if held else run.out.get(timeout=0.2)
                 except queue.Empty:
                     if not thread.is_alive() and run.out.empty():
                         raise BackendError(f"{self.provider.name}: backend thread ended unexpectedly") from None
                     continue
-                if kind in ("sample", "retry"):
-                    bar.set_postfix(retries=self.totals.retries, cost=f"${self.totals.cost_usd:.4f}",
-                                    refresh=kind == "retry")
-                if kind == "sample":
-                    bar.update(1)
-                    yield payload
+                if kind == "samples":
+                    batch = list(payload)
+                    while not held:
+                        try:
+                            item = run.out.get_nowait()
+                        except queue.Empty:
+                            break
+                        if item[0] == "samples":
+                            batch += item[1]
+                        else:
+                            held.append(item)
+                    bar.update(len(batch))
+                    bar.set_postfix(retries=self.totals.retries, cost=f"${self.totals.cost_usd:.4f}", refresh=False)
+                    yield batch
+                elif kind == "retry":
+                    bar.set_postfix(retries=self.totals.retries, cost=f"${self.totals.cost_usd:.4f}")
                 elif kind == "error":
                     raise payload
                 elif kind == "done":
@@ -344,12 +361,10 @@ class _Run:
             b.totals.prompt_tokens += result.prompt_tokens
             b.totals.completion_tokens += result.completion_tokens
             b.totals.cost_usd += cost
-            done = list(zip(remaining, result.samples))
-            for index, sample in done:
-                b.totals.samples += 1
-                if sample.finish_reason != "error":
-                    b.kept += 1
-                self.out.put(("sample", (pos, index, sample)))
+            done = [(pos, index, sample) for index, sample in zip(remaining, result.samples)]
+            b.totals.samples += len(done)
+            b.kept += sum(sample.finish_reason != "error" for _, _, sample in done)
+            self.out.put(("samples", done))
             remaining = remaining[len(done):]
 
 
