@@ -85,7 +85,7 @@ class ModelConfig:
     batch_poll_s: float = 30.0  # first wait between polls; doubles up to batch_poll_max_s
     batch_poll_max_s: float = 600.0
     batch_max_requests: Optional[int] = None  # most requests per batch; None: the provider's limit
-    batch_dir: Optional[str] = None  # where batch ids are recorded; None: the default cache folder
+    batch_dir: Optional[str] = None  # where batch ids are recorded; None: the generation cache's folder
     tensor_parallel_size: int = 1  # vllm
     max_model_len: Optional[int] = None  # vllm
 

@@ -1,5 +1,5 @@
 """Helpers of the batch-backend tests: a model config pointed at the fake batch server, requests,
-and a generator whose batch backend records its batches in the test's cache folder."""
+and a generator whose batch backend records its batches beside its cache."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from batch_server import BatchServer
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import CachedGenerator, GenerationRequest, Message
-from mcu_exp.llm.factory import build_backend
 
 PRICES = {"price_input_per_mtok": 2.0, "price_output_per_mtok": 10.0}
 
@@ -36,9 +35,8 @@ def requests(*prompts: str, n: int = 2) -> list[GenerationRequest]:
 
 
 def generator(cfg: ModelConfig, cache_dir: Path) -> CachedGenerator:
-    """A generator whose batch backend records its batches in ``cache_dir``."""
-    backend = build_backend(cfg, progress=False, cache_dir=cache_dir)
-    return CachedGenerator(cfg, cache_dir, progress=False, backend=backend)
+    """A generator whose batch backend records its batches beside its cache in ``cache_dir``."""
+    return CachedGenerator(cfg, cache_dir, progress=False)
 
 
 def batch_states(cache_dir: Path) -> list[str]:

@@ -11,7 +11,6 @@ import sys
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import CachedGenerator, GenerationRequest, Message
-from mcu_exp.llm.factory import build_backend
 
 
 def main() -> None:
@@ -20,8 +19,7 @@ def main() -> None:
                       timeout_s=5.0, max_new_tokens=16, n_per_request=2, batch=True, batch_poll_s=0.05,
                       batch_poll_max_s=0.1)
     requests = [GenerationRequest(messages=(Message("user", p),), n=2, max_new_tokens=16) for p in prompts]
-    backend = build_backend(cfg, progress=False, cache_dir=cache_dir)
-    results = CachedGenerator(cfg, cache_dir, progress=False, backend=backend).generate(requests)
+    results = CachedGenerator(cfg, cache_dir, progress=False).generate(requests)
     print(json.dumps([r.texts for r in results]))
 
 

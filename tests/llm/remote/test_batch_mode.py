@@ -140,6 +140,9 @@ def test_batch_dir_records_batches_where_the_config_says(server: BatchServer, tm
     cfg = batch_cfg("openai", server, batch_dir=str(tmp_path / "records"))
     CachedGenerator(cfg, tmp_path / "cache", progress=False).generate(requests("A", n=1))
     assert batch_states(tmp_path / "records") == ["done"] and cached_rows(tmp_path / "cache") == 1
+    assert not (tmp_path / "cache" / "batches.sqlite").exists()
+    CachedGenerator(batch_cfg("openai", server), tmp_path / "other", progress=False).generate(requests("B", n=1))
+    assert batch_states(tmp_path / "other") == ["done"]  # unset: beside the generation cache it feeds
 
 
 @pytest.mark.parametrize(("fields", "message"), [
