@@ -137,7 +137,9 @@ def _prompts(count: int) -> list[GenerationRequest]:
 
 def _capped_run(remote: Any, cache_dir: Path, **caps: Any) -> tuple[str, Any]:
     """Generate 24 one-sample requests at concurrency 8 until a cap stops them: (message, backend)."""
-    cfg = remote.cfg("openai", max_concurrency=8, n_per_request=1, **PRICES, **caps)
+    # A generous timeout: a retried request (a 0.5 s timeout on a loaded machine) would be one
+    # more request than the cap, which is what these tests count.
+    cfg = remote.cfg("openai", max_concurrency=8, n_per_request=1, timeout_s=30.0, **PRICES, **caps)
     backend = remote.backend(cfg)
     remote.server.push(*[remote.action(delay_s=0.05)] * 24)  # eight requests really in flight together
     gen = CachedGenerator(cfg, cache_dir, progress=False, backend=backend)

@@ -163,6 +163,19 @@ def as_dict(response: Any) -> Mapping[str, Any]:
     return dump(mode="json")
 
 
+def json_body(content: bytes) -> Mapping[str, Any]:
+    """A response body read through an SDK's ``with_raw_response``, as the parsers read it:
+    the provider's own JSON, skipping the SDK's typed response and its dump back to data,
+    which cost about 40 % of a request's CPU at thousands of requests a minute."""
+    try:
+        data = json.loads(content)
+    except (TypeError, ValueError) as exc:
+        raise MalformedResponse(f"response body is not JSON ({type(exc).__name__})") from None
+    if not isinstance(data, Mapping):
+        raise MalformedResponse(f"unexpected response body of type {type(data).__name__}")
+    return data
+
+
 def split_usage(samples: list[tuple[str, str]], prompt_tokens: int, completion_tokens: int) -> list[Sample]:
     """Samples whose token counts sum to the call's billed usage (prompt counted once)."""
     n = len(samples)

@@ -20,6 +20,7 @@ from mcu_exp.llm.contract import GenerationRequest
 from mcu_exp.llm.providers._common import (
     Secret,
     as_dict,
+    json_body,
     drop,
     merged,
     quirks,
@@ -115,8 +116,8 @@ class AnthropicProvider:
 
     async def call(self, client: Any, request: GenerationRequest, count: int, first: int) -> CallResult:
         params = build_message_params(request, self.cfg, self.sampling_args)
-        response = await client.messages.create(**params)
-        return parse_message(as_dict(response), request.stop)
+        raw = await client.messages.with_raw_response.create(**params)
+        return parse_message(json_body(await raw.read()), request.stop)
 
 
 class AnthropicBatchApi:

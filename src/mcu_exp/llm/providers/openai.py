@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from mcu_exp.llm.contract import GenerationRequest
 from mcu_exp.llm.providers._common import (
     Secret,
-    as_dict,
+    json_body,
     drop,
     merged,
     quirks,
@@ -125,8 +125,8 @@ class OpenAIProvider:
 
     async def call(self, client: Any, request: GenerationRequest, count: int, first: int) -> CallResult:
         params = build_chat_params(request, self.cfg, count, first)
-        response = await client.chat.completions.create(**params)
-        return parse_chat_completion(as_dict(response), request.stop)
+        raw = await client.chat.completions.with_raw_response.create(**params)
+        return parse_chat_completion(json_body(raw.content), request.stop)
 
 
 def request_body(params: Mapping[str, Any]) -> dict[str, Any]:
