@@ -12,13 +12,9 @@ import html
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,15 +22,12 @@ from pathlib import Path
 import pytest
 
 from support.browser import check_screenshot, chromium, chromium_binary
+from support.mlflow_server import mlflow_server
 from support.mlflow_store import seed_store
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -42,34 +35,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """An MLflow tracking server with a SQLite backend and local artifacts, stopped afterwards."""
     chromium_binary()  # fail first, before the slow part, when the browser is missing
     root = seed_store(tmp_path_factory.mktemp("mlflow_server"))  # migrated: the server starts sooner
-    url = f"http://127.0.0.1:{free_port()}"
-    log = (root / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
-         "--artifacts-destination", (root / "artifacts").as_uri(), "--host", "127.0.0.1",
-         "--port", url.rsplit(":", 1)[1], "--workers", "1"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=root)
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"mlflow server did not come up:\n{(root / 'server.log').read_text()[-3000:]}")
-            time.sleep(0.25)
+    with mlflow_server(f"sqlite:///{root / 'mlflow.db'}", root) as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # uvicorn's graceful shutdown can wait on idle connections
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-        log.close()
 
 
 @dataclass(frozen=True)
