@@ -52,8 +52,10 @@ MAX_MODEL_LEN="${MAX_MODEL_LEN:-2048}"
 export MODEL PROMPTS SAMPLES_PER_PROMPT MAX_MODEL_LEN DTYPE ON_CPU
 
 # One timed generation through a backend; prints samples/s. $1 = backend, $2 = base_url or "".
-bench() {
-  "$PY" - "$1" "$2" <<'PY'
+# The Python is written to a file first: vLLM's spawned engine process re-imports the main
+# module by its path, which a script read from standard input does not have.
+BENCH_PY="$(mktemp -t gpu-check-bench.XXXXXX.py)"
+cat >"$BENCH_PY" <<'PY'
 import os, sys, time
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm.contract import GenerationRequest, Message, SampleJob
@@ -87,6 +89,8 @@ def main() -> None:  # vLLM starts its engine in a spawned process: never at imp
 if __name__ == "__main__":
     main()
 PY
+bench() {
+  "$PY" "$BENCH_PY" "$1" "$2"
 }
 
 echo "== vllm (in-process LLM engine), model $MODEL"
@@ -97,7 +101,7 @@ LOG="$(mktemp -t vllm-serve.XXXXXX.log)"
 "$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL" --served-model-name "$MODEL" \
   --port "$PORT" --host 127.0.0.1 --max-model-len "$MAX_MODEL_LEN" "${SERVE_EXTRA[@]}" >"$LOG" 2>&1 &
 SERVER=$!
-trap 'kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true' EXIT
+trap 'kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; rm -f "$BENCH_PY"' EXIT
 for _ in $(seq "$SERVE_WAIT_S"); do
   kill -0 "$SERVER" 2>/dev/null || { tail -20 "$LOG" >&2; fail "vllm serve exited (log: $LOG)"; }
   "$PY" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/v1/models', timeout=2)" \
