@@ -70,3 +70,19 @@ def config_problems(cfg: Config) -> Iterator[str]:
         yield f"labels.min_fraction={lab.min_fraction}: expected a value in [0, 1]"
     if cfg.dataset.limit is not None and cfg.dataset.limit < 1:
         yield f"dataset.limit={cfg.dataset.limit}: expected a positive number of programs (or null)"
+    if cfg.cache.url:
+        yield from _cache_url_problems(str(cfg.cache.url))
+
+
+def _cache_url_problems(url: str) -> Iterator[str]:
+    """What is wrong with ``cache.url`` (its scheme, a password in it, psycopg missing)."""
+    from mcu_exp.postgres_store import StoreError, check_url
+    from mcu_exp.sql_store import is_url
+
+    if not is_url(url):
+        yield f"cache.url={url}: expected postgresql://user@host:port/database (or null for SQLite files in cache.dir)"
+        return
+    try:
+        check_url(url)
+    except StoreError as exc:
+        yield str(exc)

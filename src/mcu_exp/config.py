@@ -92,9 +92,12 @@ class ModelConfig:
 
 @dataclass
 class CacheConfig:
-    """On-disk, content-addressed caches of generations and scores."""
+    """Content-addressed caches of generations and scores: SQLite files in ``dir`` (one
+    machine), or with ``url`` a PostgreSQL database that the jobs of many machines share
+    (``dir`` then keeps only what belongs to one machine: recorded provider batches)."""
 
     dir: str = "${paths.outputs}/cache"
+    url: Optional[str] = "${oc.env:MCU_EXP_CACHE_URL,null}"  # postgresql://user@host:port/database
 
 
 @dataclass

@@ -35,9 +35,8 @@ from mcu_exp.evaluation import (
 )
 from mcu_exp.evaluation.bootstrap import Relabel
 from mcu_exp.evaluation.report import CI_RECALIBRATE
-from mcu_exp.llm.cache import GenerationCache, sample_key
+from mcu_exp.llm.cache import GenerationCache, open_generation_cache, sample_key
 from mcu_exp.llm.factory import backend_identity, check_backend
-from mcu_exp.llm.generator import CACHE_FILE
 from mcu_exp.outputs import write_outputs
 from mcu_exp.proxies.base import OPTIONAL_SECTIONS, Proxy, ProxyContext, ProxyOutcome, build_proxy
 from mcu_exp.proxies.preview import preview, render_preview
@@ -132,7 +131,8 @@ def reference_report(proxy: Proxy, reference: Proxy | None, outcome: ProxyOutcom
     job above ``max_failed_share`` failed samples, like the proxy's own."""
     if reference is None or not reference.applies():
         return None
-    generators = Generators(reference.ctx.cache_dir, reference.ctx.progress, max_failed_share)
+    generators = Generators(reference.ctx.cache_dir, reference.ctx.progress, max_failed_share,
+                            reference.ctx.cache_url)
     labels = reference.outcome(run_stages(reference, generators)).table[names.LABEL]
     outcome.metrics.update({f"reference.{k}": v for k, v in {**generators.stats(), **generators.usage()}.items()})
     report = alignment(outcome.table, labels, ev, relabel)
@@ -169,12 +169,12 @@ def _cached_texts(stage: Stage, cache: GenerationCache | None) -> list[list[str]
     return [[found[k].text for k in ks] for ks in keys]
 
 
-def stage_models(cache_dir: Path, *proxies: Proxy | None) -> list[tuple[ModelConfig, bool]]:
+def stage_models(cache_dir: Path, *proxies: Proxy | None, cache_url: str | None = None
+                 ) -> list[tuple[ModelConfig, bool]]:
     """Every distinct model the proxies' stages call, and whether it has samples to generate
     (some are not in the cache). Walked as the preview walks them: a later stage is built
     from the cached texts of the earlier ones, or from stand-ins."""
-    path = cache_dir / CACHE_FILE
-    cache = GenerationCache(path) if path.is_file() else None
+    cache = open_generation_cache(cache_dir, cache_url, existing=True)
     models: dict[int, tuple[ModelConfig, bool]] = {}
     try:
         for proxy in proxies:
@@ -192,11 +192,11 @@ def stage_models(cache_dir: Path, *proxies: Proxy | None) -> list[tuple[ModelCon
     return list(models.values())
 
 
-def check_models(cache_dir: Path, *proxies: Proxy | None) -> None:
+def check_models(cache_dir: Path, *proxies: Proxy | None, cache_url: str | None = None) -> None:
     """Raise the first configuration problem of a model the job will call (unknown backend,
     malformed ``base_url``, and for a model with samples to generate an unset API-key
     variable) before any run or request is started."""
-    for model, missing in stage_models(cache_dir, *proxies):
+    for model, missing in stage_models(cache_dir, *proxies, cache_url=cache_url):
         check_backend(model, need_key=missing)
 
 
@@ -299,13 +299,13 @@ def run_job(raw: DictConfig) -> float:
 
     ctx = ProxyContext(dataset=dataset, program_ids=list(labels.labels.index), model=cfg.model,
                        scorer=cfg.scorer, experts=cfg.experts, decision=cfg.decision,
-                       cache_dir=Path(cfg.cache.dir), progress=not cfg.quiet)
+                       cache_dir=Path(cfg.cache.dir), progress=not cfg.quiet, cache_url=cfg.cache.url or None)
     proxy, reference = build_proxies(cfg, ctx)
-    print(render_preview(preview(proxy, reference, cache_dir=ctx.cache_dir)))
+    print(render_preview(preview(proxy, reference, cache_dir=ctx.cache_dir, cache_url=ctx.cache_url)))
     if cfg.preview_only:
         print("preview_only=true: stopping before any model is called")
         return float("nan")
-    check_models(ctx.cache_dir, proxy, reference)
+    check_models(ctx.cache_dir, proxy, reference, cache_url=ctx.cache_url)
 
     run_dir = job_dir(cfg.paths.outputs)
     title = run_name(cfg, calibrated=proxy.calibrated)
@@ -319,7 +319,7 @@ def run_job(raw: DictConfig) -> float:
         results = run_dir / names.RESULTS_DIR
         results.mkdir(parents=True, exist_ok=True)
         save_config(raw, results / names.CONFIG_FILE)
-        generators = Generators(ctx.cache_dir, ctx.progress, cfg.generation.max_failed_share)
+        generators = Generators(ctx.cache_dir, ctx.progress, cfg.generation.max_failed_share, ctx.cache_url)
         outcome = proxy.outcome(run_stages(proxy, generators))
         outcome.metrics.update(generators.stats())
         outcome.metrics.update(generators.usage())

@@ -1,4 +1,5 @@
-"""Content-addressed, append-as-you-go cache of generated samples (one SQLite file).
+"""Content-addressed, append-as-you-go cache of generated samples: one SQLite file (the
+default) or a PostgreSQL database shared by many machines (``cache.url``).
 
 A sample's key hashes everything that changes what the model writes: the backend identity
 (model and weights), every decoding parameter, the messages and the sample index. It leaves
@@ -6,7 +7,8 @@ out ``n`` (raising ``n`` reuses the samples already made) and anything that does
 the text (timeouts, retries). The samples of each response are committed together as they
 arrive (:meth:`GenerationCache.put_responses`), so a crash loses at most the samples in
 flight. WAL mode plus a busy timeout let several processes of a sweep read and write the
-same file at once.
+same file at once; on PostgreSQL, processes on any host share the tables the same way
+(:mod:`mcu_exp.sql_store` runs the same SQL on both).
 
 What a key is made of is kept for inspection: a request's parts (backend, decoding, messages)
 once in ``requests`` (under ``id``, the first 16 hex digits of their sha256), each sample's
@@ -24,22 +26,32 @@ sample: see :meth:`GenerationCache.claim`.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import socket
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.llm.contract import GenerationRequest, Sample
+from mcu_exp.llm.cache_keys import (  # noqa: F401  (the key helpers' first home: still importable from here)
+    canonical_json,
+    key_parts,
+    request_parts,
+    sample_key,
+    sample_keys,
+)
+from mcu_exp.llm.claims import ClaimOwner, lease_free
+from mcu_exp.llm.contract import Sample
 from mcu_exp.llm.errors import CacheCorrupt
-from mcu_exp.sqlite_store import open_shared
+from mcu_exp.sql_store import (
+    POSTGRESQL,
+    SQLITE,
+    Store,
+    database_errors,
+    is_url,
+    open_store,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS samples (
@@ -74,14 +86,57 @@ CREATE TABLE IF NOT EXISTS claims (
     expires REAL NOT NULL
 ) WITHOUT ROWID;
 """
+_SCHEMA_POSTGRESQL = """
+CREATE TABLE IF NOT EXISTS samples (
+    key TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    finish_reason TEXT NOT NULL,
+    prompt_tokens BIGINT NOT NULL,
+    completion_tokens BIGINT NOT NULL,
+    created DOUBLE PRECISION NOT NULL,
+    parts TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS requests (
+    id TEXT PRIMARY KEY,
+    parts TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS failures (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    finish_reason TEXT NOT NULL,
+    prompt_tokens BIGINT NOT NULL,
+    completion_tokens BIGINT NOT NULL,
+    attempts BIGINT NOT NULL,
+    created DOUBLE PRECISION NOT NULL,
+    parts TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid BIGINT NOT NULL,
+    expires DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS claims_owner ON claims (owner)
+"""
+_SCHEMAS = {SQLITE: _SCHEMA, POSTGRESQL: _SCHEMA_POSTGRESQL}
+# What moves between caches (``mcu-exp cache export/import``), in that order: failures are
+# asked again by the next run anyway, and claims belong to processes of one store.
+EXPORTED = {
+    "requests": "SELECT id, parts FROM requests",
+    "samples": "SELECT key, text, finish_reason, prompt_tokens, completion_tokens, created, parts FROM samples",
+}
+CACHE_FILE = "generations.sqlite"  # the SQLite file's name in a job's cache.dir
 _CHUNK = 500
-_BLANK = "trim(samples.text, ' ' || char(9, 10, 13)) = ''"
-_ROWS = 500  # rows per multi-row statement (each statement is one round through SQLite)
+_ROWS = 500  # rows per multi-row statement (each statement is one round through the database)
 _PUT_SAMPLES = (
     "INSERT INTO samples VALUES {values} ON CONFLICT(key) DO UPDATE SET text = excluded.text, "
     "finish_reason = excluded.finish_reason, prompt_tokens = excluded.prompt_tokens, "
-    f"completion_tokens = excluded.completion_tokens, created = excluded.created WHERE {_BLANK}"
+    "completion_tokens = excluded.completion_tokens, created = excluded.created WHERE {blank}"
 )
+_CLAIM = ("INSERT INTO claims VALUES (?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET owner = excluded.owner, "
+          "host = excluded.host, pid = excluded.pid, expires = excluded.expires")
 _PUT_FAILURE = (
     "INSERT INTO failures VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT(key) DO UPDATE SET "
     "kind = excluded.kind, text = excluded.text, finish_reason = excluded.finish_reason, "
@@ -90,119 +145,54 @@ _PUT_FAILURE = (
 )
 
 
-def key_parts(identity: Mapping[str, Any], request: GenerationRequest, index: int) -> dict[str, Any]:
-    """What a sample's key is made of."""
-    return {
-        "backend": dict(identity),
-        "decoding": request.decoding(),
-        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
-        "index": int(index),
-    }
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: equal values give equal strings."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def sample_key(identity: Mapping[str, Any], request: GenerationRequest, index: int) -> str:
-    """sha256 of the canonical JSON of :func:`key_parts`."""
-    return hashlib.sha256(canonical_json(key_parts(identity, request, index)).encode()).hexdigest()
-
-
-_INDEX = '"index":'
-
-
-def sample_keys(identity: Mapping[str, Any], request: GenerationRequest, indices: Iterable[int]) -> list[str]:
-    """:func:`sample_key` of each of ``indices``, encoding the request's JSON once.
-
-    The canonical JSON of the parts is ``{"backend":…,"decoding":…,"index":I,"messages":…}``
-    (sorted keys), so only the digits of ``I`` differ between samples; the messages' strings
-    are escaped, so the last ``"index":0,"messages":`` is the top-level one.
-    """
-    text = canonical_json(key_parts(identity, request, 0))
-    cut = text.rfind(_INDEX + '0,"messages":')
-    if cut < 0:  # a layout this shortcut does not know: the plain way
-        return [sample_key(identity, request, index) for index in indices]
-    cut += len(_INDEX)
-    head = hashlib.sha256(text[:cut].encode())
-    tail = text[cut + 1:].encode()
-    keys = []
-    for index in indices:
-        digest = head.copy()
-        digest.update(b"%d" % int(index) + tail)
-        keys.append(digest.hexdigest())
-    return keys
-
-
-def request_parts(identity: Mapping[str, Any], request: GenerationRequest) -> dict[str, Any]:
-    """What every sample key of ``request`` shares: :func:`key_parts` without the index."""
-    parts = key_parts(identity, request, 0)
-    del parts["index"]
-    return parts
-
-
-@dataclass(frozen=True)
-class ClaimOwner:
-    """Who holds a claim: one generator of one process on one host."""
-
-    host: str = field(default_factory=socket.gethostname)
-    pid: int = field(default_factory=os.getpid)
-    token: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-
-    @property
-    def id(self) -> str:
-        return f"{self.host}:{self.pid}:{self.token}"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host (a process we may not signal counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-def _corrupt(path: Path, exc: BaseException) -> CacheCorrupt:
+def _broken(name: str, dialect: str, exc: BaseException) -> CacheCorrupt:
+    """The one-line error of a cache database that failed under us."""
+    if dialect == POSTGRESQL:
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        return CacheCorrupt(f"generation cache {name}: the database failed ({first}); what was stored "
+                            "before is kept: rerun to resume once it is reachable")
     return CacheCorrupt(
-        f"generation cache {path} is not a readable SQLite database ({exc}); move it aside with its "
-        f"-wal and -shm files (mv {path}* <elsewhere>/) and rerun: its samples are generated again"
+        f"generation cache {name} is not a readable SQLite database ({exc}); move it aside with its "
+        f"-wal and -shm files (mv {name}* <elsewhere>/) and rerun: its samples are generated again"
     )
 
 
 class GenerationCache:
-    """Samples by key in one SQLite file; safe to share between processes."""
+    """Samples by key in one SQLite file (a path) or a PostgreSQL database (a
+    ``postgresql://`` URL); safe to share between processes, on PostgreSQL between hosts."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        try:
-            self._conn = open_shared(self.path, _SCHEMA, autocommit=True)
-            self._stored_requests: set[str] = set()  # ids known to be in ``requests``
-            self._conn.execute("SELECT COUNT(*) FROM samples").fetchone()
-        except sqlite3.OperationalError:
-            raise
-        except sqlite3.DatabaseError as exc:
-            raise _corrupt(self.path, exc) from None
+    def __init__(self, location: str | Path) -> None:
+        self.path: str | Path = location if is_url(location) else Path(location)
+        dialect = POSTGRESQL if is_url(location) else SQLITE
+        self._stored_requests: set[str] = set()  # ids known to be in ``requests``
+        with self._guard(dialect, str(self.path)):
+            self._db: Store = open_store(self.path, _SCHEMAS)
+            self._db.execute("SELECT COUNT(*) FROM samples").fetchone()
+        self._blank = self._db.blank("samples.text")
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self._db.dialect
 
     @contextmanager
-    def _guard(self) -> Iterator[None]:
-        """Turn a corrupt file met mid-run into a one-line :class:`CacheCorrupt` (a busy file
-        or a value SQLite cannot store is no corruption: those pass unchanged)."""
+    def _guard(self, dialect: str | None = None, name: str | None = None) -> Iterator[None]:
+        """Turn a corrupt file (or a PostgreSQL server that failed) met mid-run into a one-line
+        :class:`CacheCorrupt` (a busy SQLite file or a value it cannot store is no corruption:
+        those pass unchanged)."""
+        dialect = dialect or self._db.dialect
         try:
             yield
         except (sqlite3.OperationalError, sqlite3.ProgrammingError, sqlite3.IntegrityError):
             raise
-        except sqlite3.DatabaseError as exc:
-            raise _corrupt(self.path, exc) from None
+        except database_errors(dialect) as exc:
+            raise _broken(name or self._db.name, dialect, exc) from None
 
     def _rows(self, sql: str, keys: list[str], *args: Any) -> Iterator[tuple[Any, ...]]:
         """``sql`` (with ``{marks}`` for the keys) run over ``keys`` in chunks."""
         for start in range(0, len(keys), _CHUNK):
             chunk = keys[start : start + _CHUNK]
-            yield from self._conn.execute(sql.format(marks=",".join("?" * len(chunk))), [*chunk, *args])
+            yield from self._db.execute(sql.format(marks=",".join("?" * len(chunk))), [*chunk, *args])
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Sample]:
         """The cached usable samples among ``keys`` (absent or legacy empty ones are left out)."""
@@ -256,46 +246,47 @@ class GenerationCache:
                 new[rid] = blob
             rows += [(key, sample, f'{{"index":{int(index)},"request":"{rid}"}}') for key, index, sample in samples]
         with self._guard(), self._transaction():
-            items = list(new.items())
+            items = sorted(new.items())
             for start in range(0, len(items), _ROWS):
                 part = items[start : start + _ROWS]
-                self._conn.execute("INSERT OR IGNORE INTO requests VALUES " + ",".join(["(?,?)"] * len(part)),
-                                   [value for item in part for value in item])
+                self._db.execute("INSERT INTO requests VALUES " + ",".join(["(?,?)"] * len(part))
+                                 + " ON CONFLICT DO NOTHING", [value for item in part for value in item])
             written = self._write(rows)
         self._stored_requests.update(new)  # only once committed
         return written
 
     def _write(self, rows: list[tuple[str, Sample, str]]) -> int:
         """Insert ``(key, sample, parts JSON)`` rows inside the caller's transaction, a few
-        statements for all of them (each SQLite call lets the network thread take the GIL)."""
+        statements for all of them (each SQLite call lets the network thread take the GIL).
+
+        A key met twice keeps its first usable sample (as a second put of it would); rows go in
+        key order, so two PostgreSQL writers overlapping on some keys lock them in one order.
+        """
         now = time.time()
-        good = [(key, s.text, s.finish_reason, s.prompt_tokens, s.completion_tokens, now, blob)
-                for key, s, blob in rows if s.failure is None]
+        good: dict[str, tuple[Any, ...]] = {}
+        for key, s, blob in rows:
+            if s.failure is None and key not in good:
+                good[key] = (key, s.text, s.finish_reason, s.prompt_tokens, s.completion_tokens, now, blob)
         bad = [(key, s.failure, s.text, s.finish_reason, s.prompt_tokens, s.completion_tokens, now, blob)
                for key, s, blob in rows if s.failure is not None]
+        ordered = [good[key] for key in sorted(good)] if self._db.dialect == POSTGRESQL else list(good.values())
         written = 0
-        for start in range(0, len(good), _ROWS):
-            part = good[start : start + _ROWS]
-            before = self._conn.total_changes
-            self._conn.execute(_PUT_SAMPLES.format(values=",".join(["(?,?,?,?,?,?,?)"] * len(part))),
-                               [value for row in part for value in row])
-            written += self._conn.total_changes - before
-            self._conn.execute(f"DELETE FROM failures WHERE key IN ({','.join('?' * len(part))})",
-                               [row[0] for row in part])
-        self._conn.executemany(_PUT_FAILURE, bad)
+        for start in range(0, len(ordered), _ROWS):
+            part = ordered[start : start + _ROWS]
+            cursor = self._db.execute(_PUT_SAMPLES.format(values=",".join(["(?,?,?,?,?,?,?)"] * len(part)),
+                                                          blank=self._blank),
+                                      [value for row in part for value in row])
+            written += max(cursor.rowcount, 0)
+            self._db.execute(f"DELETE FROM failures WHERE key IN ({','.join('?' * len(part))})",
+                             [row[0] for row in part])
+        self._db.executemany(_PUT_FAILURE, bad)
         return written
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         """One write transaction (taken at once, so a busy peer makes it wait, never fail later)."""
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._db.transaction():
             yield
-        except BaseException:
-            if self._conn.in_transaction:  # an error SQLite rolled back itself leaves none
-                self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
 
     def claim(self, keys: Iterable[str], owner: ClaimOwner, ttl_s: float, since: float) -> set[str]:
         """Lease the ``keys`` nobody else holds for ``ttl_s`` seconds; the ones leased.
@@ -306,18 +297,15 @@ class GenerationCache:
         """
         wanted = list(dict.fromkeys(keys))
         now = time.time()
-        with self._guard(), self._transaction():
+        with self._guard(), self._db.transaction(exclusive="claims"):
             settled = {row[0] for row in self._rows(
-                f"SELECT key FROM samples WHERE key IN ({{marks}}) AND NOT {_BLANK}", wanted)}
+                f"SELECT key FROM samples WHERE key IN ({{marks}}) AND NOT {self._blank}", wanted)}
             settled |= {row[0] for row in self._rows(
                 "SELECT key FROM failures WHERE key IN ({marks}) AND created >= ?", wanted, since)}
             held = {row[0]: row[1:] for row in self._rows(
                 "SELECT key, owner, host, pid, expires FROM claims WHERE key IN ({marks})", wanted)}
-            mine = {key for key in wanted if key not in settled and _free(held.get(key), owner, now)}
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?)",
-                [(key, owner.id, owner.host, owner.pid, now + ttl_s) for key in mine],
-            )
+            mine = {key for key in wanted if key not in settled and lease_free(held.get(key), owner, now)}
+            self._db.executemany(_CLAIM, [(key, owner.id, owner.host, owner.pid, now + ttl_s) for key in sorted(mine)])
         return mine
 
     def holders(self, keys: Iterable[str]) -> list[str]:
@@ -329,7 +317,7 @@ class GenerationCache:
     def release(self, owner: ClaimOwner) -> None:
         """Drop every lease ``owner`` holds."""
         with self._guard():
-            self._conn.execute("DELETE FROM claims WHERE owner = ?", (owner.id,))
+            self._db.execute("DELETE FROM claims WHERE owner = ?", (owner.id,))
 
     @contextmanager
     def keep_claims(self, owner: ClaimOwner, ttl_s: float) -> Iterator[None]:
@@ -337,12 +325,12 @@ class GenerationCache:
         stop = threading.Event()
 
         def renew() -> None:
-            conn = open_shared(self.path, _SCHEMA, autocommit=True)
+            store = self._db.reopen()
             try:
                 while not stop.wait(ttl_s / 3):
-                    conn.execute("UPDATE claims SET expires = ? WHERE owner = ?", (time.time() + ttl_s, owner.id))
+                    store.execute("UPDATE claims SET expires = ? WHERE owner = ?", (time.time() + ttl_s, owner.id))
             finally:
-                conn.close()
+                store.close()
 
         thread = threading.Thread(target=renew, name="mcu-exp-claims", daemon=True)
         thread.start()
@@ -352,13 +340,48 @@ class GenerationCache:
             stop.set()
             thread.join(timeout=5.0)
 
+    def rows(self, table: str, size: int = 5_000) -> Iterator[list[tuple[Any, ...]]]:
+        """Every row of ``table`` (one of :data:`EXPORTED`), ``size`` at a time, in the
+        columns :meth:`add_rows` takes; legacy blank samples are left out."""
+        if table not in EXPORTED:
+            raise ValueError(f"unknown generation cache table {table!r}")
+        sql = EXPORTED[table] + (f" WHERE NOT {self._blank}" if table == "samples" else "")
+        with self._guard():
+            cursor = self._db.execute(sql)
+            while batch := cursor.fetchmany(size):
+                yield [tuple(row) for row in batch]
+
+    def count(self, table: str) -> int:
+        """How many rows ``table`` (one of :data:`EXPORTED`) holds."""
+        if table not in EXPORTED:
+            raise ValueError(f"unknown generation cache table {table!r}")
+        with self._guard():
+            return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+    def add_rows(self, table: str, rows: Sequence[tuple[Any, ...]]) -> int:
+        """Insert rows read by :meth:`rows` from another cache, in one transaction: a request
+        already here is kept, a sample replaces only a legacy blank one. How many were new."""
+        if table not in EXPORTED:
+            raise ValueError(f"unknown generation cache table {table!r}")
+        unique = {row[0]: row for row in reversed(rows)}  # one row a key (the first), in key order
+        ordered = [unique[key] for key in sorted(unique)]
+        added = 0
+        with self._guard(), self._transaction():
+            for start in range(0, len(ordered), _ROWS):
+                part = ordered[start : start + _ROWS]
+                values = ",".join(["(" + ",".join("?" * len(part[0])) + ")"] * len(part))
+                sql = (_PUT_SAMPLES.format(values=values, blank=self._blank) if table == "samples"
+                       else f"INSERT INTO requests VALUES {values} ON CONFLICT DO NOTHING")
+                added += max(self._db.execute(sql, [v for row in part for v in row]).rowcount, 0)
+        return added
+
     def __len__(self) -> int:
         with self._guard():
-            return int(self._conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
+            return int(self._db.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
 
     def close(self) -> None:
-        """Close the connection (the file stays)."""
-        self._conn.close()
+        """Close the connection (the file or database stays)."""
+        self._db.close()
 
     def __enter__(self) -> GenerationCache:
         return self
@@ -367,9 +390,14 @@ class GenerationCache:
         self.close()
 
 
-def _free(lease: tuple[Any, ...] | None, owner: ClaimOwner, now: float) -> bool:
-    """Whether a key under ``lease`` (owner id, host, pid, expiry) may be taken by ``owner``."""
-    if lease is None:
-        return True
-    holder, host, pid, expires = lease
-    return holder == owner.id or expires < now or (host == owner.host and not pid_alive(int(pid)))
+def open_generation_cache(cache_dir: str | Path, url: str | None = None,
+                          existing: bool = False) -> GenerationCache | None:
+    """A job's generation cache: the PostgreSQL store at ``url`` when given, else
+    :data:`CACHE_FILE` in ``cache_dir``. With ``existing``, None when that file does not exist
+    yet (a preview opens nothing it would create)."""
+    if url:
+        return GenerationCache(url)
+    path = Path(cache_dir) / CACHE_FILE
+    if existing and not path.is_file():
+        return None
+    return GenerationCache(path)

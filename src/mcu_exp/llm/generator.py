@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from mcu_exp.llm.cache import ClaimOwner, GenerationCache, request_parts, sample_keys
+from mcu_exp.llm.cache import CACHE_FILE as CACHE_FILE  # where it used to live
+from mcu_exp.llm.cache import ClaimOwner, GenerationCache, open_generation_cache, request_parts, sample_keys
 from mcu_exp.llm.contract import Backend, GenerationRequest, GenerationResult, Message, Sample, SampleJob
 from mcu_exp.llm.errors import BackendError
 
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CACHE_FILE = "generations.sqlite"
 USAGE_PREFIX = "usage."
 _STAT = {"error": "errors", "filtered": "filtered", "empty": "empty"}  # failure kind -> stats key
 _LOOKUP = 20_000  # samples looked up per chunk of requests
@@ -70,7 +70,8 @@ def request_for(model_cfg: ModelConfig, messages: Sequence[Message], n: int, see
 
 
 class CachedGenerator:
-    """Generate through a :class:`GenerationCache` stored in ``cache_dir``.
+    """Generate through a :class:`GenerationCache`: the SQLite file in ``cache_dir``, or the
+    PostgreSQL store at ``cache_url`` when given (``cache_dir`` then holds only batch records).
 
     ``backend`` overrides the one built from ``model_cfg`` (its ``identity()`` then keys the
     cache; ``model_cfg`` may then be None); otherwise the backend is created only when some
@@ -80,10 +81,11 @@ class CachedGenerator:
     """
 
     def __init__(self, model_cfg: ModelConfig | None, cache_dir: str | Path, progress: bool = True,
-                 backend: Backend | None = None, claim_ttl_s: float = 60.0, poll_s: float = 0.25) -> None:
+                 backend: Backend | None = None, claim_ttl_s: float = 60.0, poll_s: float = 0.25,
+                 cache_url: str | None = None) -> None:
         self.model_cfg = model_cfg
         self.cache_dir = Path(cache_dir)  # also where a batch backend records its batches
-        self.cache = GenerationCache(self.cache_dir / CACHE_FILE)
+        self.cache: GenerationCache = open_generation_cache(self.cache_dir, cache_url)  # type: ignore[assignment]
         self.progress = progress
         self._given_backend = backend
         self.backend: Backend | None = None

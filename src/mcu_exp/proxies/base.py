@@ -47,6 +47,12 @@ class ProxyContext:
     decision: DecisionConfig
     cache_dir: Path
     progress: bool = True
+    cache_url: str | None = None  # cache.url: a shared PostgreSQL cache instead of SQLite files in cache_dir
+
+    @property
+    def score_cache(self) -> str | Path:
+        """Where scorers keep their scores: the shared store, else the cache folder."""
+        return self.cache_url or self.cache_dir
 
 
 @dataclass

@@ -129,7 +129,7 @@ class SummaryProxy(Proxy):
         """The BERTScore scorer (idf weights, when asked for, from the target's summaries)."""
         ids = self.ctx.program_ids
         idf_sents = [t for pid in ids for t in summaries[pid]] if self.ctx.scorer.idf else None
-        return build_scorer(self.ctx.scorer, cache=self.ctx.cache_dir, idf_sents=idf_sents, progress=self.ctx.progress)
+        return build_scorer(self.ctx.scorer, cache=self.ctx.score_cache, idf_sents=idf_sents, progress=self.ctx.progress)
 
     def summary_rows(self, summaries: dict[str, list[str]],
                      splits: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[dict]:

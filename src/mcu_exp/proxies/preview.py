@@ -30,10 +30,9 @@ import pandas as pd
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import GenerationRequest
-from mcu_exp.llm.cache import GenerationCache, sample_key
+from mcu_exp.llm.cache import GenerationCache, open_generation_cache, sample_key
 from mcu_exp.llm.factory import backend_identity
 from mcu_exp.llm.providers._batch_check import batch_on, price_factor
-from mcu_exp.llm.generator import CACHE_FILE
 from mcu_exp.proxies.base import Proxy
 from mcu_exp.proxies.stages import StageResults
 
@@ -118,12 +117,12 @@ def _walk(proxy: Proxy, cache: GenerationCache | None, suffix: str = "") -> list
     return estimates
 
 
-def preview(proxy: Proxy, reference: Proxy | None = None, cache_dir: str | Path | None = None
-            ) -> list[StageEstimate]:
+def preview(proxy: Proxy, reference: Proxy | None = None, cache_dir: str | Path | None = None,
+            cache_url: str | None = None) -> list[StageEstimate]:
     """The stages ``proxy`` (then ``reference``, the cross-proxy reference, when it applies)
     will run, in order, with their estimates: the same stage code the job runs."""
-    path = Path(cache_dir) / CACHE_FILE if cache_dir is not None else None
-    cache = GenerationCache(path) if path is not None and path.is_file() else None
+    cache = (open_generation_cache(cache_dir or ".", cache_url, existing=True)
+             if cache_dir is not None or cache_url else None)
     try:
         stages = _walk(proxy, cache)
         if reference is not None and reference.applies():

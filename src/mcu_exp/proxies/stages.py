@@ -100,11 +100,14 @@ class Generators:
     model under different temperatures, load the weights once.
 
     ``max_failed_share`` is ``generation.max_failed_share``: the largest share of a stage's
-    samples that may fail (errors, filtered, empty) before the job stops.
+    samples that may fail (errors, filtered, empty) before the job stops; ``cache_url`` the
+    shared PostgreSQL cache (``cache.url``), if any.
     """
 
-    def __init__(self, cache_dir: Path, progress: bool, max_failed_share: float = 0.0) -> None:
+    def __init__(self, cache_dir: Path, progress: bool, max_failed_share: float = 0.0,
+                 cache_url: str | None = None) -> None:
         self.cache_dir = cache_dir
+        self.cache_url = cache_url
         self.progress = progress
         self.max_failed_share = float(max_failed_share)
         self._by_identity: dict[str, CachedGenerator] = {}
@@ -113,7 +116,8 @@ class Generators:
         """The generator for ``model``, created on first use."""
         key = canonical_json(backend_identity(model))
         if key not in self._by_identity:
-            self._by_identity[key] = CachedGenerator(model, self.cache_dir, progress=self.progress)
+            self._by_identity[key] = CachedGenerator(model, self.cache_dir, progress=self.progress,
+                                                       cache_url=self.cache_url)
         return self._by_identity[key]
 
     def stats(self) -> dict[str, float]:

@@ -77,7 +77,8 @@ class Block:
 
 
 def open_cache(cache: ScoreCache | str | Path | None) -> ScoreCache:
-    """`cache` as a :class:`ScoreCache`: itself, the cache file in a folder, or in memory (None)."""
+    """`cache` as a :class:`ScoreCache`: itself, the cache file in a folder, the PostgreSQL
+    store a ``postgresql://`` URL names, or in memory (None)."""
     if isinstance(cache, ScoreCache):
         return cache
     return ScoreCache(":memory:") if cache is None else ScoreCache.in_dir(cache)

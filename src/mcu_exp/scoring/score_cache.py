@@ -1,4 +1,5 @@
-"""On-disk cache of BERTScore-F1 values, content-addressed, in one SQLite file (WAL mode).
+"""Cache of BERTScore-F1 values, content-addressed: one SQLite file (WAL mode), or a
+PostgreSQL database shared by many machines (``cache.url``; :mod:`mcu_exp.sql_store`).
 
 A pair's key is the sha256 of canonical JSON ``{"a": text, "b": text, "spec": spec_hash}``,
 where the spec hash names the encoder's identity, layer, idf, rescaling, baseline and library
@@ -12,12 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.sqlite_store import open_shared
+from mcu_exp.sql_store import POSTGRESQL, SQLITE, database_errors, is_url, open_store
 
 SCHEMA_VERSION = "1"
 _CHUNK = 900  # bound parameters per query (old SQLite builds allow 999)
@@ -49,20 +49,30 @@ CREATE TABLE IF NOT EXISTS text_lengths (
     key BLOB PRIMARY KEY, n_tokens INTEGER NOT NULL, truncated INTEGER NOT NULL
 ) WITHOUT ROWID;
 """
+_SCHEMA_POSTGRESQL = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS specs (hash TEXT PRIMARY KEY, spec TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pair_scores (key BYTEA PRIMARY KEY, f1 DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS text_lengths (
+    key BYTEA PRIMARY KEY, n_tokens BIGINT NOT NULL, truncated INTEGER NOT NULL
+)
+"""
+_SCHEMAS = {SQLITE: _SCHEMA, POSTGRESQL: _SCHEMA_POSTGRESQL}
+TABLES = ("specs", "pair_scores", "text_lengths")  # what export and import copy
 
 
 class ScoreCache:
-    """Pair scores and text lengths in a SQLite file; `":memory:"` keeps them in RAM only."""
+    """Pair scores and text lengths in a SQLite file (`":memory:"` keeps them in RAM only) or
+    a PostgreSQL database (a ``postgresql://`` URL)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        dialect = POSTGRESQL if is_url(self.path) else SQLITE
         try:
-            self._db = open_shared(self.path, _SCHEMA)
-            with self._db:
-                self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
-                                 (SCHEMA_VERSION,))
+            self._db = open_store(self.path, _SCHEMAS)
+            self._db.execute("INSERT INTO meta VALUES ('schema', ?) ON CONFLICT DO NOTHING", (SCHEMA_VERSION,))
             found = self._db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()[0]
-        except sqlite3.DatabaseError as err:
+        except database_errors(dialect) as err:
             raise ValueError(f"{self.path}: not a usable score cache ({err})") from None
         if found != SCHEMA_VERSION:
             raise ValueError(
@@ -72,8 +82,8 @@ class ScoreCache:
 
     @classmethod
     def in_dir(cls, cache_dir: str | Path) -> ScoreCache:
-        """The score cache file inside a job's cache folder."""
-        return cls(Path(cache_dir) / "bertscore.sqlite")
+        """The score cache file inside a job's cache folder (or the store a URL names)."""
+        return cls(cache_dir if is_url(cache_dir) else Path(cache_dir) / "bertscore.sqlite")
 
     def get_scores(self, keys: Sequence[bytes]) -> dict[bytes, float]:
         """The cached F1 of each key that has one."""
@@ -81,7 +91,7 @@ class ScoreCache:
 
     def put_scores(self, items: Iterable[tuple[bytes, float]]) -> None:
         """Store F1 values (a key already present keeps its value)."""
-        self._insert("INSERT OR IGNORE INTO pair_scores VALUES (?, ?)", list(items))
+        self._insert("INSERT INTO pair_scores VALUES (?, ?) ON CONFLICT DO NOTHING", list(items))
 
     def get_lengths(self, keys: Sequence[bytes]) -> dict[bytes, tuple[int, bool]]:
         """Token count and truncation flag of each text key that has them."""
@@ -89,12 +99,12 @@ class ScoreCache:
         return {k: (int(n), bool(t)) for k, n, t in rows}
 
     def put_lengths(self, items: Iterable[tuple[bytes, int, bool]]) -> None:
-        self._insert("INSERT OR IGNORE INTO text_lengths VALUES (?, ?, ?)",
+        self._insert("INSERT INTO text_lengths VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                      [(k, int(n), int(t)) for k, n, t in items])
 
     def put_spec(self, spec_hash: str, spec: dict[str, Any]) -> None:
         """Record what a spec hash stands for (for people reading the cache)."""
-        self._insert("INSERT OR IGNORE INTO specs VALUES (?, ?)",
+        self._insert("INSERT INTO specs VALUES (?, ?) ON CONFLICT DO NOTHING",
                      [(spec_hash, json.dumps(spec, sort_keys=True))])
 
     def __len__(self) -> int:
@@ -116,11 +126,41 @@ class ScoreCache:
             chunk = unique[start:start + _CHUNK]
             marks = ",".join("?" * len(chunk))
             rows.extend(self._db.execute(f"{query} WHERE key IN ({marks})", chunk).fetchall())
+        if self._db.dialect == POSTGRESQL:  # BYTEA reads back as memoryview
+            rows = [(bytes(row[0]), *row[1:]) for row in rows]
         return rows
 
     def _insert(self, statement: str, rows: list[tuple[Any, ...]]) -> None:
         if not rows:
             return
-        with self._db:
+        with self._db.transaction():
             for start in range(0, len(rows), 10_000):
                 self._db.executemany(statement, rows[start:start + 10_000])
+
+    def rows(self, table: str, size: int = 5_000) -> Iterator[list[tuple[Any, ...]]]:
+        """Every row of ``table`` (one of :data:`TABLES`), ``size`` at a time (for export and import)."""
+        if table not in TABLES:
+            raise ValueError(f"unknown score cache table {table!r}")
+        cursor = self._db.execute(f"SELECT * FROM {table}")
+        while batch := cursor.fetchmany(size):
+            yield [(bytes(row[0]) if isinstance(row[0], memoryview) else row[0], *row[1:]) for row in batch]
+
+    def count(self, table: str) -> int:
+        """How many rows ``table`` (one of :data:`TABLES`) holds."""
+        if table not in TABLES:
+            raise ValueError(f"unknown score cache table {table!r}")
+        return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+    def add_rows(self, table: str, rows: list[tuple[Any, ...]]) -> int:
+        """Insert ``rows`` into ``table`` (one transaction) where their key is new; how many were new."""
+        if table not in TABLES or not rows:
+            return 0
+        marks = "(" + ",".join("?" * len(rows[0])) + ")"
+        added = 0
+        with self._db.transaction():
+            for start in range(0, len(rows), 500):
+                part = rows[start:start + 500]
+                cursor = self._db.execute(f"INSERT INTO {table} VALUES {','.join([marks] * len(part))} "
+                                          "ON CONFLICT DO NOTHING", [v for row in part for v in row])
+                added += max(cursor.rowcount, 0)
+        return added

@@ -1,0 +1,119 @@
+"""``mcu-exp cache export|import``: move cache entries between a folder of SQLite files (one
+machine's ``cache.dir``) and a shared PostgreSQL store (``cache.url``).
+
+A laptop's cache seeds a cluster run (``import``), and a cluster's results come back to a
+laptop (``export``). Both directions copy the generated samples with their request parts and
+the BERTScore values with their text lengths and scorer specs; an entry the destination has
+already is kept (a sample replaces only a legacy blank one), so copying twice changes nothing
+and an interrupted copy is finished by running it again. Failed samples are not copied (a
+run asks for them again) nor are leases (they belong to the processes of one store).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, Protocol
+
+PROG = "mcu-exp cache"
+URL_ENV = "MCU_EXP_CACHE_URL"
+GENERATIONS, SCORES = "generations.sqlite", "bertscore.sqlite"
+_LABELS = {"requests": "requests", "samples": "samples", "specs": "scorer specs",
+           "pair_scores": "pair scores", "text_lengths": "text lengths"}
+
+
+class _Table(Protocol):
+    def rows(self, table: str, size: int = ...) -> Iterator[list[tuple[Any, ...]]]: ...
+    def count(self, table: str) -> int: ...
+    def add_rows(self, table: str, rows: list[tuple[Any, ...]]) -> int: ...
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    """The command's arguments (``export`` and ``import``)."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0].replace("``", "'"))
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for action, folder, what in (
+        ("export", "DEST", "copy the shared store's entries into the SQLite files of folder DEST (created if needed)"),
+        ("import", "SOURCE", "copy the entries of the SQLite files in folder SOURCE (a cache.dir) into the shared store"),
+    ):
+        sub = actions.add_parser(action, help=what, description=what[0].upper() + what[1:] + ".",
+                                 epilog=f"example: {prog} {action} outputs/cache --url postgresql://me@db-host/mcu")
+        sub.add_argument("folder", metavar=folder, type=Path,
+                         help=f"a cache folder holding {GENERATIONS} and/or {SCORES}")
+        sub.add_argument("--url", default=os.environ.get(URL_ENV),
+                         help=f"the shared store, postgresql://user@host:port/database (default: ${URL_ENV}); "
+                              "no password in it: PGPASSWORD or ~/.pgpass")
+        sub.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def copy_tables(source: _Table, dest: _Table, tables: Sequence[str], progress: bool) -> dict[str, tuple[int, int]]:
+    """Copy ``tables`` from ``source`` to ``dest`` in chunks (each its own transaction);
+    ``{table: (rows read, rows new at dest)}``."""
+    from tqdm.auto import tqdm
+
+    counts: dict[str, tuple[int, int]] = {}
+    for table in tables:
+        read = added = 0
+        with tqdm(total=source.count(table), desc=_LABELS[table], unit=" rows", disable=not progress,
+                  leave=False) as bar:
+            for rows in source.rows(table):
+                added += dest.add_rows(table, rows)
+                read += len(rows)
+                bar.update(len(rows))
+        counts[table] = (read, added)
+    return counts
+
+
+def transfer(folder: Path, url: str, export: bool, progress: bool = True) -> dict[str, tuple[int, int]]:
+    """Copy every entry between the SQLite files in ``folder`` and the store at ``url``
+    (``export``: from the store to the folder); the counts of :func:`copy_tables`."""
+    from mcu_exp.llm.cache import EXPORTED, GenerationCache
+    from mcu_exp.scoring.score_cache import TABLES, ScoreCache
+
+    if not export:
+        present = [name for name in (GENERATIONS, SCORES) if (folder / name).is_file()]
+        if not present:
+            raise FileNotFoundError(f"{folder}: no {GENERATIONS} nor {SCORES} in it; expected a cache folder "
+                                    "(a job's cache.dir, outputs/cache by default)")
+    counts: dict[str, tuple[int, int]] = {}
+    with ExitStack() as stack:
+        for name, opener, tables in ((GENERATIONS, GenerationCache, list(EXPORTED)), (SCORES, ScoreCache, TABLES)):
+            if not export and not (folder / name).is_file():
+                continue
+            store = stack.enter_context(opener(url))
+            local = stack.enter_context(opener(folder / name))
+            source, dest = (store, local) if export else (local, store)
+            counts.update(copy_tables(source, dest, tables, progress))
+    return counts
+
+
+def render(counts: dict[str, tuple[int, int]]) -> str:
+    """One line per table: rows copied and how many of them were new."""
+    return "\n".join(f"  {_LABELS[t]}: {read:,} ({added:,} new, {read - added:,} there already)"
+                     for t, (read, added) in counts.items())
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console entry: ``mcu-exp cache export|import FOLDER [--url URL]``."""
+    args = build_parser().parse_args(argv)
+    from mcu_exp.postgres_store import StoreError
+    from mcu_exp.sql_store import is_url
+
+    try:
+        if not args.url:
+            raise StoreError(f"no shared store given: pass --url postgresql://user@host:port/database or set {URL_ENV}")
+        if not is_url(args.url):
+            raise StoreError(f"--url {args.url}: expected postgresql://user@host:port/database")
+        counts = transfer(args.folder, args.url, export=args.action == "export",
+                          progress=not args.quiet and sys.stderr.isatty())
+    except (ValueError, OSError) as exc:
+        message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+        print(f"{PROG} {args.action}: error: {message}", file=sys.stderr)
+        raise SystemExit(1) from None
+    where = f"{args.url} -> {args.folder}" if args.action == "export" else f"{args.folder} -> {args.url}"
+    print(f"{args.action}ed {where}:\n{render(counts)}")

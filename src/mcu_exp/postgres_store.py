@@ -1,0 +1,69 @@
+"""Connections to a shared cache database on PostgreSQL (``cache.url=postgresql://…``).
+
+The URL is logged with the run's params, so it must not hold a password: libpq reads one from
+``PGPASSWORD`` or ``~/.pgpass`` (``PGPASSFILE``), as it reads every other ``PG*`` variable.
+The tables are created on first use; a session-wide advisory lock serialises that step, so
+many jobs starting at once against an empty database do not race on ``CREATE TABLE``.
+psycopg 3 is an optional dependency (``pip install 'mcu-exp[postgres]'``), imported here only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+INSTALL = "pip install 'mcu-exp[postgres]'"
+_SCHEMA_LOCK = 0x6D63_7565_7870  # pg_advisory_lock key of the schema step ("mcuexp")
+CONNECT_TIMEOUT_S = 10
+
+
+class StoreError(ValueError):
+    """A cache database that cannot be used: the message is one line saying what to fix."""
+
+
+def check_url(url: str, key: str = "cache.url") -> None:
+    """Raise :class:`StoreError` for a URL libpq cannot parse, or one that holds a password."""
+    psycopg = _psycopg(key)
+    try:
+        parts = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise StoreError(f"{key}: not a PostgreSQL URL ({_line(exc)}); expected "
+                         "postgresql://user@host:port/database") from None
+    if parts.get("password"):
+        raise StoreError(f"{key}: the URL holds a password, and the URL is logged with the run's params; "
+                         "remove it and set PGPASSWORD or a ~/.pgpass entry instead")
+
+
+def connect(url: str, schema: str) -> Any:
+    """An autocommit psycopg connection to ``url`` with ``schema`` (``;``-separated,
+    idempotent DDL) applied; a :class:`StoreError` naming the URL when it cannot connect."""
+    check_url(url)
+    psycopg = _psycopg("cache.url")
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="mcu-exp")
+    except psycopg.OperationalError as exc:
+        raise StoreError(f"cache.url={url}: cannot connect ({_line(exc)}); is the server up, and does the "
+                         "database exist?") from None
+    try:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK,))
+        try:
+            for statement in filter(None, (s.strip() for s in schema.split(";"))):
+                conn.execute(statement)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
+    except psycopg.Error as exc:
+        conn.close()
+        raise StoreError(f"cache.url={url}: cannot create the cache tables ({_line(exc)})") from None
+    return conn
+
+
+def _psycopg(key: str) -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError(f"{key}: a PostgreSQL cache needs psycopg 3: {INSTALL}") from None
+    return psycopg
+
+
+def _line(exc: BaseException) -> str:
+    """The first non-empty line of an error's message."""
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
