@@ -50,11 +50,17 @@ def _serve(conn: Any, latency_s: float) -> None:
     """Child process: an aiohttp server speaking OpenAI chat completions and Anthropic messages."""
     from aiohttp import web
 
-    counts = {"requests": 0}
+    counts = {"requests": 0, "distinct": 0}
+    seen: set[str] = set()  # request bodies answered so far (a second one is duplicate work)
+
+    def count(body: dict[str, Any]) -> None:
+        counts["requests"] += 1
+        seen.add(json.dumps(body, sort_keys=True))
+        counts["distinct"] = len(seen)
 
     async def openai(request: web.Request) -> web.Response:
         body = await request.json()
-        counts["requests"] += 1
+        count(body)
         if latency_s:
             await asyncio.sleep(latency_s)
         n, seed = int(body.get("n") or 1), int(body.get("seed") or 0)
@@ -67,7 +73,7 @@ def _serve(conn: Any, latency_s: float) -> None:
 
     async def anthropic(request: web.Request) -> web.Response:
         body = await request.json()
-        counts["requests"] += 1
+        count(body)
         if latency_s:
             await asyncio.sleep(latency_s)
         return web.json_response({"id": "msg_bench", "type": "message", "role": "assistant",
@@ -105,11 +111,15 @@ class FakeAPI:
         self._proc.start()
         self.url = f"http://127.0.0.1:{self._conn.recv()}"
 
-    def requests(self) -> int:
+    def stats(self) -> dict[str, int]:
+        """Requests answered so far, and how many distinct request bodies among them."""
         import urllib.request
 
         with urllib.request.urlopen(self.url + "/stats") as reply:
-            return int(json.load(reply)["requests"])
+            return {k: int(v) for k, v in json.load(reply).items()}
+
+    def requests(self) -> int:
+        return self.stats()["requests"]
 
     def close(self) -> None:
         self._conn.send("stop")
