@@ -2,7 +2,8 @@
 
 One fixture starts, all at once: a decision-only stand-in sweep through SLURM, the same sweep
 run locally (Hydra's basic launcher, a SQLite store), and one small generating P1 job through
-SLURM with the embedded SmolLM2 (two programs, four summaries each). The SLURM jobs log to an
+SLURM with the embedded SmolLM2 (two programs, four summaries each), its generations and scores
+kept in a shared PostgreSQL cache (``cache.url``). The SLURM jobs log to an
 ``mlflow server`` on a PostgreSQL store. The tests then check that every run was a SLURM
 job (``sacct``: COMPLETED on the node; the job's own log names the MLflow run), that every run
 reached the tracking server, and that the SLURM sweep's results equal the local sweep's.
@@ -79,7 +80,9 @@ def launched(slurm_cluster: Cluster, postgres_cluster: PostgresCluster,
         for name in ("slurm", "generate"):
             envs[name]["MLFLOW_TRACKING_URI"] = url
         procs["slurm"] = start_app(["-m", *SLURM, *SWEEP], envs["slurm"], root / "slurm")
-        procs["generate"] = start_app(["-m", *SLURM, *GENERATE], envs["generate"], root / "generate")
+        cache_url = postgres_cluster.database("slurm_cache")  # the generating job's shared cache
+        procs["generate"] = start_app(["-m", *SLURM, *GENERATE, f"cache.url={cache_url}"], envs["generate"],
+                                      root / "generate")
         results = {}
         deadline = time.monotonic() + TIMEOUT_S
         for name, proc in procs.items():
@@ -189,6 +192,10 @@ def test_generating_job_ran_as_a_slurm_job(launched: Launched, slurm_cluster: Cl
     assert (job["State"], job["ExitCode"], job["NodeList"]) == ("COMPLETED", "0:0", "localhost")
     metrics = all_metrics(client, run)
     assert metrics["model_loaded"] == 1.0 and metrics["generation_cache_misses"] == PROGRAMS * SUMMARIES
-    # Its summaries are in the generation cache under its outputs folder; its run only on the server.
-    assert (launched.generate_outputs / "cache" / "generations.sqlite").is_file()
+    # Its summaries and their scores are in the shared PostgreSQL cache (no SQLite cache file
+    # under its outputs folder); its run only on the server.
+    assert launched.postgres.query("slurm_cache", "SELECT COUNT(*) FROM samples") == [(PROGRAMS * SUMMARIES,)]
+    (pairs,) = launched.postgres.query("slurm_cache", "SELECT COUNT(*) FROM pair_scores")[0]
+    assert pairs > 0
+    assert not list(launched.generate_outputs.rglob("*.sqlite"))
     assert not (launched.generate_outputs / "mlflow.db").exists()
