@@ -263,10 +263,11 @@ class GenerationCache:
         key order, so two PostgreSQL writers overlapping on some keys lock them in one order.
         """
         now = time.time()
+        stored = int(now)  # a sample's time in whole seconds: 4 bytes a row where a float takes 8
         good: dict[str, tuple[Any, ...]] = {}
         for key, s, blob in rows:
             if s.failure is None and key not in good:
-                good[key] = (key, s.text, s.finish_reason, s.prompt_tokens, s.completion_tokens, now, blob)
+                good[key] = (key, s.text, s.finish_reason, s.prompt_tokens, s.completion_tokens, stored, blob)
         bad = [(key, s.failure, s.text, s.finish_reason, s.prompt_tokens, s.completion_tokens, now, blob)
                for key, s, blob in rows if s.failure is not None]
         ordered = [good[key] for key in sorted(good)] if self._db.dialect == POSTGRESQL else list(good.values())
