@@ -34,7 +34,10 @@ class _Table(Protocol):
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     """The command's arguments (``export`` and ``import``)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0].replace("``", "'"))
+    parser = argparse.ArgumentParser(prog=prog, description=(
+        "Move cache entries (generated samples, BERTScore values) between a folder of SQLite files "
+        "(one machine's cache.dir) and a shared PostgreSQL store (cache.url). An entry the destination "
+        "has already is kept, so a copy can be run again."))
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     for action, folder, what in (
         ("export", "DEST", "copy the shared store's entries into the SQLite files of folder DEST (created if needed)"),
