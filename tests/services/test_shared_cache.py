@@ -322,3 +322,22 @@ def test_a_job_on_another_machine_is_served_from_the_shared_store(store: str, se
     assert not list((tmp_path / "node-a").rglob(CACHE_FILE))  # generations went to the store only
     with GenerationCache(store) as cache:
         assert len(cache) == first["generation_cache_misses"]
+
+
+def test_a_server_that_drops_the_connection_mid_run_is_one_line_and_keeps_what_was_stored(
+        store: str, postgres_cluster: PostgresCluster) -> None:
+    from mcu_exp.llm.errors import CacheCorrupt
+
+    key = "ab" * 32
+    with GenerationCache(store) as cache:
+        cache.put(key, Sample("kept", "stop", 1, 1))
+        database = store.rsplit("/", 1)[1]
+        postgres_cluster.query("postgres", "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                               "WHERE datname = %s AND pid <> pg_backend_pid()", database)
+        with pytest.raises(CacheCorrupt) as caught:
+            cache.get_many([key])
+    message = str(caught.value)
+    assert message.startswith(f"generation cache {store}: the database failed (") and "\n" not in message
+    assert message.endswith("rerun to resume once it is reachable")
+    with GenerationCache(store) as again:
+        assert again.get_many([key])[key].text == "kept"
