@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,14 @@ os.environ.setdefault("MCU_EXP_DATA", str(SHARED_DATA))
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under ``--dist loadfile`` xdist hands out files in the order collected below, not re-sorted
+    by how many tests each holds (its default, which sends the slowest files, a sweep of one or
+    two tests, last, so one worker ends alone)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -46,8 +55,21 @@ def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder of a tiny random Llama with SmolLM2's tokenizer (built once per session), for
-    jobs whose mechanics matter and whose text does not; see ``support.tiny_llama``."""
+    """The folder of a tiny random Llama with SmolLM2's tokenizer, for jobs whose mechanics matter
+    and whose text does not; see ``support.tiny_llama``. Built once per test session: under xdist
+    the workers share it (the first builds it under a lock, the others wait and read it), since
+    reading SmolLM2's tokenizer out of its GGUF alone takes seconds. Its weights come from a fixed
+    seed, so every worker would build the same folder anyway."""
+    from filelock import FileLock
+
     from support.tiny_llama import build
 
-    return build(tmp_path_factory.mktemp("tiny-llama"))
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # this session's folder, above every worker's own
+    folder = root / "tiny-llama"
+    with FileLock(str(root / "tiny-llama.lock")):
+        if not folder.is_dir():
+            partial = Path(tempfile.mkdtemp(prefix="tiny-llama-", dir=root))
+            folder = build(partial).rename(folder)
+    return folder

@@ -153,9 +153,8 @@ def write_outputs(
     groups: dict[str, HumanLabels],
     reports: dict[str, Any],
 ) -> Artifacts:
-    """Write the job's result files; return them with the metric series to log."""
-    from mcu_exp.report.plots import plot_coverage, plot_threshold_curves
-
+    """Write the job's result files; return them with the metric series to log (matplotlib is
+    imported only when ``evaluation.plots`` asks for figures: about 1.5 s of a job's start)."""
     folder = run_dir / names.RESULTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     per_program_table(outcome, groups[names.ALL_READERS]).to_csv(folder / names.PER_PROGRAM_FILE)
@@ -178,6 +177,8 @@ def write_outputs(
         thr.to_csv(folder / names.sensitivity_file(names.THRESHOLD_GRID), index=False)
         eps.to_csv(folder / names.sensitivity_file(names.EPSILON_GRID), index=False)
         if ev.plots:
+            from mcu_exp.report.plots import plot_coverage, plot_threshold_curves
+
             plot_threshold_curves(thr, folder / "sensitivity_threshold.png", tau=outcome.params.get("tau"))
             plot_coverage(eps, folder / "coverage_epsilon.png")
         artifacts.series = {**grid_series(thr, names.THRESHOLD_GRID), **grid_series(eps, names.EPSILON_GRID)}
@@ -187,6 +188,8 @@ def write_outputs(
             theta = theta_sensitivity(ev, outcome, groups)
         theta.to_csv(folder / names.sensitivity_file(names.THETA_GRID), index=False)
         if ev.plots:
+            from mcu_exp.report.plots import plot_threshold_curves
+
             plot_threshold_curves(theta, folder / "sensitivity_theta.png", tau=decision.theta,
                                   x="theta", xlabel="θ on SSC_meta(test) (High iff SSC_meta ≥ θ)")
         artifacts.series.update(grid_series(theta, names.THETA_GRID))

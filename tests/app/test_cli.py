@@ -22,18 +22,12 @@ def mcu_exp(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
                           capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize(
-    "override,needle",
-    [
-        ("decision.epsilonn=0.1", "epsilonn"),
-        ("proxy.k=many", "proxy.k"),
-        ("model=no-such-model", "no-such-model"),
-    ],
-)
-def test_bad_config_fails_at_startup_with_hydras_message(outputs: Path, override: str, needle: str) -> None:
-    res = mcu_exp(override)
+def test_bad_config_fails_at_startup_with_hydras_message(outputs: Path) -> None:
+    """A value of the wrong type (a misspelled key and a missing config group are checked, with
+    their exact one-line messages, in test_first_screen.py)."""
+    res = mcu_exp("proxy.k=many")
     assert res.returncode != 0
-    assert needle in res.stderr
+    assert "proxy.k" in res.stderr
     assert "Traceback" not in res.stderr or "Set the environment variable HYDRA_FULL_ERROR" in res.stderr
 
 

@@ -75,6 +75,32 @@ def test_the_sweep_is_one_parent_run_with_a_child_per_job(swept: tuple[Path, sub
     assert "4 jobs" in res.stdout and "mcu-exp report --sweep " in res.stdout
 
 
+def test_every_job_is_a_finished_run_with_its_own_folder_and_metrics(
+        swept: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    outputs, _ = swept
+    _, found = runs(outputs)
+    jobs = [r for r in found if PARENT_TAG in r.data.tags]
+    assert len(jobs) == 4 and {r.info.status for r in jobs} == {"FINISHED"}
+    assert len({r.data.tags["mcu.sweep"] for r in jobs}) == 1
+    assert sorted(float(r.data.params["decision.epsilon"]) for r in jobs) == [0.05, 0.05, 0.2, 0.2]
+    for r in jobs:
+        assert {"f1", "f1_ci_low", "f1_ci_high", "auc_binary", "tau", "coverage"} <= set(r.data.metrics)
+        assert r.data.metrics["f1_ci_low"] <= r.data.metrics["f1"] <= r.data.metrics["f1_ci_high"]
+    # Coverage of the calibrated threshold falls as ε grows, in each reader group.
+    for group in ("all", "professional"):
+        by_eps = sorted((r for r in jobs if r.data.tags["mcu.labels.group"] == group),
+                        key=lambda r: float(r.data.params["decision.epsilon"]))
+        taus = [r.data.metrics["tau"] for r in by_eps]
+        assert len(taus) == 2 and taus == sorted(taus, reverse=True)
+    # Job folders never collide, and each holds its per-program table.
+    dirs = {r.data.tags["mcu.output_dir"] for r in jobs}
+    assert len(dirs) == 4
+    for d in dirs:
+        table = pd.read_csv(Path(d) / "results" / "per_program.csv")
+        assert {"program_id", "human_label", "score", "label"} <= set(table.columns)
+        assert len(table) == 50
+
+
 def test_a_job_run_logs_a_headline_set_and_the_rest_as_tables(swept: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     outputs, _ = swept
     client, found = runs(outputs)

@@ -18,6 +18,8 @@ from support.browser import check_screenshot, chromium
 from support.mlflow_store import all_metrics, seed_store
 from support.tiny_llama import LOCAL_EXPERTS, model_overrides
 
+from mcu_exp.report.cli import main as report_main
+
 pytestmark = [pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +35,8 @@ def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return res
 
 
-def test_offline_sweep_reuses_caches_and_reports(tmp_path: Path, tiny_llama: Path) -> None:
+def test_offline_sweep_reuses_caches_and_reports(tmp_path: Path, tiny_llama: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     tiny = [*TINY, *model_overrides(tiny_llama, ("model", *LOCAL_EXPERTS))]
     outputs = seed_store(tmp_path / "outputs")
     env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs)}
@@ -71,7 +74,10 @@ def test_offline_sweep_reuses_caches_and_reports(tmp_path: Path, tiny_llama: Pat
     # The report over the first sweep: tables and every figure, rendered in Chromium.
     sweep = p1[0].data.tags["mcu.sweep"]
     out = tmp_path / "report"
-    run("report", "--experiment", "mcu_exp-debug", "--debug", "--sweep", sweep, "--out", str(out), env=env)
+    # `mcu-exp report`'s entry point in this process (the command itself runs in tests/report).
+    monkeypatch.setenv("MCU_EXP_OUTPUTS", str(outputs))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    report_main(["--experiment", "mcu_exp-debug", "--debug", "--sweep", sweep, "--out", str(out)])
     summary = pd.read_csv(out / "summary.csv")
     # P3 calibrates nothing, so its two ε jobs are one configuration, run twice.
     assert len(summary) == 5 and sorted(summary["runs"]) == [1, 1, 1, 1, 2]

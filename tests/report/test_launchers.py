@@ -94,31 +94,32 @@ def test_paper_grid_sweeps_the_nine_models_under_the_paper_protocol(tmp_path: Pa
 
 @pytest.mark.slow
 def test_joblib_sweep_logs_every_job_to_one_store_and_keeps_the_cache_consistent(tmp_path: Path) -> None:
+    # Two jobs, one per core, at once in joblib's worker processes.
     outputs = tmp_path / "outputs"  # fresh: the jobs race to create the MLflow store itself
-    res = standin_sweep(outputs, "hydra/launcher=joblib", "hydra.launcher.n_jobs=3",
-                        "proxy._target_=cache_standin.CacheStandInProxy", "decision.epsilon=0.05,0.1,0.2",
+    res = standin_sweep(outputs, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                        "proxy._target_=cache_standin.CacheStandInProxy", "decision.epsilon=0.05,0.2",
                         PYTHONPATH=f"{REPO / 'tests'}:{REPO / 'tests' / 'report'}")
     assert res.returncode == 0, ("jobs racing to create a new SQLite store must not fail (mcu_exp.tracking "
                                  "serialises it):\n" + res.stderr[-3000:])
-    assert "Joblib.Parallel(n_jobs=3" in res.stdout + res.stderr
+    assert "Joblib.Parallel(n_jobs=2" in res.stdout + res.stderr
 
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("mcu_exp").experiment_id])
     (parent,) = [r for r in runs if r.data.tags.get("mcu.kind") == "sweep"]
     runs = [r for r in runs if "mcu.kind" not in r.data.tags]  # the jobs, not the sweep's parent run
-    assert len(runs) == 3
+    assert len(runs) == 2
     # Jobs in joblib's worker processes still find the sweep's parent run.
     assert {r.data.tags.get("mlflow.parentRunId") for r in runs} == {parent.info.run_id}
-    assert parent.info.status == "FINISHED" and len({r.info.run_name for r in runs}) == 3
+    assert parent.info.status == "FINISHED" and len({r.info.run_name for r in runs}) == 2
     assert {r.info.status for r in runs} == {"FINISHED"}
     assert len({r.data.tags["mcu.sweep"] for r in runs}) == 1
-    assert sorted(float(r.data.params["decision.epsilon"]) for r in runs) == [0.05, 0.1, 0.2]
+    assert sorted(float(r.data.params["decision.epsilon"]) for r in runs) == [0.05, 0.2]
     assert all(all_metrics(client, r)["cache.consistent"] == 1.0 for r in runs)  # metrics.json: not a headline
 
     with sqlite3.connect(outputs / "cache" / "generations.sqlite") as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         rows = dict(db.execute("SELECT key, text FROM samples").fetchall())
     table = pd.read_csv(Path(runs[0].data.tags["mcu.output_dir"]) / "results" / "per_program.csv")
-    assert len(rows) == 50 + 3 * 50  # shared samples once, each job's own once
+    assert len(rows) == 50 + 2 * 50  # shared samples once, each job's own once
     for pid, alpha in zip(table["program_id"], table["alpha_test"], strict=True):
         assert float(rows[f"shared/{pid}"]) == pytest.approx(alpha, abs=1e-9)

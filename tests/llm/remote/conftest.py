@@ -236,6 +236,19 @@ def fake_server() -> Iterator[FakeServer]:
 
 
 @pytest.fixture
+def server(planted_keys: str) -> Iterator[Any]:
+    """A fresh fake batch API (``batch_server.BatchServer``, batches end at the first poll) for
+    the batch tests, with the planted key in every provider's variable; stopped afterwards."""
+    from batch_server import BatchServer
+
+    fake = BatchServer(polls_to_end=1)
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+@pytest.fixture
 def planted_keys(monkeypatch: pytest.MonkeyPatch) -> str:
     """Put the planted key in every provider's default environment variable."""
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "FAKE_API_KEY"):

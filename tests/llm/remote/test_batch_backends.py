@@ -4,7 +4,6 @@ samples land in the cache, a crash resumes the recorded batch, failed items are 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +14,6 @@ from batch_support import batch_cfg, batch_states, cached_rows, generator, reque
 from mcu_exp.llm.providers._errors import RetriesExhausted
 
 PROVIDERS = ("openai", "anthropic", "google")
-
-
-@pytest.fixture
-def server(planted_keys: str) -> Iterator[BatchServer]:
-    fake = BatchServer(polls_to_end=1)
-    try:
-        yield fake
-    finally:
-        fake.stop()
 
 
 def per_request(provider: str) -> int:

@@ -11,7 +11,6 @@ import subprocess
 from contextlib import closing
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,15 +25,6 @@ from mcu_exp.llm.providers._errors import AuthenticationFailed, BudgetExceeded, 
 from mcu_exp.proxies.preview import estimate, render_preview
 
 WORKER = Path(__file__).with_name("batch_worker.py")
-
-
-@pytest.fixture
-def server(planted_keys: str) -> Iterator[BatchServer]:
-    fake = BatchServer(polls_to_end=1)
-    try:
-        yield fake
-    finally:
-        fake.stop()
 
 
 def bare(*prompts: str, n: int) -> list[GenerationRequest]:

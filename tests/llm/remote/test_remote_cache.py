@@ -72,7 +72,7 @@ def test_a_killed_run_resumes_without_sending_any_answered_request_again(remote:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 8
+        deadline = time.monotonic() + 60  # the worker's imports alone can take seconds on a busy machine
         while time.monotonic() < deadline and proc.poll() is None:
             if len(server.answered()) >= 5 and (tmp_path / "generations.sqlite").exists() and rows(tmp_path) >= 5:
                 break
