@@ -10,6 +10,7 @@ PostgreSQL), the SQL of "this text is blank", and how a broken database reads in
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -24,6 +25,17 @@ _BLANK = {  # SQL that is true when a text column holds only whitespace (or noth
     SQLITE: "trim({column}, ' ' || char(9, 10, 13)) = ''",
     POSTGRESQL: "btrim({column}, E' \\t\\n\\r') = ''",
 }
+
+
+def postgres_schema(sqlite_schema: str) -> str:
+    """The PostgreSQL form of a cache's SQLite DDL: the same tables and columns, with 64-bit
+    integers and floats (SQLite's INTEGER and REAL are 64-bit), BYTEA for BLOB, and no
+    ``WITHOUT ROWID`` (a PostgreSQL table has no rowid to drop)."""
+    replacements = {r"\bINTEGER\b": "BIGINT", r"\bREAL\b": "DOUBLE PRECISION", r"\bBLOB\b": "BYTEA",
+                    r"\)\s*WITHOUT ROWID": ")"}
+    for pattern, replacement in replacements.items():
+        sqlite_schema = re.sub(pattern, replacement, sqlite_schema)
+    return sqlite_schema
 
 
 def is_url(location: str | Path | None) -> bool:

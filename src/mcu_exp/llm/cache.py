@@ -51,6 +51,7 @@ from mcu_exp.sql_store import (
     database_errors,
     is_url,
     open_store,
+    postgres_schema,
 )
 
 _SCHEMA = """
@@ -86,40 +87,8 @@ CREATE TABLE IF NOT EXISTS claims (
     expires REAL NOT NULL
 ) WITHOUT ROWID;
 """
-_SCHEMA_POSTGRESQL = """
-CREATE TABLE IF NOT EXISTS samples (
-    key TEXT PRIMARY KEY,
-    text TEXT NOT NULL,
-    finish_reason TEXT NOT NULL,
-    prompt_tokens BIGINT NOT NULL,
-    completion_tokens BIGINT NOT NULL,
-    created DOUBLE PRECISION NOT NULL,
-    parts TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS requests (
-    id TEXT PRIMARY KEY,
-    parts TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS failures (
-    key TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    text TEXT NOT NULL,
-    finish_reason TEXT NOT NULL,
-    prompt_tokens BIGINT NOT NULL,
-    completion_tokens BIGINT NOT NULL,
-    attempts BIGINT NOT NULL,
-    created DOUBLE PRECISION NOT NULL,
-    parts TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS claims (
-    key TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    host TEXT NOT NULL,
-    pid BIGINT NOT NULL,
-    expires DOUBLE PRECISION NOT NULL
-);
-CREATE INDEX IF NOT EXISTS claims_owner ON claims (owner)
-"""
+# PostgreSQL: the same tables, and an index for releasing one owner's leases.
+_SCHEMA_POSTGRESQL = postgres_schema(_SCHEMA) + "CREATE INDEX IF NOT EXISTS claims_owner ON claims (owner);\n"
 _SCHEMAS = {SQLITE: _SCHEMA, POSTGRESQL: _SCHEMA_POSTGRESQL}
 # What moves between caches (``mcu-exp cache export/import``), in that order: failures are
 # asked again by the next run anyway, and claims belong to processes of one store.

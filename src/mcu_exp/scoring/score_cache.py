@@ -17,7 +17,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.sql_store import POSTGRESQL, SQLITE, database_errors, is_url, open_store
+from mcu_exp.sql_store import (
+    POSTGRESQL,
+    SQLITE,
+    database_errors,
+    is_url,
+    open_store,
+    postgres_schema,
+)
 
 SCHEMA_VERSION = "1"
 _CHUNK = 900  # bound parameters per query (old SQLite builds allow 999)
@@ -49,14 +56,7 @@ CREATE TABLE IF NOT EXISTS text_lengths (
     key BLOB PRIMARY KEY, n_tokens INTEGER NOT NULL, truncated INTEGER NOT NULL
 ) WITHOUT ROWID;
 """
-_SCHEMA_POSTGRESQL = """
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS specs (hash TEXT PRIMARY KEY, spec TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS pair_scores (key BYTEA PRIMARY KEY, f1 DOUBLE PRECISION NOT NULL);
-CREATE TABLE IF NOT EXISTS text_lengths (
-    key BYTEA PRIMARY KEY, n_tokens BIGINT NOT NULL, truncated INTEGER NOT NULL
-)
-"""
+_SCHEMA_POSTGRESQL = postgres_schema(_SCHEMA)
 _SCHEMAS = {SQLITE: _SCHEMA, POSTGRESQL: _SCHEMA_POSTGRESQL}
 TABLES = ("specs", "pair_scores", "text_lengths")  # what export and import copy
 
