@@ -136,7 +136,10 @@ class GenerationCache:
         self._stored_requests: set[str] = set()  # ids known to be in ``requests``
         with self._guard(dialect, str(self.path)):
             self._db: Store = open_store(self.path, _SCHEMAS)
-            self._db.execute("SELECT COUNT(*) FROM samples").fetchone()
+            # SQLite: reading every page finds a corrupt file now, not mid-run. PostgreSQL checks its
+            # own pages, and counting a shared table of millions of rows at every open is a full scan.
+            probe = "SELECT COUNT(*) FROM samples" if dialect == SQLITE else "SELECT 1 FROM samples LIMIT 1"
+            self._db.execute(probe).fetchone()
         self._blank = self._db.blank("samples.text")
 
     @property
