@@ -33,7 +33,7 @@ from mcu_exp.evaluation import (
     metrics_for_mlflow,
     render_table,
 )
-from mcu_exp.evaluation.bootstrap import Relabel
+from mcu_exp.evaluation.bootstrap import Calibration, Relabel
 from mcu_exp.evaluation.report import CI_RECALIBRATE
 from mcu_exp.llm.cache import GenerationCache, open_generation_cache, sample_key
 from mcu_exp.llm.factory import backend_identity, check_backend
@@ -89,15 +89,21 @@ def relabeller(proxy: Proxy, outcome: ProxyOutcome, ev: EvaluationConfig) -> Rel
 
 
 def alignment(table: pd.DataFrame, labels: pd.Series, ev: EvaluationConfig, relabel: Relabel | None = None,
-              human: pd.Series | None = None) -> AlignmentReport | None:
+              human: pd.Series | None = None, panel: pd.Series | None = None) -> AlignmentReport | None:
     """Metrics, CIs, baselines and tests of the proxy's labels against ``labels`` (None: no
-    overlap). ``relabel`` works on positions in ``table``; ``human`` is the humans'
-    continuous per-program value for the rank correlations."""
+    overlap). ``relabel`` works on positions in ``table``: each resample recalibrates τ on a
+    draw of *all* the table's programs (stratified by ``panel``, the whole panel's labels;
+    ``labels`` when not given) and scores the drawn programs that ``labels`` covers, so a
+    subgroup's or a reference's interval belongs to the estimator its point value comes from.
+    ``human`` is the humans' continuous per-program value for the rank correlations."""
     y_true, y_pred, score = align(table, labels)
     if len(y_true) == 0:
         return None
-    positions = table.index.get_indexer(y_true.index)
-    aligned = None if relabel is None else (lambda idx: relabel(positions[idx]))
+    calibration = None
+    if relabel is not None:
+        strata = (labels if panel is None else panel).reindex(table.index)
+        calibration = Calibration(strata=strata.fillna(-1).to_numpy(dtype=int),
+                                  scored=table.index.get_indexer(y_true.index), relabel=relabel)
     continuous = None
     if human is not None:
         values = human.reindex(y_true.index).to_numpy(dtype=float)
@@ -106,15 +112,17 @@ def alignment(table: pd.DataFrame, labels: pd.Series, ev: EvaluationConfig, rela
         warnings.simplefilter("ignore", DegenerateMetricWarning)
         return evaluate(y_true.to_numpy(), y_pred.to_numpy(), score.to_numpy(),
                         resamples=ev.bootstrap_resamples, confidence=ev.confidence, seed=ev.seed,
-                        human=continuous, relabel=aligned, permutations=ev.permutations)
+                        human=continuous, calibration=calibration, permutations=ev.permutations)
 
 
 def evaluate_groups(outcome: ProxyOutcome, groups: dict[str, HumanLabels],
                     ev: EvaluationConfig, relabel: Relabel | None = None) -> dict[str, AlignmentReport]:
-    """The alignment report against each human label set (all readers and each subgroup)."""
+    """The alignment report against each human label set (all readers and each subgroup);
+    recalibrating intervals draw τ from all programs, stratified by all readers' labels."""
+    panel = groups[names.ALL_READERS].labels if names.ALL_READERS in groups else None
     reports = {}
     for name, labels in groups.items():
-        report = alignment(outcome.table, labels.labels, ev, relabel, labels.correctness)
+        report = alignment(outcome.table, labels.labels, ev, relabel, labels.correctness, panel)
         if report is None:
             log.warning("label set %r shares no program with the proxy's output; skipped", name)
             continue
@@ -124,7 +132,7 @@ def evaluate_groups(outcome: ProxyOutcome, groups: dict[str, HumanLabels],
 
 def reference_report(proxy: Proxy, reference: Proxy | None, outcome: ProxyOutcome,
                      ev: EvaluationConfig, relabel: Relabel | None = None,
-                     max_failed_share: float = 0.0) -> AlignmentReport | None:
+                     max_failed_share: float = 0.0, panel: pd.Series | None = None) -> AlignmentReport | None:
     """The proxy's labels scored against the reference proxy's (cross-proxy reliability, P0 by
     default), when the reference applies to these programs; None otherwise. What generating
     the reference cost goes into ``outcome.metrics`` as ``reference.*``; its stages stop the
@@ -135,7 +143,7 @@ def reference_report(proxy: Proxy, reference: Proxy | None, outcome: ProxyOutcom
                             reference.ctx.cache_url)
     labels = reference.outcome(run_stages(reference, generators)).table[names.LABEL]
     outcome.metrics.update({f"reference.{k}": v for k, v in {**generators.stats(), **generators.usage()}.items()})
-    report = alignment(outcome.table, labels, ev, relabel)
+    report = alignment(outcome.table, labels, ev, relabel, panel=panel)
     if report is None:
         log.warning("no program has both %s labels and %s labels; cross-proxy report skipped",
                     reference.name, proxy.name)
@@ -327,7 +335,7 @@ def run_job(raw: DictConfig) -> float:
         reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel)
         main = reports[names.ALL_READERS]
         vs_ref = reference_report(proxy, reference, outcome, cfg.evaluation, relabel,
-                                  cfg.generation.max_failed_share)
+                                  cfg.generation.max_failed_share, labels.labels)
         artifacts = write_outputs(cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports)
         measures = measures_and_baselines(outcome, dataset, labels, cfg.evaluation)
         if measures is not None:

@@ -20,11 +20,21 @@ All resamples are scored at once from an index matrix (resamples × n) with each
 rate, AUC and correlation's vectorised implementation (:mod:`mcu_exp.evaluation.registry`).
 A resample where a metric is undefined (e.g. no predicted positive: precision) is left out
 of that metric's percentiles, and the report says in how many resamples that happened.
+
+**Scoring a subset.** A reader subgroup, or the programs a reference proxy labelled, is
+scored with the threshold calibrated on *all* the proxy's programs. Its recalibrating interval
+must re-run that estimator: a :class:`Calibration` names all the programs and where the scored
+ones sit among them. Each resample then draws every program (the scored ones stratified by
+their own label, the others by the whole panel's), recalibrates τ on all the drawn programs,
+and scores only the drawn scored programs. Scored programs come first in the draw, so when
+the subset is the whole panel with the whole panel's labels the resamples, and so the
+interval, are exactly the whole panel's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,15 +46,61 @@ _CELLS_PER_CHUNK = 2_000_000  # resamples × n cells scored at once, bounds memo
 Relabel = Callable[[np.ndarray], np.ndarray]  # (resamples, n) indices → (resamples, n) labels
 
 
+@dataclass(frozen=True)
+class Calibration:
+    """All the programs a calibrated decision draws τ from, when the scored programs are a
+    subset of them (see the module docstring).
+
+    ``strata``: each calibration program's class in the whole panel (0/1; any other value is a
+    stratum of its own, e.g. -1 for a program without a whole-panel label); ``scored``: the
+    position among the calibration programs of each scored program, in the scored programs'
+    order; ``relabel``: (rows, N) calibration-program indices → (rows, N) labels, τ
+    recalibrated on each row (the decision rule's relabel function).
+    """
+
+    strata: np.ndarray
+    scored: np.ndarray
+    relabel: Relabel
+
+
+def _draw(groups: list[np.ndarray], resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Each group's members resampled among themselves, with replacement, in their counts;
+    the groups side by side in the order given (empty groups skipped)."""
+    parts = [group[rng.integers(0, group.size, size=(resamples, group.size))] for group in groups if group.size]
+    return np.concatenate(parts, axis=1)
+
+
 def stratified_indices(y_true: ArrayLike, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """A (resamples, n) matrix of row indices: positives resampled among positives, negatives
     among negatives, each with replacement and in their original counts."""
     truth = np.asarray(y_true)
-    pos = np.flatnonzero(truth == 1)
-    neg = np.flatnonzero(truth == 0)
-    parts = [group[rng.integers(0, group.size, size=(resamples, group.size))]
-             for group in (pos, neg) if group.size]
-    return np.concatenate(parts, axis=1)
+    return _draw([np.flatnonzero(truth == 1), np.flatnonzero(truth == 0)], resamples, rng)
+
+
+def calibration_groups(truth: np.ndarray, calibration: Calibration) -> list[np.ndarray]:
+    """The strata of a :class:`Calibration` draw, as positions among the calibration
+    programs: the scored positives, the scored negatives (by ``truth``, the scored programs'
+    labels), then the other programs by their whole-panel class (1, 0, then any other)."""
+    scored = np.asarray(calibration.scored, dtype=np.int64)
+    strata = np.asarray(calibration.strata)
+    rest = np.ones(strata.size, dtype=bool)
+    rest[scored] = False
+    others = [np.flatnonzero(rest & (strata == 1)), np.flatnonzero(rest & (strata == 0))]
+    others += [np.flatnonzero(rest & (strata == v)) for v in np.unique(strata[rest & (strata != 0) & (strata != 1)])]
+    return [scored[truth == 1], scored[truth == 0], *others]
+
+
+def calibrated_resamples(truth: np.ndarray, calibration: Calibration, resamples: int,
+                         rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One :class:`Calibration` draw: (the (resamples, m) indices of the drawn scored programs
+    among the m scored programs, their (resamples, m) labels with τ recalibrated on every
+    drawn program of the row)."""
+    drawn = _draw(calibration_groups(truth, calibration), resamples, rng)
+    m = truth.size
+    inverse = np.full(np.asarray(calibration.strata).size, -1, dtype=np.int64)
+    inverse[np.asarray(calibration.scored, dtype=np.int64)] = np.arange(m)
+    labels = np.asarray(calibration.relabel(drawn), dtype=int)[:, :m]
+    return inverse[drawn[:, :m]], labels
 
 
 def resample_metrics(
@@ -76,19 +132,32 @@ def bootstrap_distribution(
     seed: int = 0,
     human: ArrayLike | None = None,
     relabel: Relabel | None = None,
+    calibration: Calibration | None = None,
 ) -> dict[str, np.ndarray]:
     """Each metric over ``resamples`` stratified resamples (seeded NumPy Generator); see
-    :func:`resample_metrics` for ``human`` and ``relabel``."""
+    :func:`resample_metrics` for ``human`` and ``relabel``. With ``calibration`` (scored
+    programs that are a subset of those τ is calibrated on) each resample draws every
+    calibration program and recalibrates on all of them (module docstring); ``relabel`` is
+    then not used."""
     if resamples < MIN_RESAMPLES:
         raise ValueError(f"evaluation.bootstrap_resamples must be at least {MIN_RESAMPLES} "
                          f"for a stable percentile interval, got {resamples}")
     truth, pred = check_pair(y_true, y_pred)
+    if calibration is not None and len(calibration.scored) != truth.size:
+        raise ValueError(f"calibration.scored names {len(calibration.scored)} programs, "
+                         f"the labels {truth.size}")
     rng = np.random.default_rng(seed)
-    chunk = max(1, _CELLS_PER_CHUNK // truth.size)
+    width = truth.size if calibration is None else max(truth.size, np.asarray(calibration.strata).size)
+    chunk = max(1, _CELLS_PER_CHUNK // width)
     parts: list[dict[str, np.ndarray]] = []
     for start in range(0, resamples, chunk):
-        indices = stratified_indices(truth, min(chunk, resamples - start), rng)
-        parts.append(resample_metrics(truth, pred, indices, score, human, relabel))
+        rows = min(chunk, resamples - start)
+        if calibration is None:
+            indices = stratified_indices(truth, rows, rng)
+            parts.append(resample_metrics(truth, pred, indices, score, human, relabel))
+            continue
+        indices, labels = calibrated_resamples(truth, calibration, rows, rng)
+        parts.append(resample_metrics(truth, pred, indices, score, human, lambda _idx, out=labels: out))
     return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
 
 
@@ -125,8 +194,9 @@ def bootstrap_ci(
     seed: int = 0,
     human: ArrayLike | None = None,
     relabel: Relabel | None = None,
+    calibration: Calibration | None = None,
 ) -> dict[str, tuple[float, float]]:
     """Stratified bootstrap percentile interval (low, high) of each metric."""
     _check_confidence(confidence)
-    dist = bootstrap_distribution(y_true, y_pred, score, resamples, seed, human, relabel)
+    dist = bootstrap_distribution(y_true, y_pred, score, resamples, seed, human, relabel, calibration)
     return {key: percentile_interval(values, confidence) for key, values in dist.items()}

@@ -17,7 +17,13 @@ from rich.console import Console
 from rich.table import Table
 
 from mcu_exp.evaluation.baselines import ALWAYS, RANDOM, always_positive, random_expected
-from mcu_exp.evaluation.bootstrap import Relabel, bootstrap_distribution, percentile_interval, undefined_shares
+from mcu_exp.evaluation.bootstrap import (
+    Calibration,
+    Relabel,
+    bootstrap_distribution,
+    percentile_interval,
+    undefined_shares,
+)
 from mcu_exp.evaluation.metrics import ArrayLike, alignment_metrics, unique_warnings
 from mcu_exp.evaluation.registry import DEFAULT_FORMAT, INTERVAL_KINDS, header, metric, metric_names
 from mcu_exp.evaluation.significance import auc_permutation_p
@@ -109,17 +115,19 @@ def evaluate(
     human: ArrayLike | None = None,
     relabel: Relabel | None = None,
     permutations: int = 10_000,
+    calibration: Calibration | None = None,
 ) -> AlignmentReport:
     """Metrics, stratified bootstrap CIs and baselines of ``y_pred`` (and ``score``, higher =
     more understandable; ``human``, the humans' continuous per-program value for the rank
     correlations) against ``y_true``, and the permutation test of AUC(score) (``permutations``
     0: none). With ``relabel`` the CIs recalibrate the decision in every resample
-    (:mod:`mcu_exp.evaluation.bootstrap`). Degenerate-input warnings are emitted once each and
+    (:mod:`mcu_exp.evaluation.bootstrap`); with ``calibration`` they recalibrate on all the
+    programs it names and score these, a subset of them. Degenerate-input warnings are emitted once each and
     kept in the report."""
     with unique_warnings() as messages:
         metrics = alignment_metrics(y_true, y_pred, score, human)
         baselines = {ALWAYS: always_positive(y_true, human), RANDOM: random_expected(y_true)}
-    dist = bootstrap_distribution(y_true, y_pred, score, resamples, seed, human, relabel)
+    dist = bootstrap_distribution(y_true, y_pred, score, resamples, seed, human, relabel, calibration)
     ci = {key: percentile_interval(values, confidence) for key, values in dist.items()}
     notes = list(messages)
     for name, share in undefined_shares(dist).items():
@@ -132,7 +140,8 @@ def evaluate(
     return AlignmentReport(metrics=metrics, ci=ci, baselines=baselines,
                            warnings=tuple(notes), n=int(metrics["n"]),
                            confidence=confidence, resamples=resamples, seed=seed,
-                           ci_method=CI_CONDITIONAL if relabel is None else CI_RECALIBRATE,
+                           ci_method=CI_CONDITIONAL if relabel is None and calibration is None
+                           else CI_RECALIBRATE,
                            tests=tests, permutations=permutations if tests else 0)
 
 
