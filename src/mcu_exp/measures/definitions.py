@@ -24,7 +24,14 @@ m = k is the number of responses.
   ‖v'_j‖ to the centre, C_Ecc(s_j) = −‖v'_j‖ in the paper). The norm depends only on the
   span of the kept eigenvectors, not on the basis an eigensolver picks within a repeated
   eigenvalue. Identical: 0 (the one kept vector is constant); unrelated (every eigenvalue
-  0, all m vectors kept): √(m − 1), its maximum.
+  0, all m vectors kept): √(m − 1), its maximum. In effect a count: with r kept vectors,
+  U_Ecc² = r − Σ_i (1ᵀu_i)²/m, and when the degrees are equal the first kept vector is
+  constant and the others sum to 0, so U_Ecc = √(r − 1) exactly; on BERTScore-like matrices
+  (near-equal degrees) it stays within rounding of that, so it steps (√2 → 1 → 0 …) as an
+  eigenvalue crosses 0.9 rather than moving smoothly with the similarities.
+
+``eigv``, ``deg`` and ``ecc`` also have vectorised versions over a stack of matrices
+(``*_many``), which :mod:`mcu_exp.measures.sizing` uses to average them over many subsets.
 """
 
 from __future__ import annotations
@@ -52,20 +59,58 @@ def normalized_laplacian(similarity: np.ndarray) -> np.ndarray:
     return np.eye(len(w)) - inv_sqrt[:, None] * w * inv_sqrt[None, :]
 
 
-@register_measure("ssc")
+@register_measure("ssc", size_free=True)
 def ssc(similarity: np.ndarray) -> float:
     """1 − SSC (mean pairwise similarity): P1's historical α."""
     return 1.0 - mean_pairwise(similarity)
 
 
-@register_measure("eigv")
+def _affinity_many(similarity: np.ndarray) -> np.ndarray:
+    """:func:`affinity` of each matrix of a (count, m, m) stack."""
+    w = np.clip((similarity + np.swapaxes(similarity, -1, -2)) / 2.0, 0.0, 1.0)
+    idx = np.arange(w.shape[-1])
+    w[:, idx, idx] = 1.0
+    return w
+
+
+def _laplacian_many(similarity: np.ndarray) -> np.ndarray:
+    """:func:`normalized_laplacian` of each matrix of a stack."""
+    w = _affinity_many(similarity)
+    inv_sqrt = 1.0 / np.sqrt(w.sum(axis=-1))
+    return np.eye(w.shape[-1]) - inv_sqrt[:, :, None] * w * inv_sqrt[:, None, :]
+
+
+def eigv_many(similarity: np.ndarray) -> np.ndarray:
+    """U_EigV of each matrix of a (count, m, m) stack."""
+    eigenvalues = np.linalg.eigvalsh(_laplacian_many(similarity))
+    return np.clip(1.0 - eigenvalues, 0.0, None).sum(axis=-1)
+
+
+def deg_many(similarity: np.ndarray) -> np.ndarray:
+    """U_Deg of each matrix of a (count, m, m) stack."""
+    w = _affinity_many(similarity)
+    m = w.shape[-1]
+    return (m * m - w.sum(axis=(-1, -2))) / (m * m)
+
+
+def ecc_many(similarity: np.ndarray) -> np.ndarray:
+    """U_Ecc of each matrix of a (count, m, m) stack."""
+    eigenvalues, vectors = np.linalg.eigh(_laplacian_many(similarity))
+    kept = np.maximum(1, np.count_nonzero(eigenvalues < ECC_EIGENVALUE_THRESHOLD, axis=-1))
+    centred = vectors - vectors.mean(axis=-2, keepdims=True)
+    column_norms = (centred**2).sum(axis=-2)  # (count, m): squared norm of each centred eigenvector
+    mask = np.arange(column_norms.shape[-1]) < kept[:, None]
+    return np.sqrt(np.where(mask, column_norms, 0.0).sum(axis=-1))
+
+
+@register_measure("eigv", batched=eigv_many)
 def eigv(similarity: np.ndarray) -> float:
     """U_EigV = Σ_j max(0, 1 − λ_j), λ the eigenvalues of the normalised Laplacian."""
     eigenvalues = np.linalg.eigvalsh(normalized_laplacian(similarity))
     return float(np.clip(1.0 - eigenvalues, 0.0, None).sum())
 
 
-@register_measure("deg")
+@register_measure("deg", batched=deg_many)
 def deg(similarity: np.ndarray) -> float:
     """U_Deg = trace(m·I − D) / m²."""
     w = affinity(similarity)
@@ -73,7 +118,7 @@ def deg(similarity: np.ndarray) -> float:
     return float((m * m - w.sum()) / (m * m))
 
 
-@register_measure("ecc")
+@register_measure("ecc", batched=ecc_many)
 def ecc(similarity: np.ndarray) -> float:
     """U_Ecc: Frobenius norm of the centred spectral embedding (eigenvalues < 0.9)."""
     eigenvalues, vectors = np.linalg.eigh(normalized_laplacian(similarity))  # ascending

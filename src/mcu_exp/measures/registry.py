@@ -13,7 +13,10 @@ Adding a measure is one function::
 It then reaches ``proxy.measure=<name>`` (P1's α), the ``measure.<name>`` column of P1's
 per-program table and :func:`mcu_exp.evaluation.measure_table.measure_table`. The decorator
 checks the input (square, finite, at least one response) before the function sees it.
-The built-ins live in :mod:`mcu_exp.measures.definitions`.
+``size_free=True`` declares that the value does not move with the number of responses (a
+mean over pairs, like SSC); any other measure is compared across subsets of different sizes
+at a common size (:mod:`mcu_exp.measures.sizing`). The built-ins live in
+:mod:`mcu_exp.measures.definitions`.
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ from functools import wraps
 import numpy as np
 
 MeasureFn = Callable[[np.ndarray], float]
+BatchFn = Callable[[np.ndarray], np.ndarray]  # (count, m, m) checked matrices -> (count,) uncertainties
 
 MEASURES: dict[str, MeasureFn] = {}  # name -> checked function, in registration order
+SIZE_FREE: set[str] = set()  # measures whose value does not move with the number of responses
+BATCHED: dict[str, BatchFn] = {}  # name -> the same measure of a stack of matrices at once (optional)
 COLUMN_PREFIX = names.MEASURE_PREFIX  # per-program column of a measure's score (−uncertainty)
 
 
@@ -56,9 +62,14 @@ def affinity(similarity: np.ndarray) -> np.ndarray:
     return w
 
 
-def register_measure(name: str) -> Callable[[MeasureFn], MeasureFn]:
+def register_measure(name: str, size_free: bool = False,
+                     batched: BatchFn | None = None) -> Callable[[MeasureFn], MeasureFn]:
     """Decorator registering ``fn(similarity) -> uncertainty`` as measure ``name``; the
-    registered (and returned) function checks its input with :func:`as_similarity`."""
+    registered (and returned) function checks its input with :func:`as_similarity`.
+    ``size_free``: its expected value is the same for any number of responses (a mean over
+    pairs), so it needs no rescaling between subsets of different sizes. ``batched``: an
+    optional vectorised version over a (count, m, m) stack, used to average the measure over
+    many subsets at once (:mod:`mcu_exp.measures.sizing`); it must agree with ``fn``."""
     if name in MEASURES:
         raise ValueError(f"measure {name!r} is already registered; unregister it first")
 
@@ -68,6 +79,10 @@ def register_measure(name: str) -> Callable[[MeasureFn], MeasureFn]:
             return float(fn(as_similarity(similarity)))
 
         MEASURES[name] = checked
+        if size_free:
+            SIZE_FREE.add(name)
+        if batched is not None:
+            BATCHED[name] = batched
         return checked
 
     return add
@@ -75,6 +90,8 @@ def register_measure(name: str) -> Callable[[MeasureFn], MeasureFn]:
 
 def unregister_measure(name: str) -> MeasureFn:
     """Remove measure ``name`` (e.g. one a test registered) and return it."""
+    SIZE_FREE.discard(name)
+    BATCHED.pop(name, None)
     return MEASURES.pop(name)
 
 

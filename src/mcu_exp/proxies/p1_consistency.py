@@ -11,6 +11,9 @@ from its ``split`` stream under ``proxy.split_seed`` gives ``k_cal`` calibration
 run also puts each registered measure's score (−uncertainty of the test subset) in the
 per-program table as ``measure.<name>``. The matrices are scored once, with exactly the
 pairs SSC needs (i < j), so no measure costs an encoder pass or a score the cache lacks.
+Every measure is taken at the run's common size m₀, its smallest subset
+(:mod:`mcu_exp.measures.sizing`), so α_cal and α_test share one scale when k_cal ≠ k − k_cal
+or a program lost failed samples; with equal subsets (the default) nothing is rescaled.
 
 :class:`SummaryProxy` holds what P1, P2 and P3 share: the target's summaries (one stage, so
 one set of cache entries for all three) and their calibration/test split.
@@ -27,7 +30,7 @@ import pandas as pd
 
 from mcu_exp.calibration import Scores, apply_rule, check_rule
 from mcu_exp.llm.factory import backend_identity
-from mcu_exp.measures import MEASURES, mean_pairwise, measure, measure_column
+from mcu_exp.measures import MEASURES, common_size, mean_pairwise, measure_column, sized
 from mcu_exp.proxies.base import Proxy, ProxyOutcome
 from mcu_exp.proxies.prompts import TEMPLATES
 from mcu_exp.proxies.stages import TARGET_SUMMARIES, Stage, StageResults, summary_requests
@@ -182,9 +185,9 @@ class ConsistencyProxy(SummaryProxy):
         cal, test = self.matrices(scorer, summaries, splits)
         ssc_cal = np.array([mean_pairwise(m) for m in cal])
         ssc_test = np.array([mean_pairwise(m) for m in test])
-        uncertainty = measure(self.cfg.measure)
-        alpha_cal = np.array([uncertainty(m) for m in cal])
-        alpha_test = np.array([uncertainty(m) for m in test])
+        size = common_size([*cal, *test])
+        alpha_cal = sized(self.cfg.measure, cal, size)
+        alpha_test = sized(self.cfg.measure, test, size)
         scores = Scores(alpha_cal=alpha_cal, alpha_test=alpha_test)
         decision = apply_rule(self.ctx.decision.rule, scores, self.ctx.decision)
         table = pd.DataFrame(
@@ -195,13 +198,13 @@ class ConsistencyProxy(SummaryProxy):
                 "alpha_test": alpha_test,
                 "score": -alpha_test,
                 "label": decision.labels,
-                **{measure_column(name): -np.array([fn(m) for m in test]) for name, fn in MEASURES.items()},
+                **{measure_column(name): -sized(name, test, size) for name in MEASURES},
             },
             index=pd.Index(self.ctx.program_ids, name="program_id"),
         )
         return ProxyOutcome(
             table=table,
-            params=decision.params,
+            params={**decision.params, "measure_size": size},
             metrics={**decision.metrics, "scorer_loaded": float(scorer.model_loaded)},
             records={"summaries": pd.DataFrame(self.summary_rows(summaries, splits))},
             specs={"scorer": scorer.spec(), "generator": backend_identity(self.ctx.model)},
