@@ -25,6 +25,7 @@ from mcu_exp.calibration import get_rule
 from mcu_exp.checks import check_config
 from mcu_exp.config import Config, EvaluationConfig, ModelConfig
 from mcu_exp.data import HumanLabels, human_labels, load_dataset, subgroup_labels
+from mcu_exp.data.labels import class_size_warning
 from mcu_exp.evaluation import (
     PRIMARY,
     AlignmentReport,
@@ -34,6 +35,7 @@ from mcu_exp.evaluation import (
     render_table,
 )
 from mcu_exp.evaluation.bootstrap import Calibration, Relabel
+from mcu_exp.evaluation.groups_table import class_counts, render_group_table
 from mcu_exp.evaluation.report import CI_RECALIBRATE
 from mcu_exp.llm.cache import GenerationCache, open_generation_cache, sample_key
 from mcu_exp.llm.factory import backend_identity, check_backend
@@ -148,6 +150,16 @@ def reference_report(proxy: Proxy, reference: Proxy | None, outcome: ProxyOutcom
         log.warning("no program has both %s labels and %s labels; cross-proxy report skipped",
                     reference.name, proxy.name)
     return report
+
+
+def class_warnings(reports: dict[str, AlignmentReport], vs_ref: AlignmentReport | None,
+                   min_per_class: int) -> dict[str, str | None]:
+    """The class-size warning of every label set evaluated: each reader group's and, as
+    ``reference``, the reference proxy's labels (None where both classes are large enough)."""
+    found = {name: class_size_warning(*class_counts(rep), min_per_class) for name, rep in reports.items()}
+    if vs_ref is not None:
+        found["reference"] = class_size_warning(*class_counts(vs_ref), min_per_class)
+    return found
 
 
 def build_proxies(cfg: Config, ctx: ProxyContext) -> tuple[Proxy, Proxy | None]:
@@ -336,6 +348,7 @@ def run_job(raw: DictConfig) -> float:
         main = reports[names.ALL_READERS]
         vs_ref = reference_report(proxy, reference, outcome, cfg.evaluation, relabel,
                                   cfg.generation.max_failed_share, labels.labels)
+        small = class_warnings(reports, vs_ref, cfg.evaluation.min_per_class)
         artifacts = write_outputs(cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports)
         measures = measures_and_baselines(outcome, dataset, labels, cfg.evaluation)
         if measures is not None:
@@ -365,15 +378,22 @@ def run_job(raw: DictConfig) -> float:
                        names.TAG_VERDICT: main.verdict}
         if main.undefined:
             result_tags[names.TAG_UNDEFINED] = ",".join(main.undefined)
+        result_tags.update({f"{names.TAG_CLASS_WARNING}.{name}": text for name, text in small.items()
+                            if text and name != names.ALL_READERS})
         result_tags[NOTE_TAG] = description(title, main.verdict, run_facts(cfg, proxy, dataset.name, main.n))
         tracker.set_tags(result_tags)
         tracker.log_artifacts(artifacts.folder)
         log_tables(tracker, metrics, artifacts.folder)
 
         print(render_table(main, title=f"{title} vs human labels ({cfg.labels.group}, n={main.n})"))
+        if len(reports) > 1:
+            shown = {k: v for k, v in small.items() if k in reports and k != names.ALL_READERS}
+            print(render_group_table(reports, shown, title=f"{title} per reader group"))
         if vs_ref is not None:
             print(render_table(vs_ref, title=f"{title} vs {reference.name.upper()} labels "
                                             f"(cross-proxy reliability, n={vs_ref.n})"))
+            if small.get("reference"):
+                print(f"warning: {reference.name.upper()} labels: {small['reference']}")
         if measures is not None:
             print(render_measures(measures))
         print_decision(outcome.metrics)

@@ -105,19 +105,26 @@ class HumanLabels:
         """A one-sentence warning when either class has fewer than ``min_per_class`` programs
         (F1, AUC and their bootstrap intervals then say little); None otherwise."""
         b = self.balance()
-        counts = {"understandable": b["positives"], "not understandable": b["negatives"]}
-        small = [
-            f"{n} program is {name}" if n == 1 else f"{n} programs are {name}"
-            for name, n in counts.items()
-            if n < min_per_class
-        ]
-        if not small:
-            return None
-        each = " each" if len(small) > 1 else ""
-        return (
-            f"only {' and only '.join(small)} (fewer than {min_per_class}{each}): "
-            "F1/AUC and their confidence intervals are uninformative"
-        )
+        return class_size_warning(int(b["positives"]), int(b["negatives"]), min_per_class)
+
+
+def class_size_warning(positives: int, negatives: int, min_per_class: int = 5) -> str | None:
+    """The class-size warning of any label set (all readers, a reader subgroup, a reference
+    proxy's labels): one sentence when either class has fewer than ``min_per_class``
+    programs; None otherwise."""
+    counts = {"understandable": positives, "not understandable": negatives}
+    small = [
+        f"{n} program is {name}" if n == 1 else f"{n} programs are {name}"
+        for name, n in counts.items()
+        if n < min_per_class
+    ]
+    if not small:
+        return None
+    each = " each" if len(small) > 1 else ""
+    return (
+        f"only {' and only '.join(small)} (fewer than {min_per_class}{each}): "
+        "F1/AUC and their confidence intervals are uninformative"
+    )
 
 
 def _check(rule: str, min_fraction: float, group: str, readers: str) -> None:

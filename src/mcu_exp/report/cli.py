@@ -233,8 +233,10 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
                     [*display.row_notes(summary, keys), *filter(None, [display.name_settings_note(hidden)])]),
             Section("Per human reader group", display.display_subgroups(subgroup, keys),
                     f"label: {display.label_rule(rows)}. F1 and AUC of the binary labels against each reader "
-                    "group's labels, with 95 % CIs; each column names the group. "
-                    f"Programs per group: {display.group_sizes(subgroup) or '—'}."),
+                    "group's labels, τ calibrated on all programs; each column names the group. "
+                    f"{display.subgroup_family(subgroup)}. "
+                    f"Programs per group: {display.group_sizes(subgroup) or '—'}.",
+                    display.subgroup_notes(subgroup, keys)),
             *extra,
         ],
         figures=[Figure(name, png, FIGURE_CAPTIONS[name]) for name, png in pngs.items()],

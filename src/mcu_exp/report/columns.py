@@ -10,8 +10,10 @@ from mcu_exp.evaluation.report import CI_HIGH, CI_LOW
 from mcu_exp.names import TAG_CLASS_WARNING, TAG_VERDICT, VS_P0_PREFIX
 
 UNDEFINED_COLUMN = "undefined"  # the metrics a run logged as NaN (undefined on its data), "; "-joined in CSVs
-NOTE_COLUMNS = {"class_warning": TAG_CLASS_WARNING, "verdict": TAG_VERDICT}  # run tags kept per row
+NOTE_COLUMNS = {"class_warning": TAG_CLASS_WARNING, "reference_class_warning": f"{TAG_CLASS_WARNING}.reference",
+                "verdict": TAG_VERDICT}  # run tags kept per row
 BASELINE_PREFIX = "baseline_"
+GROUP_WARNING = "class_warning."  # + a reader group (or "reference"): that label set's class-size warning
 
 
 def main_metrics() -> list[str]:

@@ -117,6 +117,23 @@ def display_subgroups(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows).fillna(MISSING)
 
 
+def subgroup_notes(table: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """Notes under the per-group table: each (configuration, group) whose labels have a class
+    too small to say much (the same < ``evaluation.min_per_class`` test as the main labels)."""
+    if table.empty or "class_warning" not in table.columns:
+        return []
+    return [f"{row_label(row, keys)} · {row['group']}: class size warning: {row['class_warning']}"
+            for _, row in table.iterrows() if row.get("class_warning")]
+
+
+def subgroup_family(table: pd.DataFrame) -> str:
+    """The multiplicity sentence of the per-group table: its intervals are unadjusted, and how
+    many a reader compares (configurations × groups × metrics)."""
+    size = 0 if table.empty else len(table) * len(HEADLINE)
+    return (f"95 % CIs, unadjusted for multiplicity: a family of {size} intervals "
+            f"({len(table)} configuration × group rows × {len(HEADLINE)} metrics)")
+
+
 def group_sizes(table: pd.DataFrame) -> str:
     """"all 50, bachelor 50, …": programs per reader group (the largest n seen per group)."""
     if table.empty:
@@ -167,6 +184,9 @@ def row_notes(summary: pd.DataFrame, keys: Sequence[str]) -> list[str]:
         label = row_label(row, keys)
         if row.get("class_warning"):
             notes.append(f"{label}: class size warning: {row['class_warning']}")
+        if row.get("reference_class_warning"):
+            notes.append(f"{label}: class size warning on the reference proxy's labels: "
+                         f"{row['reference_class_warning']}")
         if row.get("verdict"):
             notes.append(f"{label}: verdict: {row['verdict']}")
     return notes

@@ -19,9 +19,10 @@ import pandas as pd
 from mcu_exp.calibration import RULES
 from mcu_exp.evaluation.registry import HEADLINE, PRIMARY
 from mcu_exp.evaluation.report import AUC_PERMUTATION_P
-from mcu_exp.names import ALL_READERS, TAG_UNDEFINED, group_prefix
+from mcu_exp.names import ALL_READERS, TAG_CLASS_WARNING, TAG_UNDEFINED, group_prefix
 from mcu_exp.report.columns import (
     BASELINE_PREFIX,
+    GROUP_WARNING,
     NOTE_COLUMNS,
     UNDEFINED_COLUMN,
     main_metrics,
@@ -100,6 +101,9 @@ def run_record(run_id: str, run_name: str, experiment_id: str, status: str, star
     record.update(param_columns(params))
     for column, tag in NOTE_COLUMNS.items():
         record[column] = tags.get(tag) or ""
+    for tag, text in tags.items():  # each reader subgroup's (and the reference's) class-size warning
+        if tag.startswith(f"{TAG_CLASS_WARNING}."):
+            record[f"{GROUP_WARNING}{tag[len(TAG_CLASS_WARNING) + 1:]}"] = text
     undefined = {name for name, value in metrics.items() if _nan(float(value))}
     undefined |= {n.strip() for n in tags.get(TAG_UNDEFINED, "").split(",") if n.strip()}
     record[UNDEFINED_COLUMN] = frozenset(undefined)
@@ -196,6 +200,8 @@ def subgroup_table(frame: pd.DataFrame, keys: Sequence[str], groups: Sequence[st
                 for column in with_ci(name):
                     item[column] = row.get(f"{prefix}{column}")
             item[UNDEFINED_COLUMN] = frozenset(n[len(prefix):] for n in undefined if n.startswith(prefix))
+            warning = row.get("class_warning") if group == own else row.get(f"{GROUP_WARNING}{group}")
+            item["class_warning"] = warning if isinstance(warning, str) else ""
             out.append(item)
     return pd.DataFrame(out)
 
