@@ -13,6 +13,7 @@ import json
 import multiprocessing as mp
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -131,7 +132,7 @@ def test_leases_hold_across_hosts_until_they_expire(store: str) -> None:
         # Another host's live lease holds (its pid means nothing here); a dead process of this
         # host frees its leases at once; an expired lease is free whoever held it.
         assert cache.claim(keys, here, ttl_s=60, since=0) == set(keys[2:])
-        assert cache.holders(keys) == sorted({"node-b:1", f"{here.host}:{here.pid}"})
+        assert cache.holders(keys) == sorted({"node-b:1", f"{socket.gethostname()}:{here.pid}"})
         cache.put(keys[2], Sample("done", "stop", 1, 1))
         cache.release(here)
         assert cache.claim(keys, later, ttl_s=60, since=0) == set(keys[3:])  # a stored sample is never leased

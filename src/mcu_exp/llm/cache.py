@@ -19,8 +19,8 @@ without a rowid (each key is stored once); older files are read and written unch
 Failed samples (errors, filtered, empty: :attr:`Sample.failure`) go to a ``failures`` table,
 never to ``samples``, so a rerun asks for them again; a legacy empty row in ``samples`` is
 not a hit and is replaced by the next good sample. ``claims`` holds a lease per key (owner,
-host, pid, expiry), so two processes sharing the file never generate, and pay for, the same
-sample: see :meth:`GenerationCache.claim`.
+PID space in ``host``, pid, expiry), so two processes sharing the file, in one container or
+several, never generate, and pay for, the same sample: see :meth:`GenerationCache.claim`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from mcu_exp.llm.cache_keys import (  # noqa: F401  (the key helpers' first home
     sample_key,
     sample_keys,
 )
-from mcu_exp.llm.claims import ClaimOwner, lease_free
+from mcu_exp.llm.claims import ClaimOwner, holder_name, lease_free
 from mcu_exp.llm.contract import Sample
 from mcu_exp.llm.errors import CacheCorrupt
 from mcu_exp.sql_store import (
@@ -266,7 +266,7 @@ class GenerationCache:
 
         A key is skipped while another owner's lease is live, or once it holds a usable sample
         or a failure recorded since ``since``. A lease is free once expired, or at once when
-        its holder's pid is gone on this host.
+        its holder's pid is gone from this process's PID space (:func:`lease_free`).
         """
         wanted = list(dict.fromkeys(keys))
         now = time.time()
@@ -285,7 +285,7 @@ class GenerationCache:
         """``host:pid`` of every owner holding a lease on some of ``keys``."""
         with self._guard():
             rows = self._rows("SELECT DISTINCT host, pid FROM claims WHERE key IN ({marks})", list(keys))
-            return sorted({f"{host}:{pid}" for host, pid in rows})
+            return sorted({holder_name(host, pid) for host, pid in rows})
 
     def release(self, owner: ClaimOwner) -> None:
         """Drop every lease ``owner`` holds."""

@@ -25,12 +25,14 @@ from mcu_exp.config import TrackingConfig
 from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location, is_local_store
 from mcu_exp.tracking.sweep import PARENT_TAG, job_parent
 from mcu_exp.names import TAG_DEBUG
+from mcu_exp.pid_space import pid_space
 from mcu_exp.redact import is_secret_key, redact_text
 
 log = logging.getLogger(__name__)
 
 MAX_PARAM_CHARS = 500
 TAG_HOST, TAG_PID = "mcu.host", "mcu.pid"  # who runs the job: a later job can tell it died
+TAG_PID_SPACE = "mcu.pid_space"  # where that pid means something (mcu_exp.pid_space)
 TAG_KILLED_REASON = "mcu.killed_reason"
 DEBUG_SUFFIX = "-debug"  # debug and smoke runs' experiment: <tracking.experiment>-debug
 
@@ -171,17 +173,26 @@ def process_alive(pid: int, started_ms: int | None = None) -> bool:
     return start is None or started_ms is None or start <= started_ms / 1000 + 1.0
 
 
+def owner_tags() -> dict[str, str]:
+    """The tags naming the process that runs a job (or a sweep): host, pid and PID space."""
+    return {TAG_HOST: socket.gethostname(), TAG_PID: str(os.getpid()), TAG_PID_SPACE: pid_space()}
+
+
 def mark_stale_runs(client: Any, experiment_id: str) -> list[str]:
     """Mark KILLED (tag ``mcu.killed_reason``) every RUNNING run of the experiment that was
-    started on this host by a process that no longer exists (``kill -9``, a lost node);
-    return their ids. Runs of other hosts are left alone: their processes cannot be seen."""
+    started in this process's PID space (:mod:`mcu_exp.pid_space`) by a process that no longer
+    exists (``kill -9``); return their ids. Runs of other hosts, and of other containers of this
+    host (another PID namespace, same host name), are left alone: their processes cannot be
+    seen from here. A run of an older version, tagged with no PID space, is judged by its host."""
     host = socket.gethostname()
     stale = []
     for run in client.search_runs([experiment_id], filter_string="attributes.status = 'RUNNING'",
                                   max_results=1000):
         tags = run.data.tags
         pid = tags.get(TAG_PID, "")
-        if tags.get(TAG_HOST) != host or not pid.isdigit() or process_alive(int(pid), run.info.start_time):
+        if tags.get(TAG_HOST) != host or tags.get(TAG_PID_SPACE, pid_space()) != pid_space():
+            continue
+        if not pid.isdigit() or process_alive(int(pid), run.info.start_time):
             continue
         reason = f"process {pid} on {host} ended without closing the run (found by process {os.getpid()})"
         client.set_tag(run.info.run_id, TAG_KILLED_REASON, reason)
@@ -284,9 +295,9 @@ def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str,
     """Open one MLflow run in :func:`experiment_name`'s experiment (the debug one when ``tags``
     hold ``mcu.debug=true``, as :func:`mcu_exp.tracking.run_tags` sets for a debug job); end
     it FINISHED, or FAILED (then re-raise) if the job fails. In a sweep the run is a child of
-    the sweep's parent run (:mod:`mcu_exp.tracking.sweep`). The run is tagged with this host
-    and process id; runs of the experiment that a killed process left RUNNING are first
-    marked KILLED (:func:`mark_stale_runs`)."""
+    the sweep's parent run (:mod:`mcu_exp.tracking.sweep`). The run is tagged with this host,
+    process id and PID space (:func:`owner_tags`); runs of the experiment that a killed process
+    left RUNNING are first marked KILLED (:func:`mark_stale_runs`)."""
     if not tracking.enabled:
         yield RunLogger(None, None, None)
         return
@@ -296,7 +307,7 @@ def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str,
         mark_stale_runs(client, exp_id)
     except Exception as exc:  # never let the clean-up stop the job
         log.warning("could not check for runs left RUNNING: %s", exc)
-    owner = {TAG_HOST: socket.gethostname(), TAG_PID: str(os.getpid())}
+    owner = owner_tags()
     parent = job_parent()
     if parent and parent.get("uri") == uri and parent.get("experiment") == name:
         owner[PARENT_TAG] = str(parent["run_id"])

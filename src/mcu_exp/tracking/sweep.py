@@ -18,7 +18,6 @@ import json
 import logging
 import math
 import os
-import socket
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -221,7 +220,7 @@ class SweepCallback(Callback):
         self.report = True
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from mcu_exp.tracking.mlflow_run import open_experiment
+        from mcu_exp.tracking.mlflow_run import open_experiment, owner_tags
 
         self.folder = Path(str(config.hydra.sweep.dir))
         if not bool(config.tracking.enabled):
@@ -236,7 +235,7 @@ class SweepCallback(Callback):
         self.sweep = self.folder.name
         tags = {TAG_KIND: KIND_SWEEP, "mcu.sweep": self.sweep, "mcu.sweep_dir": str(self.folder.resolve()),
                 "mcu.overrides": redact_text(" ".join(overrides))[:4000], names.TAG_DEBUG: str(debug).lower(),
-                "mcu.host": socket.gethostname(), "mcu.pid": str(os.getpid())}
+                **owner_tags()}
         run = self.client.create_run(exp_id, run_name=self.title, tags=tags)
         self.run_id = run.info.run_id
         self.varying = [k for k, _ in swept(overrides)]
