@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mcu_exp.config import TrackingConfig
 from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location, is_local_store
+from mcu_exp.tracking import shared
 from mcu_exp.tracking.sweep import PARENT_TAG, job_parent
 from mcu_exp.names import TAG_DEBUG
 from mcu_exp.pid_space import pid_space
@@ -245,9 +246,11 @@ class RunLogger:
             self.client.log_batch(self.run_id, metrics=items[i : i + 1000])
 
     def log_inputs(self, datasets: list[Any]) -> None:
-        """MLflow dataset inputs (``DatasetInput``), shown in the run's Datasets panel."""
+        """MLflow dataset inputs (``DatasetInput``), shown in the run's Datasets panel. Their
+        dataset rows are shared with the experiment's other runs (:mod:`mcu_exp.tracking.shared`)."""
         if self.active:
-            self.client.log_inputs(self.run_id, datasets=datasets)
+            assert self.run_id is not None
+            shared.log_inputs(self.client, self.run_id, datasets)
 
     def set_tags(self, tags: Mapping[str, str]) -> None:
         if not self.active:
@@ -275,18 +278,8 @@ def open_experiment(tracking: Any, outputs: str, debug: bool = False) -> tuple[A
     name = experiment_name(tracking, debug=debug)
     with store_lock(uri):  # MlflowClient() itself creates the schema of a new SQLite store
         client = MlflowClient(tracking_uri=uri)
-        experiment = client.get_experiment_by_name(name)
-        if experiment is None:
-            try:
-                exp_id = client.create_experiment(name, artifact_location=artifact_location(name, uri))
-            except Exception:  # another job of the sweep created it first
-                experiment = client.get_experiment_by_name(name)
-                if experiment is None:
-                    raise
-                exp_id = experiment.experiment_id
-        else:
-            exp_id = experiment.experiment_id
-    return client, uri, str(exp_id), name
+        exp_id = shared.create_experiment(client, name, artifact_location(name, uri))
+    return client, uri, exp_id, name
 
 
 @contextmanager
