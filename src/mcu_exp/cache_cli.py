@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
@@ -104,19 +105,24 @@ def render(counts: dict[str, tuple[int, int]]) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry: ``mcu-exp cache export|import FOLDER [--url URL]``."""
     args = build_parser().parse_args(argv)
-    from mcu_exp.postgres_store import StoreError
+    from mcu_exp.postgres_store import StoreError, check_url
+    from mcu_exp.redact import mask_known, redact_url, remember, secret_values
     from mcu_exp.sql_store import is_url
 
+    remember(secret_values({"url": args.url or ""}))  # a password in --url is masked in every message
     try:
         if not args.url:
             raise StoreError(f"no shared store given: pass --url postgresql://user@host:port/database or set {URL_ENV}")
         if not is_url(args.url):
-            raise StoreError(f"--url {args.url}: expected postgresql://user@host:port/database")
+            raise StoreError(f"--url {redact_url(args.url)}: expected postgresql://user@host:port/database")
+        check_url(args.url, key="--url")
         counts = transfer(args.folder, args.url, export=args.action == "export",
                           progress=not args.quiet and sys.stderr.isatty())
     except (ValueError, OSError) as exc:
         message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
-        print(f"{PROG} {args.action}: error: {message}", file=sys.stderr)
+        message = re.sub(r"^cache\.url\b", "--url", message)  # the store's errors name the jobs' key
+        print(f"{PROG} {args.action}: error: {mask_known(message)}", file=sys.stderr)
         raise SystemExit(1) from None
-    where = f"{args.url} -> {args.folder}" if args.action == "export" else f"{args.folder} -> {args.url}"
+    url = redact_url(args.url)
+    where = f"{url} -> {args.folder}" if args.action == "export" else f"{args.folder} -> {url}"
     print(f"{args.action}ed {where}:\n{render(counts)}")

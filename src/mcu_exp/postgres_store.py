@@ -29,8 +29,8 @@ def check_url(url: str, key: str = "cache.url") -> None:
         raise StoreError(f"{key}: not a PostgreSQL URL ({_line(exc)}); expected "
                          "postgresql://user@host:port/database") from None
     if parts.get("password"):
-        raise StoreError(f"{key}: the URL holds a password, and the URL is logged with the run's params; "
-                         "remove it and set PGPASSWORD or a ~/.pgpass entry instead")
+        raise StoreError(f"{key}: the URL holds a password, which would show in process lists, logs and "
+                         "run params; remove it and set PGPASSWORD or a ~/.pgpass entry instead")
 
 
 def connect(url: str, schema: str) -> Any:

@@ -4,9 +4,11 @@ Two kinds of secret are recognised wherever they come from (a config file, a com
 override, an ``${oc.env:…}`` interpolation):
 
 - the value of a secret-looking key (:func:`is_secret_key`: ``api_key``, ``token``,
-  ``password``, … but not ``api_key_env`` or ``max_new_tokens``), in a config tree or as
-  ``key=value`` in a line of text (Hydra's overrides);
-- the user-info of a URL (``http://user:pass@host`` → ``http://***@host``).
+  ``password``, an HTTP header such as ``Authorization``, ``Cookie`` or ``X-Api-Key``, … but
+  not ``api_key_env`` or ``max_new_tokens``), in a config tree or as ``key=value`` in a line
+  of text (Hydra's overrides, quoted or not);
+- the user-info of a URL (``http://user:pass@host`` → ``http://***@host``) and the values of
+  its secret-looking query parameters (``?key=…`` → ``?key=***``).
 
 Values found that way, and the API keys in the environment variables the config names, are
 remembered (:func:`remember`) so that they are masked in any later log line, wherever they
@@ -23,49 +25,72 @@ from pathlib import Path
 from typing import Any
 
 REDACTED = "***"
-SECRET_WORDS = frozenset({"apikey", "secret", "token", "password", "passwd", "pwd", "credential",
-                          "credentials", "bearer"})
-KEY_QUALIFIERS = frozenset({"api", "access", "private", "secret", "auth"})  # "<q>_key" is secret
+SECRET_WORDS = frozenset({"apikey", "key", "secret", "token", "password", "passwd", "pwd", "credential",
+                          "credentials", "bearer", "auth", "oauth", "authorization", "authentication",
+                          "authn", "authz", "authtoken", "cookie", "cookies", "signature", "sig"})
+# "<q>_key" names a key that is no secret: an identifier of a row, a cache entry, a request.
+PUBLIC_KEY_QUALIFIERS = frozenset({"cache", "sort", "group", "partition", "primary", "foreign", "idempotency",
+                                   "public"})
+AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate"})  # "Bearer <token>"
 DEFAULT_KEY_ENVS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 MIN_SECRET_CHARS = 6  # shorter remembered values would mask ordinary words in log lines
 
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.\-]*://)[^\s/?#'\"<>@]+(?:@[^\s/?#'\"<>@]*)*@",
                            re.IGNORECASE)
-_PAIR = re.compile(r"(?P<key>[A-Za-z_+~][\w.\-]*)=(?P<value>[^\s,'\"\]]+)")
+_URL = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s'\"<>]+", re.IGNORECASE)
+_QUERY_PAIR = re.compile(r"(?P<sep>[?&;])(?P<key>[^=&#;\s]+)=(?P<value>[^&#;\s]*)")
+_PAIR = re.compile(r"(?P<key>[A-Za-z_+~][\w.\-]*)=(?P<value>'[^']*'|\"[^\"]*\"|[^\s,'\"\]&]+)")
 _known: set[str] = set()
 
 
 def is_secret_key(key: str) -> bool:
-    """Whether a (dotted) config key may hold a secret: a word of its leaf is ``token``,
-    ``secret``, ``password``, ``credentials``, … or it is ``api_key``/``access_key``/…
-    (``apiKey`` and ``x-api-key`` too). ``max_tokens``, ``tokenizer`` and a name ending in
-    ``_env`` (``api_key_env``: the name of a variable, not its value) are not secrets."""
+    """Whether a (dotted) config key, HTTP header or query parameter may hold a secret: a
+    word of its leaf is ``key``, ``token``, ``secret``, ``password``, ``auth``/``authorization``,
+    ``cookie``, … (``apiKey``, ``x-api-key``, ``Authorization`` and ``Cookie`` too).
+    ``max_tokens``, ``tokenizer``, ``author``, a row's or cache entry's key (``cache_key``,
+    ``sort_key``, …) and a name ending in ``_env`` (``api_key_env``: the name of a variable,
+    not its value) are not secrets."""
     leaf = str(key).rsplit(".", 1)[-1].lstrip("+~")
     words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", leaf).lower().replace("-", "_").split("_")
     if not words or words[-1] == "env":
         return False
-    if any(w in SECRET_WORDS for w in words) or "apikey" in "".join(words):
+    if "apikey" in "".join(words):
         return True
-    return any(w == "key" and i > 0 and words[i - 1] in KEY_QUALIFIERS for i, w in enumerate(words))
+    return any(w in SECRET_WORDS and not (w == "key" and i > 0 and words[i - 1] in PUBLIC_KEY_QUALIFIERS)
+               for i, w in enumerate(words))
+
+
+def _mask_query(match: re.Match[str]) -> str:
+    if not is_secret_key(match.group("key")) or not match.group("value"):
+        return match.group(0)
+    return f"{match.group('sep')}{match.group('key')}={REDACTED}"
 
 
 def redact_url(text: str) -> str:
-    """``text`` with the user-info of every URL in it replaced by ``***``."""
-    return _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+    """``text`` with the user-info of every URL in it, and the values of the URLs'
+    secret-looking query parameters (``?key=``, ``&access_token=``), replaced by ``***``."""
+    text = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+    return _URL.sub(lambda m: _QUERY_PAIR.sub(_mask_query, m.group(0)), text)
 
 
 def _mask_pair(match: re.Match[str]) -> str:
     key, value = match.group("key"), match.group("value")
-    if not is_secret_key(key) or value in ("null", "None", REDACTED):
+    quote = value[0] if value[:1] in ("'", '"') else ""
+    if not is_secret_key(key) or value.strip("'\"") in ("", "null", "None", REDACTED):
         return match.group(0)
-    return f"{key}={REDACTED}"
+    return f"{key}={quote}{REDACTED}{quote}"
+
+
+def mask_known(text: str) -> str:
+    """``text`` with the remembered secrets (:func:`remember`) masked, and nothing else."""
+    for value in sorted(_known, key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    return text
 
 
 def redact_text(text: str) -> str:
     """``text`` with remembered secrets, URL user-info and secret ``key=value`` values masked."""
-    for value in sorted(_known, key=len, reverse=True):
-        text = text.replace(value, REDACTED)
-    return _PAIR.sub(_mask_pair, redact_url(text))
+    return _PAIR.sub(_mask_pair, redact_url(mask_known(text)))
 
 
 def redact_tree(node: Any, key: str = "") -> Any:
@@ -88,6 +113,20 @@ def _url_secrets(text: str) -> Iterable[str]:
         userinfo = match.group(0)[len(match.group("scheme")):-1]
         yield userinfo
         yield from userinfo.split(":", 1)[1:]
+    for url in _URL.finditer(text):
+        for pair in _QUERY_PAIR.finditer(url.group(0)):
+            if is_secret_key(pair.group("key")):
+                yield pair.group("value")
+
+
+def _value_secrets(value: str) -> Iterable[str]:
+    """A secret value and the parts of it that may show up alone: the token of
+    ``Bearer <token>``, the values of ``name=value; …`` (a cookie)."""
+    yield value
+    for piece in re.split(r"[\s;,]+", value):
+        piece = piece.split("=", 1)[-1]
+        if piece.lower() not in AUTH_SCHEMES:
+            yield piece
 
 
 def secret_values(node: Any, key: str = "") -> set[str]:
@@ -104,7 +143,7 @@ def secret_values(node: Any, key: str = "") -> set[str]:
             found |= secret_values(v)
     elif isinstance(node, str):
         if key and is_secret_key(key):
-            found.add(node)
+            found.update(_value_secrets(node))
         found.update(_url_secrets(node))
     elif node is not None and key and is_secret_key(key):
         found.add(str(node))

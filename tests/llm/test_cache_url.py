@@ -56,3 +56,22 @@ def test_an_unreachable_server_is_one_line_naming_the_url(tmp_path: Path) -> Non
         message = str(caught.value)
         assert message.startswith(f"cache.url={url}: cannot connect (") and "\n" not in message
     assert not list(tmp_path.iterdir())  # nothing fell back to a SQLite file
+
+
+@pytest.mark.parametrize("url", [
+    "mysql://me:s3cret-pw@db/mcu",
+    "postgresql://me:s3cret-pw@db/mcu",
+    "postgresql://me@db/mcu?password=s3cret-pw",
+    "postgresql://me:s3cret-pw@127.0.0.1:{port}/mcu?connect_timeout=2",
+])
+def test_the_cache_command_never_prints_a_password_given_in_url(url: str, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from mcu_exp.cache_cli import main
+
+    for action in ("import", "export"):
+        with pytest.raises(SystemExit) as code:
+            main([action, str(tmp_path), "--url", url.format(port=free_port()), "--quiet"])
+        out, err = capsys.readouterr()
+        assert code.value.code == 1 and err.startswith(f"mcu-exp cache {action}: error: --url"), err
+        assert "s3cret-pw" not in out + err and err.count("\n") == 1
+        assert "run's params" not in err and "cache.url" not in err  # the command's own option, not a job's key

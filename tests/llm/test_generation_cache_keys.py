@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mcu_exp.llm import GenerationRequest, Message
-from mcu_exp.llm.cache import key_parts, sample_key
+from mcu_exp.llm.cache import canonical_json, key_parts, sample_key
 
 IDENTITY = {"backend": "local", "model_id": "m", "weights": [{"file": "w.gguf", "size": 3, "sha256_ends": "ab"}],
             "dtype": "float32"}
@@ -67,3 +67,55 @@ def test_key_ignores_dict_order_of_the_identity():
     reordered = dict(reversed(list(IDENTITY.items())))
     assert sample_key(reordered, BASE, 0) == sample_key(IDENTITY, BASE, 0)
     assert len(sample_key(IDENTITY, BASE, 0)) == 64
+
+
+def _model(backend: str, **fields: Any) -> Any:
+    from mcu_exp.config import ModelConfig
+
+    return ModelConfig(**{"name": f"m-{backend}", "backend": backend, "model_id": "some-model", **fields})
+
+
+def _key(cfg: Any) -> str:
+    from mcu_exp.llm.factory import backend_identity
+
+    return sample_key(backend_identity(cfg), BASE, 0)
+
+
+def _with_secret(value: str) -> list[Any]:
+    """Configs that each carry ``value`` as a secret: in a header, a query parameter, a token."""
+    headers = {"Authorization": f"Bearer {value}", "Cookie": f"session={value}", "X-Api-Key": value}
+    return [
+        _model("openai", quirks={"params": {"extra_headers": headers, "reasoning_effort": "low"}}),
+        _model("openai_compatible", base_url=f"http://gpu-host:8000/v1?api-version=2&key={value}"),
+        _model("anthropic", quirks={"params": {"extra_headers": {"authorization": value}}}),
+        _model("google", quirks={"params": {"access_token": value}}),
+    ]
+
+
+def test_a_secret_in_a_header_or_query_string_is_neither_in_the_key_nor_changes_it():
+    from mcu_exp.llm.factory import backend_identity
+
+    first, second = "hdr-SECRET-one-1234", "hdr-SECRET-two-5678"
+    for one, two in zip(_with_secret(first), _with_secret(second), strict=True):
+        assert first not in canonical_json(backend_identity(one)), one.backend
+        assert _key(one) == _key(two), one.backend
+
+
+def test_keys_of_requests_without_secrets_are_those_of_earlier_versions():
+    """Redacting more names must not move a key that holds no secret (the cache would be
+    generated, and paid for, again): these were computed before secret headers were masked."""
+    cfgs = [
+        _model("openai", model_id="gpt-4o", quirks={
+            "max_tokens_param": "max_completion_tokens", "drop_params": ["temperature"], "extra_body": {"top_k": 5},
+            "params": {"reasoning_effort": "low", "prompt_cache_key": "summaries",
+                       "extra_headers": {"OpenAI-Organization": "org-1"}}}),
+        _model("openai_compatible", model_id="qwen", base_url="http://gpu-host:8000/v1?api-version=2024-06-01",
+               api_key_env="X_KEY"),
+        _model("anthropic", model_id="claude",
+               quirks={"params": {"thinking": {"type": "enabled", "budget_tokens": 1024}}}),
+    ]
+    assert [_key(c) for c in cfgs] == [
+        "574a41fe9ac5be4be1862401367c22c3fbf494437b76612def43dfe2bc2ccf91",
+        "35fb1068743bda6a4964ef960eb7af424abae850ec9efcc0fb484c6974363e66",
+        "65e4183f6bf8098cf10a9b2201ca2b0b7385d71816f8eb2e63d896cc1adf9b4e",
+    ]

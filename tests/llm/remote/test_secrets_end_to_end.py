@@ -49,17 +49,26 @@ def test_planted_key_is_in_no_log_param_or_artifact(fake_server: FakeServer, tmp
 
 CONFIG_TOKEN = "tok-config-SECRET-31415926"  # reaches the job through ${oc.env:…} in an override
 URL_PASSWORD = "pw-url-SECRET-27182818"  # written in model.base_url
+QUERY_KEY = "qk-url-SECRET-16180339"  # ?key= in model.base_url
+HEADER_SECRETS = ("hdr-auth-SECRET-14142135", "hdr-cookie-SECRET-17320508", "hdr-xkey-SECRET-22360679")
+HEADERS = {  # extra HTTP headers sent with every request (model.quirks.params.extra_headers)
+    "Authorization": f"Bearer {HEADER_SECRETS[0]}",
+    "Cookie": f"session={HEADER_SECRETS[1]}",
+    "X-Api-Key": HEADER_SECRETS[2],
+}
 
 
-def test_config_token_and_url_password_are_in_no_output(fake_server: FakeServer, tmp_path: Path) -> None:
+def test_config_token_url_password_query_key_and_headers_are_in_no_output(fake_server: FakeServer,
+                                                                          tmp_path: Path) -> None:
     outputs = seed_store(tmp_path / "outputs")
     env = {**os.environ, "OPENAI_API_KEY": PLANTED_KEY, "MCU_TEST_TOKEN": CONFIG_TOKEN,
            "MCU_EXP_OUTPUTS": str(outputs)}
     env.pop("MLFLOW_TRACKING_URI", None)
-    url = f"http://reader:{URL_PASSWORD}@127.0.0.1:{fake_server.port}/v1"
+    url = f"http://reader:{URL_PASSWORD}@127.0.0.1:{fake_server.port}/v1?key={QUERY_KEY}"
+    headers = [f"+model.quirks.params.extra_headers.{name}='{value}'" for name, value in HEADERS.items()]
     res = subprocess.run(
-        [sys.executable, "-m", "mcu_exp", "model=gpt-4o", f"model.base_url={url}",
-         "+model.quirks.extra_body.api_key=${oc.env:MCU_TEST_TOKEN}",
+        [sys.executable, "-m", "mcu_exp", "model=gpt-4o", f"model.base_url='{url}'",
+         "+model.quirks.extra_body.api_key=${oc.env:MCU_TEST_TOKEN}", *headers,
          "model.requests_per_minute=null", "model.tokens_per_minute=null", "debug=quick", "scorer=rougel",
          "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true", "evaluation.plots=false"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
@@ -68,12 +77,16 @@ def test_config_token_and_url_password_are_in_no_output(fake_server: FakeServer,
     # The job authenticated: the server saw the token in every request body.
     answered = fake_server.answered()
     assert len(answered) == 4 and all(r.body.get("api_key") == CONFIG_TOKEN for r in answered)
+    assert all(f"key={QUERY_KEY}" in r.path for r in answered)
+    # (httpx sends the URL's user-info as Authorization, in place of the planted one)
+    assert all(r.headers.get(name.lower()) == HEADERS[name] for r in answered for name in ("Cookie", "X-Api-Key"))
     files = [p for p in outputs.rglob("*") if p.is_file()]
     names = {p.name for p in files}
     assert {"mlflow.db", "generations.sqlite", "config.yaml", "hydra.yaml", "overrides.yaml", "specs.json"} <= names
     logs = b"".join(p.read_bytes() for p in files if p.suffix == ".log")
     assert b"HTTP Request: POST http://***@127.0.0.1" in logs  # the request lines were logged, masked
-    for secret in (CONFIG_TOKEN, URL_PASSWORD, PLANTED_KEY):
-        assert secret not in res.stdout and secret not in res.stderr, secret
-        for path in files:
-            assert secret.encode() not in path.read_bytes(), f"{secret} found in {path}"
+    planted = [CONFIG_TOKEN, URL_PASSWORD, QUERY_KEY, PLANTED_KEY, *HEADER_SECRETS]
+    leaks = [f"{secret} on the console" for secret in planted if secret in res.stdout + res.stderr]
+    leaks += [f"{secret} in {path.relative_to(outputs)}" for secret in planted for path in files
+              if secret.encode() in path.read_bytes()]
+    assert not leaks
