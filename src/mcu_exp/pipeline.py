@@ -225,10 +225,11 @@ SHOWN_PREFIXES = (names.MEASURE_PREFIX, names.CODE_PREFIX)  # rows printed; data
 
 def measures_and_baselines(outcome: ProxyOutcome, dataset: Any, labels: HumanLabels,
                            ev: EvaluationConfig) -> pd.DataFrame | None:
-    """AUC(score) and Spearman, with bootstrap CIs, of each of the proxy's uncertainty measures
-    (P1's ``measure.*`` columns) and of the code-metric baselines ``evaluation.baselines``
-    asks for (``code.*``; with ``all`` also the dataset's own ``dataset.*`` metrics), against
-    the human labels; None when there is nothing to score."""
+    """AUC(score), Spearman and PRR, with bootstrap CIs (and PRR's permutation p), of each of the
+    proxy's uncertainty measures (P1's ``measure.*`` columns) and of the code-metric baselines
+    ``evaluation.baselines`` asks for (``code.*``, in their declared direction; with ``all``
+    also the dataset's own ``dataset.*`` metrics, raw), against the human labels; None when
+    there is nothing to score."""
     from mcu_exp.data.code_metrics import code_metrics, program_metrics
     from mcu_exp.evaluation.measure_table import measure_columns, measure_table
 
@@ -238,24 +239,35 @@ def measures_and_baselines(outcome: ProxyOutcome, dataset: Any, labels: HumanLab
         frame = frame.join(metrics, how="left")
     if not measure_columns(frame):
         return None
-    return measure_table(frame, labels.labels, labels.correctness, ev.bootstrap_resamples, ev.confidence, ev.seed)
+    return measure_table(frame, labels.labels, labels.correctness, ev.bootstrap_resamples, ev.confidence, ev.seed,
+                         ev.permutations)
 
 
-def write_rejection(outcome: ProxyOutcome, labels: HumanLabels, results: Path, plots: bool) -> float | None:
+def write_rejection(outcome: ProxyOutcome, labels: HumanLabels, results: Path, ev: EvaluationConfig
+                    ) -> dict[str, float] | None:
     """For a proxy with a score on every labelled program: the prediction-rejection curves
-    against all readers' labels (``rejection.csv``, ``rejection.png``); return the PRR."""
-    from mcu_exp.evaluation.rejection import prediction_rejection
+    against all readers' labels (``rejection.csv``, ``rejection.png``); return the PRR with its
+    stratified bootstrap interval and two-sided permutation p against 0 (``prr``,
+    ``prr_ci_low``, ``prr_ci_high``, ``prr_perm_p``), as the measure table computes them."""
+    from mcu_exp.evaluation.bootstrap import percentile_interval, stratified_indices
+    from mcu_exp.evaluation.rejection import prediction_rejection, prr_many, prr_permutation_p
 
     truth, _, score = align(outcome.table, labels.labels)
     if len(truth) < 2 or not np.isfinite(score.to_numpy()).all():
         return None
-    found = prediction_rejection(truth.to_numpy(), score.to_numpy())
+    y, s = truth.to_numpy(), score.to_numpy()
+    found = prediction_rejection(y, s)
     found.curves.to_csv(results / names.REJECTION_FILE, index=False)
-    if plots and np.isfinite(found.prr):
+    if ev.plots and np.isfinite(found.prr):
         from mcu_exp.report.rejection_plot import plot_rejection
 
         plot_rejection(found.curves, found.prr, results / "rejection.png")
-    return float(found.prr)
+    low = high = p = float("nan")
+    if np.isfinite(found.prr):
+        indices = stratified_indices(y, ev.bootstrap_resamples, np.random.default_rng(ev.seed))
+        low, high = percentile_interval(prr_many(s[indices], y[indices]), ev.confidence)
+        p = prr_permutation_p(y, s, ev.permutations, ev.seed)
+    return {"prr": float(found.prr), "prr_ci_low": low, "prr_ci_high": high, "prr_perm_p": p}
 
 
 def render_measures(table: pd.DataFrame) -> str:
@@ -353,7 +365,7 @@ def run_job(raw: DictConfig) -> float:
         measures = measures_and_baselines(outcome, dataset, labels, cfg.evaluation)
         if measures is not None:
             measures.to_csv(results / names.MEASURES_FILE)
-        prr = write_rejection(outcome, labels, results, cfg.evaluation.plots)
+        prr = write_rejection(outcome, labels, results, cfg.evaluation)
 
         metrics: dict[str, float] = {}
         for name, rep in reports.items():
@@ -367,7 +379,7 @@ def run_job(raw: DictConfig) -> float:
         metrics[f"{names.HUMAN_PREFIX}duplicate_pairs_conflicting"] = dataset.duplicates.conflicting
         metrics.update(verdict_outcomes(main))
         if prr is not None:
-            metrics["prr"] = prr
+            metrics.update(prr)
         metrics["job_seconds"] = time.perf_counter() - started
         (results / names.METRICS_FILE).write_text(json.dumps(json_safe(metrics), indent=2, sort_keys=True))
         tracker.log_metrics_and_series(headline(metrics, list(reports)), artifacts.series)

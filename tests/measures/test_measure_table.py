@@ -1,5 +1,6 @@
-"""The measure table: AUC and Spearman of every measure.*/code.* column, point values equal to
-scikit-learn's and SciPy's, bootstrap intervals, missing values and the rendered table."""
+"""The measure table: AUC, Spearman and PRR of every measure.*/code.* column, point values equal
+to scikit-learn's, SciPy's and the rejection curves', bootstrap intervals (PRR's too) and PRR's
+permutation p, declared directions, missing values, constant columns and the rendered table."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
 
 from mcu_exp.evaluation.measure_table import measure_table, render_measure_table
+from mcu_exp.evaluation.rejection import prediction_rejection_ratio
 
 N = 40
 
@@ -44,13 +46,15 @@ def test_point_values_equal_sklearn_and_scipy(data: tuple[pd.DataFrame, pd.Serie
         row = table.loc[column]
         assert row["n"] == keep.sum()
         assert row["spearman_vs"] == "correctness"
-        if column == "code.constant":  # a constant ranks nothing: AUC 0.5, ρ undefined
-            assert row["auc_score"] == pytest.approx(0.5) and math.isnan(row["spearman"])
+        if column == "code.constant":  # a constant ranks nothing: every value undefined
+            assert row[["auc_score", "auc_score_ci_low", "spearman", "prr", "prr_ci_high", "prr_perm_p"]].isna().all()
             continue
         assert row["auc_score"] == pytest.approx(roc_auc_score(y, s), abs=1e-12)
         assert row["spearman"] == pytest.approx(spearmanr(s, c).statistic, abs=1e-12)
-        for name in ("auc_score", "spearman"):
+        assert row["prr"] == pytest.approx(prediction_rejection_ratio(y, s), abs=1e-12)
+        for name in ("auc_score", "spearman", "prr"):
             assert row[f"{name}_ci_low"] <= row[name] <= row[f"{name}_ci_high"]
+        assert 0 < row["prr_perm_p"] <= 1
     assert table.loc["code.loc", "n"] == N - 2 and table.loc["measure.eigv", "n"] == N - 1
 
 
@@ -79,7 +83,46 @@ def test_seeded_and_undefined(data: tuple[pd.DataFrame, pd.Series, pd.Series]) -
 
 def test_render(data: tuple[pd.DataFrame, pd.Series, pd.Series]) -> None:
     per_program, labels, correctness = data
-    text = render_measure_table(measure_table(per_program, labels, correctness, resamples=1000))
+    table = measure_table(per_program.assign(**{"measure.ecc": per_program["measure.eigv"]}), labels, correctness,
+                          resamples=1000, permutations=500)
+    text = render_measure_table(table)
     assert "measure.eigv" in text and "code.loc" in text and "AUC (score)" in text and "Spearman ρ" in text
-    assert "undefined" in text  # code.constant's ρ
-    assert "1000 stratified bootstrap resamples" in text
+    constant = next(line for line in text.splitlines() if "code.constant" in line)
+    assert constant.count("undefined") == 7 and "0.500" not in constant  # AUC, ρ, PRR and their CIs, p
+    assert "1000 stratified bootstrap resamples" in text and "500 permutations" in text
+    low, high = table.loc["measure.eigv", ["prr_ci_low", "prr_ci_high"]]
+    eigv = next(line for line in text.splitlines() if "measure.eigv" in line)
+    assert f"[{low:.3f}, {high:.3f}]" in eigv and f"{table.loc['measure.eigv', 'prr_perm_p']:.4f}" in eigv
+    assert "Laplacian eigenvalues below 0.9" in " ".join(text.split())  # what Ecc is, in the caption
+
+
+def test_prr_interval_and_permutation_p_mean_what_they_say() -> None:
+    rng = np.random.default_rng(5)
+    ids = [f"p{i}" for i in range(50)]
+    labels = pd.Series([1.0] * 26 + [0.0] * 24, index=ids)
+    null = pd.DataFrame({f"measure.null{i}": rng.random(50) for i in range(40)}, index=ids)
+    table = measure_table(null, labels, None, resamples=1000, permutations=1000)
+    # under the null a PRR's 95 % interval is about ±0.39 wide around it, and covers 0 in ~95 % of columns
+    assert ((table["prr_ci_high"] - table["prr_ci_low"]) > 0.4).all()
+    assert ((table["prr_ci_low"] <= 0) & (0 <= table["prr_ci_high"])).mean() >= 0.85
+    assert (table["prr_perm_p"] > 0.05).mean() >= 0.85
+    strong = pd.DataFrame({"measure.good": labels + rng.normal(0, 0.3, 50)}, index=ids)
+    row = measure_table(strong, labels, None, resamples=1000, permutations=1000).loc["measure.good"]
+    assert row["prr"] > 0.5 and row["prr_ci_low"] > 0 and row["prr_perm_p"] == pytest.approx(1 / 1001)
+
+
+def test_code_metrics_are_scored_in_their_declared_direction() -> None:
+    rng = np.random.default_rng(6)
+    ids = [f"p{i}" for i in range(30)]
+    labels = pd.Series(rng.integers(0, 2, 30), index=ids, dtype=float)
+    tokens = pd.Series(rng.integers(20, 400, 30), index=ids, dtype=float)
+    table = measure_table(pd.DataFrame({"code.tokens": tokens, "dataset.tokens": tokens}), labels, None,
+                          resamples=1000, permutations=200)
+    declared, raw = table.loc["code.tokens"], table.loc["dataset.tokens"]
+    assert (declared["direction"], raw["direction"]) == ("-value", "value")
+    assert declared["auc_score"] == pytest.approx(roc_auc_score(labels, -tokens), abs=1e-12)
+    assert declared["auc_score"] == pytest.approx(1.0 - raw["auc_score"], abs=1e-12)  # 0.419 ↔ 0.581
+    assert declared["spearman"] == pytest.approx(-raw["spearman"], abs=1e-12)
+    assert declared["prr"] == pytest.approx(prediction_rejection_ratio(labels, -tokens), abs=1e-12)
+    text = " ".join(render_measure_table(table).split())
+    assert "code.*: scored as −value" in text and "higher = harder to understand" in text

@@ -4,8 +4,10 @@
 :func:`dataset_metrics` returns the metrics a dataset ships per program (Scalabrino's original
 study metrics, extra numeric columns of a custom ``programs.csv``); :func:`program_metrics`
 joins both. Each frame is indexed by ``program_id`` in dataset order, one float column per
-metric, values raw: higher means more of the metric (an AUC below 0.5 against human labels
-then reads "more of it, less understandable"); no sign is flipped.
+metric, values raw: higher means more of the metric. Each code metric declares in advance
+which way it points (:data:`CODE_DIRECTIONS`: higher = harder to understand), and the measure
+table scores it in that direction, so an AUC above 0.5 reads "ranks as the literature
+expects"; the dataset's own metrics have no declared direction and are scored raw.
 
 Loaders hand their per-program metrics over in ``Program.meta[DATASET_METRICS_KEY]``, a dict
 ``{column: float}`` (NaN where a program has no value): no new field on the records, and the
@@ -56,6 +58,15 @@ PLAIN_COLUMNS: dict[str, str] = {
 
 CODE_COLUMNS: dict[str, str] = {**PLAIN_COLUMNS, **LIZARD_COLUMNS}
 """Every column of :func:`code_metrics`, in order, with what it measures."""
+
+HARDER, EASIER = 1, -1  # a metric's declared direction: what a higher value means for understanding
+
+CODE_DIRECTIONS: dict[str, int] = dict.fromkeys(CODE_COLUMNS, HARDER)
+"""Each code metric's direction, declared before looking at any label: every one is a size or
+complexity count, and more code, more branches (McCabe 1976), more functions and more
+distinct identifiers to keep in mind are the classic predictors of code that is harder to read
+and understand (Buse & Weimer 2010; Scalabrino et al. 2017, whose study is the built-in data).
+The measure table scores each as −value, so AUC > 0.5 and ρ > 0 mean "as expected"."""
 
 _JAVA = """abstract assert boolean break byte case catch char class const continue default do double
 else enum extends final finally float for goto if implements import instanceof int interface

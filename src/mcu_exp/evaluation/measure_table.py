@@ -2,22 +2,29 @@
 
 A P1 run's per-program table holds a score column ``measure.<name>`` for every uncertainty
 measure (:mod:`mcu_exp.measures`: −uncertainty, higher = more understandable) and may hold
-code metrics ``code.<name>`` (their raw value, no sign flip). :func:`measure_table` gives,
-for each such column, in table order:
+code metrics ``code.<name>`` (raw values). A code metric with a declared direction
+(:data:`mcu_exp.data.code_metrics.CODE_DIRECTIONS`: higher = harder to understand) is scored
+as −value, so its AUC reads like a measure's (above 0.5 = ranks as expected); other columns
+(``dataset.*``) are scored raw. ``direction`` says which. :func:`measure_table` gives, for
+each such column, in table order:
 
 - ``auc_score``: the ROC AUC of the column against the human labels (the registered
   ``auc_score``: rank sums with mid-ranks, equal to scikit-learn's ``roc_auc_score``);
 - ``spearman``: Spearman's ρ of the column with the humans' continuous per-program
   correctness when given, else with the 0/1 labels (the registered ``spearman``, equal to
   SciPy's ``spearmanr``); ``spearman_vs`` says which;
-- each with a stratified bootstrap percentile interval (:mod:`mcu_exp.evaluation.bootstrap`:
-  positives resampled among positives, negatives among negatives). Every column is scored on
-  the same resamples when it covers the same programs (one seeded draw per program set), so
-  columns are compared on paired resamples.
+- ``prr``: the prediction rejection ratio of the column against the labels
+  (:mod:`mcu_exp.evaluation.rejection`), and ``prr_perm_p``, its two-sided permutation
+  p-value against 0 (the AUC test's relabellings);
+- each of the three with a stratified bootstrap percentile interval
+  (:mod:`mcu_exp.evaluation.bootstrap`: positives resampled among positives, negatives among
+  negatives). Every column is scored on the same resamples when it covers the same programs
+  (one seeded draw per program set), so columns are compared on paired resamples.
 
 A column is scored on the programs that have a human label (and correctness, when given) and
 a finite value in it; ``n`` counts them. Undefined values (one class, a constant column, no
-program) are NaN.
+program) are NaN: a constant column ranks nothing, so its AUC, ρ, PRR and their intervals
+are undefined, not 0.5 and 0.
 """
 
 from __future__ import annotations
@@ -31,19 +38,35 @@ from rich.console import Console
 from rich.table import Table
 
 from mcu_exp import names
+from mcu_exp.data.code_metrics import CODE_DIRECTIONS, HARDER
 from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES, percentile_interval, stratified_indices
 from mcu_exp.evaluation.metrics import as_binary
 from mcu_exp.evaluation.registry import Ranking, header, metric
-from mcu_exp.evaluation.rejection import prediction_rejection_ratio
+from mcu_exp.evaluation.rejection import prediction_rejection_ratio, prr_many, prr_permutation_p
 from mcu_exp.evaluation.report import format_interval, format_value
+from mcu_exp.evaluation.significance import MIN_PERMUTATIONS
 
 PREFIXES = (names.MEASURE_PREFIX, names.CODE_PREFIX, names.DATASET_METRIC_PREFIX)  # the columns it scores
 AUC, SPEARMAN = "auc_score", "spearman"  # the registered metrics it reports
 CI_LOW, CI_HIGH = "_ci_low", "_ci_high"
 VS_CORRECTNESS, VS_LABELS = "correctness", "labels"
-PRR = "prr"  # prediction rejection ratio of the column (point value), see mcu_exp.evaluation.rejection
-COLUMNS = ("n", AUC, AUC + CI_LOW, AUC + CI_HIGH, SPEARMAN, SPEARMAN + CI_LOW, SPEARMAN + CI_HIGH, PRR,
-           "spearman_vs")
+PRR = "prr"  # prediction rejection ratio of the column, see mcu_exp.evaluation.rejection
+PRR_P = "prr_perm_p"  # its two-sided permutation p-value against 0
+DIRECTION = "direction"  # what was scored: the score column, −value (declared harder when higher) or value
+SCORE, NEGATED, RAW = "score", "-value", "value"
+VALUES = (AUC, AUC + CI_LOW, AUC + CI_HIGH, SPEARMAN, SPEARMAN + CI_LOW, SPEARMAN + CI_HIGH,
+          PRR, PRR + CI_LOW, PRR + CI_HIGH, PRR_P)
+COLUMNS = ("n", *VALUES, "spearman_vs", DIRECTION)
+ECC_NOTE = ("measure.ecc is in effect √(number of Laplacian eigenvalues below 0.9 − 1), a step count "
+            "(docs/measures.md)")
+
+
+def direction(column: str, declared: dict[str, int] | None = None) -> str:
+    """How ``column`` is scored: ``score`` (a measure's −uncertainty), ``-value`` (a metric
+    declared harder to understand when higher) or ``value`` (raw, no declared direction)."""
+    if column.startswith(names.MEASURE_PREFIX):
+        return SCORE
+    return NEGATED if (CODE_DIRECTIONS if declared is None else declared).get(column) == HARDER else RAW
 
 
 def measure_columns(per_program: pd.DataFrame) -> list[str]:
@@ -52,11 +75,12 @@ def measure_columns(per_program: pd.DataFrame) -> list[str]:
 
 
 def _row(score: np.ndarray, truth: np.ndarray, human: np.ndarray, resamples: int, confidence: float,
-         seed: int) -> dict[str, float]:
-    """Point values and intervals of AUC and ρ for one column on its programs."""
+         seed: int, permutations: int) -> dict[str, float]:
+    """Point values and intervals of AUC, ρ and PRR for one column on its programs, and PRR's
+    permutation p; all undefined (NaN) without programs or for a constant column."""
     out: dict[str, float] = {"n": float(truth.size)}
-    if truth.size == 0:
-        return {**out, **{k: math.nan for k in COLUMNS[1:-1]}}
+    if truth.size == 0 or np.ptp(score) == 0:
+        return {**out, **dict.fromkeys(VALUES, math.nan)}
     indices = stratified_indices(truth, resamples, np.random.default_rng(seed))
     point = Ranking.single(score, truth, human)
     sampled = Ranking(score, indices, truth[indices], human)
@@ -66,15 +90,22 @@ def _row(score: np.ndarray, truth: np.ndarray, human: np.ndarray, resamples: int
         low, high = percentile_interval(compute(sampled), confidence)  # type: ignore[arg-type]
         out[name + CI_LOW], out[name + CI_HIGH] = low, high
     out[PRR] = prediction_rejection_ratio(truth, score)
+    out[PRR + CI_LOW], out[PRR + CI_HIGH] = percentile_interval(prr_many(score[indices], truth[indices]), confidence)
+    out[PRR_P] = prr_permutation_p(truth, score, permutations, seed)
     return out
 
 
 def measure_table(per_program: pd.DataFrame, human_labels: pd.Series, human_correctness: pd.Series | None = None,
-                  resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
-    """One row per ``measure.*``/``code.*`` column of ``per_program`` (indexed by program id):
-    n, auc_score and its CI, spearman and its CI, spearman_vs ("correctness" or "labels").
-    ``human_labels`` (0/1) and ``human_correctness`` are indexed by program id; missing values
-    leave a program out. The frame's ``attrs`` keep resamples, confidence and seed."""
+                  resamples: int = 2000, confidence: float = 0.95, seed: int = 0, permutations: int = 10_000,
+                  directions: dict[str, int] | None = None) -> pd.DataFrame:
+    """One row per ``measure.*``/``code.*``/``dataset.*`` column of ``per_program`` (indexed by
+    program id): n, auc_score, spearman and prr each with its CI, prr_perm_p, spearman_vs
+    ("correctness" or "labels") and direction. ``human_labels`` (0/1) and ``human_correctness``
+    are indexed by program id; missing values leave a program out. ``directions``: declared
+    directions by column (default the code metrics'). The frame's ``attrs`` keep resamples,
+    confidence, seed and permutations."""
+    if permutations < MIN_PERMUTATIONS:
+        raise ValueError(f"evaluation.permutations must be at least {MIN_PERMUTATIONS}, got {permutations}")
     if resamples < MIN_RESAMPLES:
         raise ValueError(f"evaluation.bootstrap_resamples must be at least {MIN_RESAMPLES} "
                          f"for a stable percentile interval, got {resamples}")
@@ -90,41 +121,61 @@ def measure_table(per_program: pd.DataFrame, human_labels: pd.Series, human_corr
     vs = VS_LABELS if human_correctness is None else VS_CORRECTNESS
     rows = {}
     for column in measure_columns(per_program):
+        way = direction(column, directions)
         values = pd.to_numeric(per_program[column], errors="coerce").astype(float)
-        joined = humans.join(values.rename("score"), how="inner")
+        joined = humans.join((-values if way == NEGATED else values).rename("score"), how="inner")
         joined = joined[np.isfinite(joined["score"].to_numpy())]
         row = _row(joined["score"].to_numpy(float), joined["label"].to_numpy(int), joined["human"].to_numpy(float),
-                   resamples, confidence, seed)
-        rows[column] = {**row, "spearman_vs": vs}
+                   resamples, confidence, seed, permutations)
+        rows[column] = {**row, "spearman_vs": vs, DIRECTION: way}
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))
     frame["n"] = frame["n"].astype(int)
     frame.index.name = "column"
-    frame.attrs.update(resamples=resamples, confidence=confidence, seed=seed)
+    frame.attrs.update(resamples=resamples, confidence=confidence, seed=seed, permutations=permutations)
     return frame
 
 
+def _p_value(p: float) -> str:
+    return "undefined" if math.isnan(p) else f"{p:.4f}"
+
+
 def render_measure_table(frame: pd.DataFrame, title: str = "Measures vs human labels") -> str:
-    """:func:`measure_table`'s frame as a text table (column | n | AUC | CI | ρ | CI), rendered
-    with rich into a string 110 columns wide, without colour or a TTY."""
+    """:func:`measure_table`'s frame as a text table (column | n | AUC | CI | ρ | CI | PRR | CI |
+    p), rendered with rich into a string 140 columns wide, without colour or a TTY."""
     confidence = float(frame.attrs.get("confidence", 0.95))
     vs = ", ".join(sorted(set(frame["spearman_vs"]))) or VS_CORRECTNESS
-    caption = f"ρ vs the humans' {vs}; PRR: prediction rejection ratio (1 = ranks like the humans, 0 = random)"
+    ways = set(frame[DIRECTION]) if DIRECTION in frame else set()
+    caption = (f"ρ vs the humans' {vs}; PRR: prediction rejection ratio (1 = ranks like the humans, 0 = random), "
+               f"p: its two-sided permutation p-value against 0 ({frame.attrs.get('permutations', 10_000):,} "
+               "permutations)")
+    if NEGATED in ways:
+        caption += ("; code.*: scored as −value, each metric's declared direction (higher = harder to "
+                    "understand), so AUC > 0.5 and ρ, PRR > 0 mean it ranks as the literature expects")
+    if RAW in ways:
+        caption += "; rows without a declared direction are scored on their raw value"
+    if any(str(c) == f"{names.MEASURE_PREFIX}ecc" for c in frame.index):
+        caption += f"; {ECC_NOTE}"
+    caption += "; a constant column is undefined"
     if "resamples" in frame.attrs:
         caption += (f"; CIs: {frame.attrs['resamples']} stratified bootstrap resamples, "
                     f"seed {frame.attrs.get('seed', 0)}")
     table = Table(title=title, caption=caption)
     ci = f"{100.0 * confidence:g} % CI"
     for head, justify in (("column", "left"), ("n", "right"), (header(AUC), "right"), (ci, "right"),
-                          ("Spearman ρ", "right"), (ci, "right"), ("PRR", "right")):
+                          ("Spearman ρ", "right"), (ci, "right"), ("PRR", "right"), (ci, "right"),
+                          ("p (PRR)", "right")):
         table.add_column(head, justify=justify)  # type: ignore[arg-type]
     for column, row in frame.iterrows():
+        prr = float(row[PRR])
         table.add_row(str(column), str(int(row["n"])),
                       format_value(AUC, float(row[AUC])),
                       format_interval(AUC, (float(row[AUC + CI_LOW]), float(row[AUC + CI_HIGH]))),
                       format_value(SPEARMAN, float(row[SPEARMAN])),
                       format_interval(SPEARMAN, (float(row[SPEARMAN + CI_LOW]), float(row[SPEARMAN + CI_HIGH]))),
-                      "undefined" if math.isnan(float(row[PRR])) else f"{float(row[PRR]):.3f}")
+                      "undefined" if math.isnan(prr) else f"{prr:.3f}",
+                      format_interval(SPEARMAN, (float(row[PRR + CI_LOW]), float(row[PRR + CI_HIGH]))),
+                      _p_value(float(row[PRR_P])))
     buffer = io.StringIO()
-    Console(file=buffer, width=110, color_system=None, force_terminal=False, force_jupyter=False,
+    Console(file=buffer, width=140, color_system=None, force_terminal=False, force_jupyter=False,
             soft_wrap=False).print(table)
     return buffer.getvalue()

@@ -26,7 +26,7 @@ MAIN = (
     "f1", "f1_ci_low", "f1_ci_high",
     "auc_score", "auc_score_ci_low", "auc_score_ci_high", "auc_score_perm_p",
     "auc_binary", "auc_binary_ci_low", "auc_binary_ci_high",
-    "spearman", "prr",
+    "spearman", "prr", "prr_ci_low", "prr_ci_high", "prr_perm_p",
     "baseline_always_f1", "baseline_random_f1",
     "verdict.f1_vs_always", "verdict.auc_vs_chance",
     "tau", "calibration_fraction", "coverage",
