@@ -4,6 +4,7 @@ an evaluations file without rows, and questions without their correct option."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -145,3 +146,15 @@ def test_questions_without_correct_options_load_without_a_key(custom_dir: Path) 
     assert [q.correct for q in questions] == [None, 0, None]
     assert [q.source for q in questions] == [f"{path}:1", f"{path}:2", f"{path}:3"]
     assert read_questions(path)[1] == questions[1]
+
+
+def test_a_hard_link_to_a_file_outside_the_folder_is_refused(custom_dir: Path) -> None:
+    secret = custom_dir.parent / "secret.txt"
+    secret.write_text("the password\n", encoding="utf-8")
+    (custom_dir / "src" / "double.py").unlink()
+    os.link(secret, custom_dir / "src" / "double.py")  # ln ../secret.txt src/double.py
+    message = _one_line_error(custom_dir, r"programs\.csv:6: code_file 'src/double\.py' has 2 hard links")
+    assert "the password" not in message and "cp --remove-destination" in message
+    (custom_dir / "src" / "double.py").unlink()  # a copy of its own is fine
+    shutil.copyfile(secret, custom_dir / "src" / "double.py")
+    assert any(p.code == "the password" for p in load_custom(custom_dir).programs)

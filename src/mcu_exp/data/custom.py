@@ -7,7 +7,8 @@
 ``Program.meta`` as text; those whose every cell is a number or empty are also the program's
 metrics (``Program.meta[DATASET_METRICS_KEY]``, see :mod:`mcu_exp.data.code_metrics`).
 Every file must be UTF-8, and a ``code_file`` must resolve,
-symlinks followed, inside the folder.
+symlinks followed, inside the folder, to a regular file with no other hard link (a hard link
+made inside the folder to a file outside it would pass the path check).
 Everything is validated on load; the first problem raises a :class:`DatasetError` naming the
 file, the line (header = line 1) and what was expected.
 """
@@ -17,6 +18,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import stat
 import warnings
 from collections.abc import Iterator
 from dataclasses import replace
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mcu_exp.data.code_metrics import DATASET_METRICS_KEY, numeric_columns
-from mcu_exp.data.files import read_text
+from mcu_exp.data.files import decode_text, read_text
 from mcu_exp.data.types import (
     GROUPS,
     Dataset,
@@ -159,7 +162,7 @@ def _program_code(root: Path, row: dict[str, str], where: str, program_id: str) 
         if not target.is_file():
             raise DatasetError(f"{where}: code_file {code_file!r} not found (looked for {target})")
         try:
-            inline = read_text(target).rstrip("\n")
+            inline = decode_text(_own_file_bytes(target, code_file, where), target).rstrip("\n")
         except DatasetError as err:
             raise DatasetError(f"{where}: code_file {err}") from None
     if not inline.strip():
@@ -180,6 +183,27 @@ def _inside(root: Path, code_file: str, where: str) -> Path:
             f"{base}; expected a file inside it"
         )
     return target
+
+
+def _own_file_bytes(target: Path, code_file: str, where: str) -> bytes:
+    """The bytes of ``target``, read through one descriptor whose file is checked to be a
+    regular file with a single link: a hard link inside the folder to a file elsewhere
+    (``ln /etc/passwd data/x.java``) has the path of a dataset file and the content of another."""
+    try:
+        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as err:
+        raise DatasetError(f"{where}: code_file {code_file!r} cannot be read: {err.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise DatasetError(f"{where}: code_file {code_file!r} is not a regular file")
+        if info.st_nlink > 1:
+            raise DatasetError(
+                f"{where}: code_file {code_file!r} has {info.st_nlink} hard links, so it may be a file from "
+                "outside the dataset folder; expected a file of its own: replace it by a copy "
+                f"(cp --remove-destination SOURCE {code_file})"
+            )
+        return handle.read()
 
 
 def _read_evaluations(root: Path, known: set[str]) -> dict[str, list[Any]]:

@@ -15,7 +15,11 @@ def read_text(path: Path) -> str:
     (as an editor counts it) and the byte offset in the file, instead of Python's bare
     ``'utf-8' codec can't decode…``.
     """
-    data = path.read_bytes()
+    return decode_text(path.read_bytes(), path)
+
+
+def decode_text(data: bytes, path: Path) -> str:
+    """``data`` (the bytes of ``path``) as :func:`read_text` decodes them, with its errors."""
     start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
         return data[start:].decode("utf-8")
