@@ -27,6 +27,7 @@ from mcu_exp.evaluation.paired import (
     paired_bootstrap,
     paired_bootstrap_distribution,
 )
+from mcu_exp.evaluation.rejection import prediction_rejection_ratio
 
 
 def naive_components(truth: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -112,6 +113,20 @@ def test_mcnemar_uses_chi_square_with_continuity_correction_from_25_discordant_p
     assert mcnemar_test(truth[1:], label_a[1:], label_b[1:]).method == EXACT  # b + c = 24
 
 
+@pytest.mark.parametrize("b,c", [(13, 13), (20, 20), (13, 14), (30, 12)])
+def test_mcnemar_continuity_correction_never_passes_zero(b: int, c: int) -> None:
+    truth = np.ones(b + c + 3, dtype=int)
+    label_a = np.r_[np.ones(b), np.zeros(c), np.ones(3)].astype(int)
+    label_b = np.r_[np.zeros(b), np.ones(c), np.ones(3)].astype(int)
+    got = mcnemar_test(truth, label_a, label_b)
+    assert got.method == CHI2_CC  # b + c ≥ 25
+    statistic = max(abs(b - c) - 1, 0) ** 2 / (b + c)  # Edwards' correction, capped at |b − c| = 0
+    assert got.statistic == pytest.approx(statistic, abs=1e-15)
+    assert got.p == pytest.approx(chi2.sf(statistic, 1), rel=1e-12)
+    if b == c:  # no evidence either way: χ² = 0, p = 1 (an uncapped correction gave 1/26 and p = 0.845)
+        assert (got.statistic, got.p) == (0.0, 1.0)
+
+
 def test_holm_hand_computed() -> None:
     p = [0.01, 0.04, 0.03, 0.005]
     # sorted: 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 = 0.04 → max so far 0.06
@@ -162,6 +177,24 @@ def test_paired_bootstrap_points_intervals_and_seed() -> None:
     assert math.isnan(no_score["delta_auc"].value) and no_score["delta_auc"].undefined_share == 1
     with pytest.raises(ValueError, match="at least 1000"):
         paired_bootstrap(truth, la, lb, resamples=10)
+
+
+def test_paired_bootstrap_gives_accuracy_and_prr_differences_their_intervals() -> None:
+    truth, a, b = example(n=50, seed=6)
+    la, lb = (a > 0.5).astype(int), (b > 0.8).astype(int)
+    got = paired_bootstrap(truth, la, lb, a, b, resamples=1000, seed=2)
+    dist = paired_bootstrap_distribution(truth, la, lb, a, b, resamples=1000, seed=2)
+    idx = stratified_indices(truth, 1000, np.random.default_rng(2))
+    for r in range(20):
+        t, rows = truth[idx[r]], idx[r]
+        assert dist["delta_accuracy"][r] == pytest.approx(np.mean(la[rows] == t) - np.mean(lb[rows] == t))
+        assert dist["delta_prr"][r] == pytest.approx(prediction_rejection_ratio(t, a[rows])
+                                                     - prediction_rejection_ratio(t, b[rows]), abs=1e-12)
+    prr = prediction_rejection_ratio(truth, a) - prediction_rejection_ratio(truth, b)
+    assert got["delta_prr"].value == pytest.approx(prr)
+    assert (got["delta_prr"].low, got["delta_prr"].high) == pytest.approx(np.percentile(dist["delta_prr"], [2.5, 97.5]))
+    assert got["delta_prr"].low < prr < got["delta_prr"].high
+    assert got["delta_accuracy"].value == pytest.approx(np.mean(la == truth) - np.mean(lb == truth))
 
 
 def frame(ids: list[str], human: list[float], label: list[float], score: list[float] | None = None) -> pd.DataFrame:

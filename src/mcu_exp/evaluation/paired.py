@@ -4,14 +4,17 @@ Two runs scored against the same human labels share their programs, so their err
 correlated and unpaired intervals would overstate the uncertainty of a difference. Every
 number here pairs the runs program by program (``docs/comparisons.md`` has the formulas):
 
-- :func:`paired_bootstrap`: percentile intervals of ΔF1 = F1(A) − F1(B) and ΔAUC(score),
-  resampling the programs jointly (one index matrix for both runs), stratified by human
-  class like :mod:`mcu_exp.evaluation.bootstrap`, scored with the metric registry's
-  vectorised F1 and rank-sum AUC;
-- :func:`delong_test`: DeLong et al. (1988)'s test of ΔAUC for correlated ROC curves, with
-  the midrank algorithm of Sun & Xu (2014), O(n log n);
+- :func:`paired_bootstrap`: percentile intervals of ΔF1 = F1(A) − F1(B), Δaccuracy,
+  ΔAUC(score) and ΔPRR, resampling the programs jointly (one index matrix for both runs),
+  stratified by human class like :mod:`mcu_exp.evaluation.bootstrap`, scored with the metric
+  registry's vectorised F1, accuracy and rank-sum AUC; a run whose decision calibrates on the
+  programs is relabelled in each resample after recalibrating on it (its ``relabel``, see
+  :mod:`mcu_exp.evaluation.paired_recalibration`), as its own single-run intervals are;
+- :func:`delong_test` (this and the next two live in :mod:`mcu_exp.evaluation.paired_tests`):
+  DeLong et al. (1988)'s test of ΔAUC for correlated ROC curves, with the midrank algorithm
+  of Sun & Xu (2014), O(n log n);
 - :func:`mcnemar_test`: McNemar's test on the labels' correctness (discordant pairs b, c),
-  exact binomial when b + c < 25, else χ² with continuity correction;
+  exact binomial when b + c < 25, else χ² with continuity correction max(|b − c| − 1, 0)²/(b + c);
 - :func:`holm`: the Holm–Bonferroni step-down adjustment of a family of p-values;
 - :func:`compare_runs` / :func:`compare_many`: all of it for two runs' ``per_program.csv``
   tables, or for every pair of many (Holm-adjusted across the pairs).
@@ -32,13 +35,27 @@ import numpy as np
 import pandas as pd
 
 from mcu_exp import names
-from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES, percentile_interval, stratified_indices
+from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES, Relabel, percentile_interval, stratified_indices
 from mcu_exp.evaluation.metrics import ArrayLike, as_binary, as_score
+from mcu_exp.evaluation.paired_recalibration import LABELS_FIXED, Arm, RunCalibration, arm, fixed
+from mcu_exp.evaluation.paired_tests import (
+    CHI2_CC,
+    EXACT,
+    EXACT_BELOW,
+    DeLong,
+    McNemar,
+    delong_covariance,
+    delong_test,
+    holm,
+    mcnemar_test,
+)
 from mcu_exp.evaluation.registry import UNDEFINED, Counts, Ranking, metric
 
-EXACT_BELOW = 25  # McNemar: exact binomial p when b + c is below this, χ² with continuity correction otherwise
-EXACT = "exact"
-CHI2_CC = "chi2-cc"
+__all__ = [  # the paired tests live in paired_tests.py; importing them from here keeps working
+    "CHI2_CC", "EXACT", "EXACT_BELOW", "Comparison", "DeLong", "Difference", "McNemar", "Paired", "PairingError",
+    "arms", "compare_many", "compare_paired", "compare_runs", "delong_covariance", "delong_test", "holm",
+    "mcnemar_test", "pair", "paired_bootstrap", "paired_bootstrap_distribution",
+]
 _CELLS_PER_CHUNK = 2_000_000  # resamples × n cells scored at once, as in bootstrap.py
 _SHOWN = 5  # program ids named in an error
 
@@ -134,6 +151,11 @@ def f1_score(truth: np.ndarray, label: np.ndarray) -> float:
     return float(metric("f1").compute(Counts.from_labels(truth, label)))  # type: ignore[arg-type]
 
 
+def accuracy_score(truth: np.ndarray, label: np.ndarray) -> float:
+    """The registry's accuracy of one labelling: the share McNemar's test compares."""
+    return float(metric("accuracy").compute(Counts.from_labels(truth, label)))  # type: ignore[arg-type]
+
+
 def auc_score(truth: np.ndarray, score: np.ndarray | None) -> float:
     """The registry's rank-sum AUC(score) (NaN without a score or with one human class)."""
     if score is None:
@@ -156,12 +178,18 @@ class Difference:
     undefined_share: float = 0.0
 
 
+DIFFERENCES = ("delta_f1", "delta_accuracy", "delta_auc", "delta_prr")
+
+
 def paired_bootstrap_distribution(
     truth: ArrayLike, label_a: ArrayLike, label_b: ArrayLike, score_a: ArrayLike | None = None,
     score_b: ArrayLike | None = None, resamples: int = 2000, seed: int = 0,
+    relabel_a: Relabel | None = None, relabel_b: Relabel | None = None,
 ) -> dict[str, np.ndarray]:
-    """ΔF1 and ΔAUC(score) (A − B) over ``resamples`` stratified resamples of the programs,
-    the same rows for both runs. ``delta_auc`` is all NaN unless both scores are given."""
+    """ΔF1, Δaccuracy, ΔAUC(score) and ΔPRR (A − B) over ``resamples`` stratified resamples
+    of the programs, the same rows for both runs. ``relabel_a``/``relabel_b`` give a run's
+    labels of each resample row (recalibrated on it); without one the run's labels stay
+    fixed. ``delta_auc`` and ``delta_prr`` are all NaN unless both scores are given."""
     if resamples < MIN_RESAMPLES:
         raise ValueError(f"resamples must be at least {MIN_RESAMPLES} for a stable percentile interval, "
                          f"got {resamples}")
@@ -172,180 +200,55 @@ def paired_bootstrap_distribution(
     both = score_a is not None and score_b is not None
     sa = as_score(score_a, "score_a", t.size) if both else None  # type: ignore[arg-type]
     sb = as_score(score_b, "score_b", t.size) if both else None  # type: ignore[arg-type]
-    f1, auc = metric("f1").compute, metric("auc_score").compute
+    from mcu_exp.evaluation.rejection import prr_many
+
+    f1, accuracy, auc = metric("f1").compute, metric("accuracy").compute, metric("auc_score").compute
     rng = np.random.default_rng(seed)
     chunk = max(1, _CELLS_PER_CHUNK // t.size)
-    d_f1, d_auc = [], []
+    parts: dict[str, list[np.ndarray]] = {key: [] for key in DIFFERENCES}
     for start in range(0, resamples, chunk):
         idx = stratified_indices(t, min(chunk, resamples - start), rng)
         rows = t[idx]
-        d_f1.append(np.asarray(f1(Counts.from_labels(rows, la[idx])))  # type: ignore[arg-type]
-                    - np.asarray(f1(Counts.from_labels(rows, lb[idx]))))  # type: ignore[arg-type]
+        counts_a = Counts.from_labels(rows, la[idx] if relabel_a is None else np.asarray(relabel_a(idx), dtype=int))
+        counts_b = Counts.from_labels(rows, lb[idx] if relabel_b is None else np.asarray(relabel_b(idx), dtype=int))
+        parts["delta_f1"].append(np.asarray(f1(counts_a)) - np.asarray(f1(counts_b)))  # type: ignore[arg-type]
+        parts["delta_accuracy"].append(np.asarray(accuracy(counts_a))  # type: ignore[arg-type]
+                                       - np.asarray(accuracy(counts_b)))  # type: ignore[arg-type]
         if sa is not None and sb is not None:
             auc_a = np.asarray(auc(Ranking(sa, idx, rows)))  # type: ignore[arg-type]
-            d_auc.append(auc_a - np.asarray(auc(Ranking(sb, idx, rows))))  # type: ignore[arg-type]
+            parts["delta_auc"].append(auc_a - np.asarray(auc(Ranking(sb, idx, rows))))  # type: ignore[arg-type]
+            parts["delta_prr"].append(prr_many(sa[idx], rows) - prr_many(sb[idx], rows))
         else:
-            d_auc.append(np.full(idx.shape[0], UNDEFINED))
-    return {"delta_f1": np.concatenate(d_f1), "delta_auc": np.concatenate(d_auc)}
+            parts["delta_auc"].append(np.full(idx.shape[0], UNDEFINED))
+            parts["delta_prr"].append(np.full(idx.shape[0], UNDEFINED))
+    return {key: np.concatenate(values) for key, values in parts.items()}
 
 
 def paired_bootstrap(
     truth: ArrayLike, label_a: ArrayLike, label_b: ArrayLike, score_a: ArrayLike | None = None,
     score_b: ArrayLike | None = None, resamples: int = 2000, seed: int = 0, confidence: float = 0.95,
+    relabel_a: Relabel | None = None, relabel_b: Relabel | None = None,
 ) -> dict[str, Difference]:
-    """ΔF1 and ΔAUC(score) (A − B): point values on all programs and paired stratified
-    bootstrap percentile intervals (see :func:`paired_bootstrap_distribution`)."""
+    """ΔF1, Δaccuracy, ΔAUC(score) and ΔPRR (A − B): point values on all programs (each run's
+    own labels) and paired stratified bootstrap percentile intervals (see
+    :func:`paired_bootstrap_distribution`)."""
+    from mcu_exp.evaluation.rejection import prediction_rejection_ratio
+
     t = as_binary(truth, "truth")
     la, lb = as_binary(label_a, "label_a"), as_binary(label_b, "label_b")
     both = score_a is not None and score_b is not None
     sa = as_score(score_a, "score_a", t.size) if both else None  # type: ignore[arg-type]
     sb = as_score(score_b, "score_b", t.size) if both else None  # type: ignore[arg-type]
-    dist = paired_bootstrap_distribution(t, la, lb, sa, sb, resamples, seed)
-    points = {"delta_f1": f1_score(t, la) - f1_score(t, lb), "delta_auc": auc_score(t, sa) - auc_score(t, sb)}
+    dist = paired_bootstrap_distribution(t, la, lb, sa, sb, resamples, seed, relabel_a, relabel_b)
+    prr = UNDEFINED if sa is None or sb is None else \
+        prediction_rejection_ratio(t, sa) - prediction_rejection_ratio(t, sb)
+    points = {"delta_f1": f1_score(t, la) - f1_score(t, lb),
+              "delta_accuracy": accuracy_score(t, la) - accuracy_score(t, lb),
+              "delta_auc": auc_score(t, sa) - auc_score(t, sb), "delta_prr": prr}
     out = {}
     for key, values in dist.items():
         low, high = percentile_interval(values, confidence)
         out[key] = Difference(points[key], low, high, float(np.isnan(values).mean()))
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# DeLong
-
-
-@dataclass(frozen=True)
-class DeLong:
-    """DeLong's test of AUC(A) − AUC(B) on the same programs: ``variance`` is the DeLong
-    variance of the difference, z = delta / √variance, ``p`` two-sided (normal)."""
-
-    auc_a: float
-    auc_b: float
-    delta: float
-    variance: float
-    z: float
-    p: float
-
-
-def delong_covariance(truth: ArrayLike, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The AUCs of k scores on the same programs and DeLong's (k, k) covariance matrix of
-    them, by Sun & Xu (2014)'s midranks: with m positives X and n negatives Y,
-
-    V10ᵢ = (T_Z(Xᵢ) − T_X(Xᵢ)) / n,   V01ⱼ = 1 − (T_Z(Yⱼ) − T_Y(Yⱼ)) / m,
-
-    (T_X, T_Y, T_Z: midranks among the positives, the negatives, all programs), AUC = mean
-    V10 and S = S10/m + S01/n with S10, S01 the sample covariances (ddof 1) of the V10 and
-    V01 rows. NaN (AUC and covariance) with fewer than 2 programs in a class (1 gives a
-    point AUC but no covariance)."""
-    from scipy.stats import rankdata  # imported here: SciPy's stats take ~0.8 s to import
-
-    t = as_binary(truth, "truth")
-    s = np.atleast_2d(np.asarray(scores, dtype=float))
-    if s.shape[1] != t.size or not np.isfinite(s).all():
-        raise ValueError(f"scores must be a finite (k, {t.size}) array, got shape {s.shape}")
-    pos, neg = s[:, t == 1], s[:, t == 0]
-    m, n = pos.shape[1], neg.shape[1]
-    k = s.shape[0]
-    if m == 0 or n == 0:
-        return np.full(k, UNDEFINED), np.full((k, k), UNDEFINED)
-    tz = rankdata(np.concatenate([pos, neg], axis=1), axis=1)
-    v10 = (tz[:, :m] - rankdata(pos, axis=1)) / n
-    v01 = 1.0 - (tz[:, m:] - rankdata(neg, axis=1)) / m
-    auc = v10.mean(axis=1)
-    if m < 2 or n < 2:
-        return auc, np.full((k, k), UNDEFINED)
-    cov = np.atleast_2d(np.cov(v10)) / m + np.atleast_2d(np.cov(v01)) / n
-    return auc, cov
-
-
-def delong_test(truth: ArrayLike, score_a: ArrayLike, score_b: ArrayLike) -> DeLong:
-    """DeLong's test of ΔAUC = AUC(A) − AUC(B) for two correlated ROC curves.
-
-    var(Δ) = S_AA + S_BB − 2 S_AB (:func:`delong_covariance`); z = Δ / √var(Δ); p = 2Φ(−|z|).
-    When var(Δ) = 0 (e.g. the same ranking twice, or two perfect rankings) and Δ = 0, z = 0 and
-    p = 1; a zero variance with Δ ≠ 0, or a class with fewer than 2 programs, gives NaN z and p.
-    """
-    from scipy.stats import norm
-
-    t = as_binary(truth, "truth")
-    a, b = as_score(score_a, "score_a", t.size), as_score(score_b, "score_b", t.size)
-    aucs, cov = delong_covariance(t, np.vstack([a, b]))
-    delta = float(aucs[0] - aucs[1])
-    var = float(cov[0, 0] + cov[1, 1] - 2.0 * cov[0, 1])
-    if np.isnan(var):
-        z = p = UNDEFINED
-    elif var <= 1e-15 * max(1.0, float(cov[0, 0] + cov[1, 1])):
-        var = max(var, 0.0)
-        z, p = (0.0, 1.0) if abs(delta) < 1e-12 else (UNDEFINED, UNDEFINED)
-    else:
-        z = delta / float(np.sqrt(var))
-        p = float(2.0 * norm.sf(abs(z)))
-    return DeLong(float(aucs[0]), float(aucs[1]), delta, var, z, p)
-
-
-# ---------------------------------------------------------------------------------------------
-# McNemar
-
-
-@dataclass(frozen=True)
-class McNemar:
-    """McNemar's test on the correctness of two labellings: ``b`` programs A labels as the
-    humans did and B does not, ``c`` the reverse; ``method`` is ``exact`` (binomial, b of
-    b + c at ½, two-sided) or ``chi2-cc`` (χ² = (|b − c| − 1)² / (b + c), 1 df), ``statistic``
-    the χ² (NaN for the exact test)."""
-
-    b: int
-    c: int
-    statistic: float
-    p: float
-    method: str
-
-
-def mcnemar_test(truth: ArrayLike, label_a: ArrayLike, label_b: ArrayLike,
-                 exact_below: int = EXACT_BELOW) -> McNemar:
-    """McNemar's test of equal accuracy (H₀: P(A right, B wrong) = P(A wrong, B right)).
-
-    Exact when b + c < ``exact_below``: p = min(1, 2·P(Bin(b + c, ½) ≤ min(b, c))), which is
-    the two-sided binomial test at ½ (b + c = 0: p = 1). Otherwise the χ² approximation with
-    Edwards' continuity correction, p = P(χ²₁ ≥ (|b − c| − 1)² / (b + c)). The χ² version
-    is conservative and close to exact from about 25 discordant pairs on."""
-    from scipy.stats import binom, chi2
-
-    t = as_binary(truth, "truth")
-    la, lb = as_binary(label_a, "label_a"), as_binary(label_b, "label_b")
-    if not t.size == la.size == lb.size:
-        raise ValueError(f"truth and labels differ in length: {t.size}, {la.size}, {lb.size}")
-    right_a, right_b = la == t, lb == t
-    b = int(np.sum(right_a & ~right_b))
-    c = int(np.sum(~right_a & right_b))
-    if b + c < exact_below:
-        p = 1.0 if b + c == 0 else float(min(1.0, 2.0 * binom.cdf(min(b, c), b + c, 0.5)))
-        return McNemar(b, c, UNDEFINED, p, EXACT)
-    stat = (abs(b - c) - 1.0) ** 2 / (b + c)
-    return McNemar(b, c, float(stat), float(chi2.sf(stat, 1)), CHI2_CC)
-
-
-# ---------------------------------------------------------------------------------------------
-# Holm
-
-
-def holm(pvalues: ArrayLike) -> np.ndarray:
-    """Holm–Bonferroni adjusted p-values, in the input's order.
-
-    With the m defined p-values sorted, p₍₁₎ ≤ … ≤ p₍ₘ₎: p̃₍ᵢ₎ = min(1, maxⱼ≤ᵢ (m − j + 1) p₍ⱼ₎),
-    monotone in i and capped at 1; rejecting p̃ ≤ α controls the family-wise error at α.
-    NaN p-values stay NaN and do not count in m."""
-    p = np.asarray(pvalues, dtype=float)
-    out = np.full(p.shape, np.nan)
-    defined = np.flatnonzero(~np.isnan(p))
-    if defined.size == 0:
-        return out
-    values = p[defined]
-    if ((values < 0) | (values > 1)).any():
-        raise ValueError(f"p-values must lie in [0, 1], got {values[(values < 0) | (values > 1)][0]}")
-    order = np.argsort(values, kind="stable")
-    m = values.size
-    stepped = np.maximum.accumulate((m - np.arange(m)) * values[order])
-    out[defined[order]] = np.minimum(stepped, 1.0)
     return out
 
 
@@ -355,13 +258,18 @@ def holm(pvalues: ArrayLike) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Run A against run B on their shared programs (see :func:`compare_runs`)."""
+    """Run A against run B on their shared programs (see :func:`compare_runs`); ``labels_a``
+    and ``labels_b`` say whether each run was recalibrated in the resamples or kept its labels
+    (:data:`~mcu_exp.evaluation.paired_recalibration.RECALIBRATED`, ``LABELS_FIXED``), the notes why."""
 
     n: int
     n_pos: int
     f1_a: float
     f1_b: float
     delta_f1: Difference
+    accuracy_a: float
+    accuracy_b: float
+    delta_accuracy: Difference
     auc_a: float
     auc_b: float
     delta_auc: Difference
@@ -369,9 +277,14 @@ class Comparison:
     mcnemar: McNemar
     prr_a: float
     prr_b: float
+    delta_prr: Difference
     resamples: int
     seed: int
     confidence: float
+    labels_a: str = LABELS_FIXED
+    labels_b: str = LABELS_FIXED
+    note_a: str = ""
+    note_b: str = ""
 
     def row(self) -> dict[str, float | int | str]:
         """One flat row (the CSV of ``mcu-exp compare`` and :func:`compare_many`)."""
@@ -380,6 +293,9 @@ class Comparison:
             "n": self.n, "n_understandable": self.n_pos,
             "f1_a": self.f1_a, "f1_b": self.f1_b, "delta_f1": self.delta_f1.value,
             "delta_f1_ci_low": self.delta_f1.low, "delta_f1_ci_high": self.delta_f1.high,
+            "accuracy_a": self.accuracy_a, "accuracy_b": self.accuracy_b,
+            "delta_accuracy": self.delta_accuracy.value, "delta_accuracy_ci_low": self.delta_accuracy.low,
+            "delta_accuracy_ci_high": self.delta_accuracy.high,
             "auc_score_a": self.auc_a, "auc_score_b": self.auc_b, "delta_auc_score": self.delta_auc.value,
             "delta_auc_score_ci_low": self.delta_auc.low, "delta_auc_score_ci_high": self.delta_auc.high,
             "delong_variance": d.variance if d else UNDEFINED, "delong_z": d.z if d else UNDEFINED,
@@ -387,50 +303,77 @@ class Comparison:
             "mcnemar_b": self.mcnemar.b, "mcnemar_c": self.mcnemar.c,
             "mcnemar_statistic": self.mcnemar.statistic, "mcnemar_p": self.mcnemar.p,
             "mcnemar_method": self.mcnemar.method,
-            "prr_a": self.prr_a, "prr_b": self.prr_b,
+            "prr_a": self.prr_a, "prr_b": self.prr_b, "delta_prr": self.delta_prr.value,
+            "delta_prr_ci_low": self.delta_prr.low, "delta_prr_ci_high": self.delta_prr.high,
+            "ci_labels_a": self.labels_a, "ci_labels_b": self.labels_b,
             "resamples": self.resamples, "seed": self.seed, "confidence": self.confidence,
         }
 
 
-def compare_paired(data: Paired, resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> Comparison:
-    """Every paired statistic of two runs already paired by :func:`pair`."""
-    from mcu_exp.evaluation.rejection import prediction_rejection
+def compare_paired(data: Paired, resamples: int = 2000, seed: int = 0, confidence: float = 0.95,
+                   arm_a: Arm | None = None, arm_b: Arm | None = None) -> Comparison:
+    """Every paired statistic of two runs already paired by :func:`pair`; ``arm_a``/``arm_b``
+    (:func:`~mcu_exp.evaluation.paired_recalibration.arm`) recalibrate a run in the resamples,
+    None keeps its labels fixed."""
+    from mcu_exp.evaluation.rejection import prediction_rejection_ratio
 
+    a, b = arm_a or fixed("no calibration scores"), arm_b or fixed("no calibration scores")
     t = data.truth
-    boot = paired_bootstrap(t, data.label_a, data.label_b, data.score_a, data.score_b, resamples, seed, confidence)
+    boot = paired_bootstrap(t, data.label_a, data.label_b, data.score_a, data.score_b, resamples, seed, confidence,
+                            a.relabel, b.relabel)
     delong = None
     if data.score_a is not None and data.score_b is not None:
         delong = delong_test(t, data.score_a, data.score_b)
 
     def prr(score: np.ndarray | None) -> float:
-        return UNDEFINED if score is None else prediction_rejection(t, score).prr
+        return UNDEFINED if score is None else prediction_rejection_ratio(t, score)
 
     return Comparison(
         n=data.n, n_pos=int(t.sum()), f1_a=f1_score(t, data.label_a), f1_b=f1_score(t, data.label_b),
-        delta_f1=boot["delta_f1"], auc_a=auc_score(t, data.score_a), auc_b=auc_score(t, data.score_b),
-        delta_auc=boot["delta_auc"], delong=delong, mcnemar=mcnemar_test(t, data.label_a, data.label_b),
-        prr_a=prr(data.score_a), prr_b=prr(data.score_b), resamples=resamples, seed=seed, confidence=confidence)
+        delta_f1=boot["delta_f1"], accuracy_a=accuracy_score(t, data.label_a),
+        accuracy_b=accuracy_score(t, data.label_b), delta_accuracy=boot["delta_accuracy"],
+        auc_a=auc_score(t, data.score_a), auc_b=auc_score(t, data.score_b), delta_auc=boot["delta_auc"],
+        delong=delong, mcnemar=mcnemar_test(t, data.label_a, data.label_b), prr_a=prr(data.score_a),
+        prr_b=prr(data.score_b), delta_prr=boot["delta_prr"], resamples=resamples, seed=seed,
+        confidence=confidence, labels_a=a.labels, labels_b=b.labels, note_a=a.note, note_b=b.note)
+
+
+def arms(data: Paired, calibration_a: RunCalibration | None, calibration_b: RunCalibration | None,
+         seed: int, missing: tuple[str, str] = ("", "")) -> tuple[Arm, Arm]:
+    """Both runs' arms on the paired programs (each run's extra-program draws seeded apart);
+    ``missing``: why a run without a calibration has none."""
+    why = [text or "no calibration scores" for text in missing]
+    return (arm(calibration_a, data.program_ids, data.label_a, seed * 2 + 1, why[0]),
+            arm(calibration_b, data.program_ids, data.label_b, seed * 2 + 2, why[1]))
 
 
 def compare_runs(a: pd.DataFrame, b: pd.DataFrame, resamples: int = 2000, seed: int = 0,
-                 confidence: float = 0.95, names_ab: tuple[str, str] = ("A", "B")) -> Comparison:
+                 confidence: float = 0.95, names_ab: tuple[str, str] = ("A", "B"),
+                 calibration_a: RunCalibration | None = None,
+                 calibration_b: RunCalibration | None = None) -> Comparison:
     """Two runs' per-program tables (index ``program_id``; columns ``human_label``,
     ``label`` and, for score-based proxies, ``score``) compared on their shared programs:
-    F1 and AUC(score) of each, paired bootstrap intervals of the differences, DeLong's and
-    McNemar's tests, and each run's prediction rejection ratio."""
-    return compare_paired(pair(a, b, names_ab), resamples, seed, confidence)
+    F1, accuracy, AUC(score) and PRR of each, paired bootstrap intervals of the differences
+    (a run with a :class:`RunCalibration` recalibrated in each resample), DeLong's and
+    McNemar's tests."""
+    data = pair(a, b, names_ab)
+    return compare_paired(data, resamples, seed, confidence, *arms(data, calibration_a, calibration_b, seed))
 
 
 def compare_many(frames: Mapping[str, pd.DataFrame], resamples: int = 2000, seed: int = 0,
-                 confidence: float = 0.95) -> pd.DataFrame:
+                 confidence: float = 0.95,
+                 calibrations: Mapping[str, RunCalibration] | None = None) -> pd.DataFrame:
     """Every pair (in the order of ``frames``) as :meth:`Comparison.row` with columns
     ``run_a`` and ``run_b`` in front, plus ``delong_p_holm`` and ``mcnemar_p_holm``: each
     test's p-values Holm-adjusted over all the pairs (the family; undefined p-values left
-    out of it). A pair that cannot be paired raises :class:`PairingError`."""
+    out of it). ``calibrations`` (by name) recalibrate those runs in the resamples. A pair
+    that cannot be paired raises :class:`PairingError`."""
+    found = calibrations or {}
     rows = []
     for name_a, name_b in itertools.combinations(frames, 2):
-        found = compare_runs(frames[name_a], frames[name_b], resamples, seed, confidence, (name_a, name_b))
-        rows.append({"run_a": name_a, "run_b": name_b, **found.row()})
+        cmp = compare_runs(frames[name_a], frames[name_b], resamples, seed, confidence, (name_a, name_b),
+                           found.get(name_a), found.get(name_b))
+        rows.append({"run_a": name_a, "run_b": name_b, **cmp.row()})
     table = pd.DataFrame(rows, columns=None if rows else ["run_a", "run_b", "delong_p", "mcnemar_p"])
     table["delong_p_holm"] = holm(table["delong_p"].to_numpy(dtype=float))
     table["mcnemar_p_holm"] = holm(table["mcnemar_p"].to_numpy(dtype=float))
