@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,16 +38,37 @@ def run_folder(root: Path, frame: pd.DataFrame) -> Path:
     return root
 
 
-def expected_lines(cmp: Comparison) -> tuple[str, str, str]:
+def calibrated_run(root: Path, seed: int, noise: float, epsilon: float) -> tuple[Path, pd.DataFrame]:
+    """A calibrated run's folder: per_program.csv labelled α_test ≤ τ (α_test = −score, τ the
+    ⌈n(1 − ε)⌉-th smallest α_cal), scores.csv and the config's decision section."""
+    frame = per_program(seed, noise)
+    alpha_test = -frame[names.SCORE].to_numpy()
+    alpha_cal = np.random.default_rng(seed + 50).uniform(-2, 1, N)
+    tau = np.sort(alpha_cal)[round(N * (1 - epsilon)) - 1]
+    frame[names.LABEL] = (alpha_test <= tau).astype(int)
+    run_folder(root, frame)
+    pd.DataFrame({names.HUMAN_LABEL: frame[names.HUMAN_LABEL], "alpha_cal": alpha_cal, "alpha_test": alpha_test},
+                 index=frame.index).to_csv(root / names.RESULTS_DIR / names.SCORES_FILE)
+    (root / names.RESULTS_DIR / names.CONFIG_FILE).write_text(
+        f"decision:\n  epsilon: {epsilon}\n  quantile: empirical\n  rule: conformal\n  theta: 0.45\n")
+    scores = pd.read_csv(root / names.RESULTS_DIR / names.SCORES_FILE, index_col=names.PROGRAM_ID)
+    return root, scores
+
+
+def expected_lines(cmp: Comparison) -> tuple[str, str, str, str]:
     """The cells the table must show, formatted here independently of the CLI's helpers."""
-    f1 = (f"{100 * cmp.f1_a:.1f}%", f"{100 * cmp.f1_b:.1f}%",
-          f"{100 * cmp.delta_f1.value:+.1f} pts [{100 * cmp.delta_f1.low:+.1f}, {100 * cmp.delta_f1.high:+.1f}]",
-          f"McNemar b = {cmp.mcnemar.b}, c = {cmp.mcnemar.c}, p = {cmp.mcnemar.p:.3f} (exact binomial)")
+    def pts(d: Any) -> str:
+        return f"{100 * d.value:+.1f} pts [{100 * d.low:+.1f}, {100 * d.high:+.1f}]"
+
+    f1 = (f"{100 * cmp.f1_a:.1f}%", f"{100 * cmp.f1_b:.1f}%", pts(cmp.delta_f1), "│")
+    accuracy = (f"{100 * cmp.accuracy_a:.1f}%", f"{100 * cmp.accuracy_b:.1f}%", pts(cmp.delta_accuracy),
+                f"b = {cmp.mcnemar.b}, c = {cmp.mcnemar.c}, p = {cmp.mcnemar.p:.3f} (exact binomial)")
     auc = (f"{cmp.auc_a:.3f}", f"{cmp.auc_b:.3f}",
            f"{cmp.delta_auc.value:+.3f} [{cmp.delta_auc.low:+.3f}, {cmp.delta_auc.high:+.3f}]",
            f"DeLong z = {cmp.delong.z:+.2f}, p = {cmp.delong.p:.3f}")  # type: ignore[union-attr]
-    prr = (f"{cmp.prr_a:.3f}", f"{cmp.prr_b:.3f}", f"{cmp.prr_a - cmp.prr_b:+.3f}")
-    return " │ ".join(f1), " │ ".join(auc), " │ ".join(prr)
+    prr = (f"{cmp.prr_a:.3f}", f"{cmp.prr_b:.3f}",
+           f"{cmp.delta_prr.value:+.3f} [{cmp.delta_prr.low:+.3f}, {cmp.delta_prr.high:+.3f}]")
+    return " │ ".join(f1), " │ ".join(accuracy), " │ ".join(auc), " │ ".join(prr)
 
 
 def row_of(printed: str, metric: str) -> str:
@@ -68,8 +90,9 @@ def test_two_run_folders_in_a_subprocess(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     frames = [pd.read_csv(d / "results" / "per_program.csv", index_col="program_id") for d in (a, b)]
     cmp = compare_runs(*frames, resamples=2000, seed=3)
-    f1, auc, prr = expected_lines(cmp)
+    f1, accuracy, auc, prr = expected_lines(cmp)
     assert squash(f1) in row_of(res.stdout, "F1")
+    assert squash(accuracy) in row_of(res.stdout, "McNemar (accuracy)")
     assert squash(auc) in row_of(res.stdout, "AUC (score)")
     assert squash(prr) in row_of(res.stdout, "PRR")
     assert f"n = {N} shared programs ({cmp.n_pos} understood, {N - cmp.n_pos} not); left out: 0 scored only " \
@@ -93,11 +116,19 @@ def test_two_mlflow_runs_of_a_local_store(tmp_path: Path, capsys: pytest.Capture
     exp = client.create_experiment("mcu_exp", artifact_location=experiment_location("mcu_exp"))
     ids, frames = [], []
     for name, seed, noise in (("p1 run", 4, 0.7), ("p3 run", 5, 1.2)):
-        frame = per_program(seed, noise)
-        folder = tmp_path / name / names.RESULTS_DIR
-        folder.mkdir(parents=True)
-        frame.to_csv(folder / names.PER_PROGRAM_FILE)
+        if name == "p1 run":  # calibrated: scores.csv among its artifacts, its decision in its params
+            _, scores = calibrated_run(tmp_path / name, seed, noise, epsilon=0.2)
+            (tmp_path / name / names.RESULTS_DIR / names.CONFIG_FILE).unlink()
+            frame = pd.read_csv(tmp_path / name / names.RESULTS_DIR / names.PER_PROGRAM_FILE,
+                                index_col=names.PROGRAM_ID)
+        else:
+            frame = per_program(seed, noise)
+            run_folder(tmp_path / name, frame)
         run = client.create_run(exp, run_name=name)
+        if name == "p1 run":
+            for key, value in (("rule", "conformal"), ("epsilon", "0.2"), ("quantile", "empirical"), ("theta", "0.45")):
+                client.log_param(run.info.run_id, f"decision.{key}", value)
+        folder = tmp_path / name / names.RESULTS_DIR
         RunArtifacts(client, run.info.run_id, run.info.artifact_uri).put_folder(folder)  # as a job logs results/
         client.set_terminated(run.info.run_id)
         ids.append(run.info.run_id)
@@ -105,10 +136,42 @@ def test_two_mlflow_runs_of_a_local_store(tmp_path: Path, capsys: pytest.Capture
 
     main([*ids, "--tracking-uri", uri, "--resamples", "1000", "--seed", "9"])
     printed = capsys.readouterr().out
-    cmp = compare_runs(*frames, resamples=1000, seed=9)
-    f1, auc, _ = expected_lines(cmp)
+    from mcu_exp.config import DecisionConfig
+    from mcu_exp.evaluation.paired_recalibration import RunCalibration
+
+    calibration = RunCalibration(scores, DecisionConfig(epsilon=0.2, quantile="empirical"))
+    cmp = compare_runs(*frames, resamples=1000, seed=9, calibration_a=calibration)
+    assert row_of(printed, "labels in the CIs") == "│ labels in the CIs │ recalibrated │ labels fixed │ │ │"
+    f1, accuracy, auc, _ = expected_lines(cmp)
     assert "A = p1 run, B = p3 run" in printed and f"A: MLflow run {ids[0]} (p1 run)" in printed
     assert squash(f1) in row_of(printed, "F1") and squash(auc) in row_of(printed, "AUC (score)")
+    assert squash(accuracy) in row_of(printed, "McNemar (accuracy)")
+
+
+def test_calibrated_runs_are_recalibrated_in_the_resamples(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A run folder with scores.csv and its config is recalibrated on each resample (its ΔF1
+    interval is compare_runs' with its calibration); one without keeps its labels fixed and
+    the table says so; the caption calls the intervals unadjusted and counts the family."""
+    from mcu_exp.config import DecisionConfig
+    from mcu_exp.evaluation.paired_recalibration import RunCalibration
+
+    a, scores = calibrated_run(tmp_path / "A", seed=1, noise=0.8, epsilon=0.2)
+    b = run_folder(tmp_path / "B", per_program(seed=2, noise=1.2))
+    main([str(a), str(b), "--resamples", "1000", "--seed", "5"])
+    printed = capsys.readouterr().out
+    frames = [pd.read_csv(d / "results" / "per_program.csv", index_col="program_id") for d in (a, b)]
+    calibration = RunCalibration(scores, DecisionConfig(epsilon=0.2, quantile="empirical"))
+    cmp = compare_runs(*frames, resamples=1000, seed=5, calibration_a=calibration)
+    fixed = compare_runs(*frames, resamples=1000, seed=5)
+    assert (cmp.delta_f1.low, cmp.delta_f1.high) != (fixed.delta_f1.low, fixed.delta_f1.high)
+    f1, accuracy, _, prr = expected_lines(cmp)
+    assert squash(f1) in row_of(printed, "F1") and squash(prr) in row_of(printed, "PRR")
+    assert squash(accuracy) in row_of(printed, "McNemar (accuracy)") and "McNemar" not in row_of(printed, "F1")
+    assert row_of(printed, "labels in the CIs") == "│ labels in the CIs │ recalibrated │ labels fixed │ │ │"
+    assert "A recalibrated (conformal, ε = 0.2, empirical quantile): τ recomputed from alpha_cal" in printed
+    assert "B labels fixed (no scores.csv (a proxy without calibration scores, P0/P3, or an older run))" in printed
+    assert "unadjusted for multiplicity: the table is a family of 4 intervals" in printed
 
 
 def fails(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

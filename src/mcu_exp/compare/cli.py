@@ -3,10 +3,14 @@
 Each run is an MLflow run id (its ``per_program.csv`` artifact, read through
 :class:`mcu_exp.tracking.artifacts.RunArtifacts`) or a run folder holding
 ``results/per_program.csv`` (a job's output folder; a folder or a CSV file holding
-``per_program.csv`` directly works too). Prints F1 and AUC(score) of each run, the paired
-bootstrap intervals of their differences, DeLong's and McNemar's tests and each run's
-prediction rejection ratio (:mod:`mcu_exp.evaluation.paired`, ``docs/comparisons.md``);
-``--out`` writes the same as CSV. Heavy imports wait until a comparison is made, so
+``per_program.csv`` directly works too). Prints F1, accuracy, AUC(score) and the prediction
+rejection ratio of each run, the paired bootstrap intervals of their differences, McNemar's
+test of the accuracies and DeLong's of the AUCs (:mod:`mcu_exp.evaluation.paired`,
+``docs/comparisons.md``); ``--out`` writes the same as CSV. A run with calibration scores
+(``scores.csv`` beside its ``per_program.csv``: P1, P2) and its decision settings (MLflow
+params ``decision.*``, or the ``decision`` section of ``config.yaml`` beside it) is
+recalibrated in every resample, as its own intervals are; any other run keeps its labels
+fixed, and the table says so. Heavy imports wait until a comparison is made, so
 ``mcu-exp`` stays quick to start.
 """
 
@@ -21,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.names import PER_PROGRAM_FILE, PROGRAM_ID, RESULTS_DIR, UNDEFINED
+from mcu_exp.names import CONFIG_FILE, PER_PROGRAM_FILE, PROGRAM_ID, RESULTS_DIR, SCORES_FILE, UNDEFINED
 
 COMPARISON_FILE = "comparison.csv"
 REJECTION_FILE = "rejection.csv"
@@ -30,8 +34,9 @@ REJECTION_FILE = "rejection.csv"
 def build_parser(prog: str = "mcu-exp compare") -> argparse.ArgumentParser:
     """The command's arguments."""
     parser = argparse.ArgumentParser(prog=prog, description=(
-        "Compare two finished runs on the programs both scored: F1 and AUC(score) with paired bootstrap "
-        "intervals of the differences, DeLong's and McNemar's tests, and each run's prediction rejection ratio."))
+        "Compare two finished runs on the programs both scored: F1, accuracy, AUC(score) and prediction "
+        "rejection ratio with paired bootstrap intervals of the differences (calibrated runs recalibrated in "
+        "each resample), McNemar's test of the accuracies and DeLong's of the AUCs."))
     parser.add_argument("run_a", metavar="RUN_A", help="an MLflow run id, or a run folder holding "
                         f"{RESULTS_DIR}/{PER_PROGRAM_FILE}")
     parser.add_argument("run_b", metavar="RUN_B", help="the run to compare it with (same forms)")
@@ -50,11 +55,14 @@ class CompareError(ValueError):
 
 @dataclass(frozen=True)
 class Source:
-    """One side of the comparison: a short name, where it came from, its per-program table."""
+    """One side of the comparison: a short name, where it came from, its per-program table
+    and, for a calibrated run, what recalibrating it needs (else ``missing`` says what lacks)."""
 
     name: str
     where: str
     frame: Any  # pandas.DataFrame, index program_id
+    calibration: Any = None  # mcu_exp.evaluation.paired_recalibration.RunCalibration | None
+    missing: str = ""
 
 
 def read_per_program(path: Path) -> Any:
@@ -82,6 +90,36 @@ def folder_table(path: Path) -> Path:
                        f"{path / RESULTS_DIR / PER_PROGRAM_FILE})")
 
 
+def calibration_of(scores: Path | None, settings: dict[str, Any] | None, where: str) -> tuple[Any, str]:
+    """A run's :class:`~mcu_exp.evaluation.paired_recalibration.RunCalibration` from its
+    ``scores.csv`` and decision settings, or (None, what is missing)."""
+    from mcu_exp.evaluation.paired_recalibration import RunCalibration, decision_from
+
+    if scores is None:
+        return None, f"no {SCORES_FILE} (a proxy without calibration scores, P0/P3, or an older run)"
+    decision = decision_from(settings or {})
+    if decision is None:
+        return None, f"no decision settings (rule, epsilon, quantile) in {where}"
+    return RunCalibration(read_per_program(scores), decision), ""
+
+
+def folder_calibration(table: Path) -> tuple[Any, str]:
+    """The calibration of a run folder: ``scores.csv`` and ``config.yaml`` beside its table."""
+    import yaml
+
+    scores = table.parent / SCORES_FILE
+    config = table.parent / CONFIG_FILE
+    settings = None
+    if config.is_file():
+        try:
+            loaded = yaml.safe_load(config.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise CompareError(f"cannot read {config}: {str(exc).splitlines()[0]}") from None
+        decision = loaded.get("decision") if isinstance(loaded, dict) else None
+        settings = decision if isinstance(decision, dict) else None
+    return calibration_of(scores if scores.is_file() else None, settings, str(config))
+
+
 def fetch_run(run_id: str, uri: str, dst: Path) -> Source:
     """An MLflow run's ``per_program.csv`` artifact (at its root, or under ``results/``)."""
     from mlflow.exceptions import MlflowException
@@ -106,7 +144,10 @@ def fetch_run(run_id: str, uri: str, dst: Path) -> Source:
     if path is None:
         raise CompareError(f"run {run_id} has no {PER_PROGRAM_FILE} artifact (is it a finished job of mcu-exp?)")
     name = run.info.run_name or run_id
-    return Source(name=name, where=f"MLflow run {run_id} ({name})", frame=read_per_program(path))
+    scores = artifacts.get(SCORES_FILE, folder) or artifacts.get(f"{RESULTS_DIR}/{SCORES_FILE}", folder)
+    calibration, missing = calibration_of(scores, dict(run.data.params), f"the params of run {run_id}")
+    return Source(name=name, where=f"MLflow run {run_id} ({name})", frame=read_per_program(path),
+                  calibration=calibration, missing=missing)
 
 
 def load_source(ref: str, uri: str, dst: Path) -> Source:
@@ -114,7 +155,9 @@ def load_source(ref: str, uri: str, dst: Path) -> Source:
     path = Path(ref)
     if path.exists():
         table = folder_table(path)
-        return Source(name=path.name or str(path), where=f"{table}", frame=read_per_program(table))
+        calibration, missing = folder_calibration(table)
+        return Source(name=path.name or str(path), where=f"{table}", frame=read_per_program(table),
+                      calibration=calibration, missing=missing)
     return fetch_run(ref, uri, dst)
 
 
@@ -155,34 +198,50 @@ def p_value(p: float) -> str:
 
 def cells(cmp: Any) -> list[list[str]]:
     """The table's rows (metric, A, B, A − B [CI], paired test) of a
-    :class:`mcu_exp.evaluation.paired.Comparison`."""
+    :class:`mcu_exp.evaluation.paired.Comparison`; the last says which labels the intervals use."""
     from mcu_exp.evaluation.paired import EXACT
 
-    df, da, mc, dl = cmp.delta_f1, cmp.delta_auc, cmp.mcnemar, cmp.delong
+    df, dacc, da, dp = cmp.delta_f1, cmp.delta_accuracy, cmp.delta_auc, cmp.delta_prr
+    mc, dl = cmp.mcnemar, cmp.delong
     variant = "exact binomial" if mc.method == EXACT else "χ² with continuity correction"
     delong = (f"DeLong z = {UNDEFINED if _undefined(dl.z) else f'{dl.z:+.2f}'}, p = {p_value(dl.p)}"
               if dl is not None else "DeLong: needs both scores")
     return [
-        ["F1", rate(cmp.f1_a), rate(cmp.f1_b), f"{points(df.value)} pts [{points(df.low)}, {points(df.high)}]",
-         f"McNemar b = {mc.b}, c = {mc.c}, p = {p_value(mc.p)} ({variant})"],
+        ["F1", rate(cmp.f1_a), rate(cmp.f1_b), f"{points(df.value)} pts [{points(df.low)}, {points(df.high)}]", ""],
+        ["McNemar (accuracy)", rate(cmp.accuracy_a), rate(cmp.accuracy_b),
+         f"{points(dacc.value)} pts [{points(dacc.low)}, {points(dacc.high)}]",
+         f"b = {mc.b}, c = {mc.c}, p = {p_value(mc.p)} ({variant})"],
         ["AUC (score)", number(cmp.auc_a), number(cmp.auc_b),
          f"{signed(da.value)} [{signed(da.low)}, {signed(da.high)}]", delong],
-        ["PRR", number(cmp.prr_a), number(cmp.prr_b), signed(cmp.prr_a - cmp.prr_b), ""],
+        ["PRR", number(cmp.prr_a), number(cmp.prr_b), f"{signed(dp.value)} [{signed(dp.low)}, {signed(dp.high)}]", ""],
+        ["labels in the CIs", cmp.labels_a, cmp.labels_b, "", ""],
     ]
 
 
 def notes(cmp: Any, a: Source, b: Source, only_a: int, only_b: int) -> list[str]:
     """The lines under the table: sources, programs, how the intervals and tests were made."""
+    from mcu_exp.evaluation.paired_recalibration import RECALIBRATED
+
     pct = round(100 * cmp.confidence)
+
+    def labels_line(side: str, labels: str, note: str) -> str:
+        if labels == RECALIBRATED:
+            return (f"{side} recalibrated ({note}): τ recomputed from alpha_cal on each resample's programs, then "
+                    "its programs relabelled, as in the run's own intervals.")
+        return f"{side} labels fixed ({note}): each program keeps the run's label in every resample."
+
     lines = [
         f"A: {a.where}",
         f"B: {b.where}",
         f"n = {cmp.n} shared programs ({cmp.n_pos} understood, {cmp.n - cmp.n_pos} not)"
         + (f"; left out: {only_a} scored only by A, {only_b} only by B" if only_a or only_b else "") + ".",
         f"[{pct} % CI]: {cmp.resamples} paired bootstrap resamples of the programs, stratified by human class, "
-        f"seed {cmp.seed}.",
-        "McNemar compares the labels' correctness: b = A right and B wrong, c = A wrong and B right "
-        "(exact binomial when b + c < 25, else χ² with continuity correction).",
+        f"seed {cmp.seed}; unadjusted for multiplicity: the table is a family of 4 intervals (ΔF1, Δaccuracy, "
+        "ΔAUC, ΔPRR) and 2 tests (McNemar, DeLong), and its p-values are unadjusted too.",
+        labels_line("A", cmp.labels_a, cmp.note_a),
+        labels_line("B", cmp.labels_b, cmp.note_b),
+        "McNemar compares the labels' accuracy: b = A right and B wrong, c = A wrong and B right "
+        "(exact binomial when b + c < 25, else χ² with continuity correction max(|b − c| − 1, 0)²/(b + c)).",
         "PRR: prediction rejection ratio of the score (reject lowest score first; 1 = like the humans, 0 = random).",
     ]
     missing = [side for side, score in (("A", cmp.auc_a), ("B", cmp.auc_b)) if _undefined(score)]
@@ -231,7 +290,7 @@ def write_csv(cmp: Any, a: Source, b: Source, data: Any, out: Path) -> Path:
 def run(args: argparse.Namespace) -> Any:
     """Load both runs, compare, print, optionally write the CSVs; return the comparison."""
     from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES
-    from mcu_exp.evaluation.paired import compare_paired, pair
+    from mcu_exp.evaluation.paired import arms, compare_paired, pair
     from mcu_exp.report.cli import default_tracking_uri
 
     if args.resamples < MIN_RESAMPLES:
@@ -241,7 +300,8 @@ def run(args: argparse.Namespace) -> Any:
         a = load_source(args.run_a, uri, Path(tmp))
         b = load_source(args.run_b, uri, Path(tmp))
     data = pair(a.frame, b.frame, ("A", "B"))
-    cmp = compare_paired(data, args.resamples, args.seed)
+    arm_a, arm_b = arms(data, a.calibration, b.calibration, args.seed, (a.missing, b.missing))
+    cmp = compare_paired(data, args.resamples, args.seed, arm_a=arm_a, arm_b=arm_b)
     print(render(cmp, a, b, data.only_a, data.only_b), end="")
     if args.out:
         print(f"Results: {write_csv(cmp, a, b, data, args.out)}")
