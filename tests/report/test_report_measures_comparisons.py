@@ -198,12 +198,14 @@ def test_comparisons_are_compare_many_within_label_sets_holm_across_pairs(made: 
                                                      row["delta_auc_score_ci_high"])
     # Holm across the four pairs shown, not within each set.
     for raw, adjusted, head in (("delong_p", "delong_p_holm", "DeLong p (Holm)"),
-                                ("mcnemar_p", "mcnemar_p_holm", "McNemar p (Holm)")):
+                                ("mcnemar_p", "mcnemar_p_holm", "McNemar (accuracy) p (Holm)")):
         family = holm(saved[raw].to_numpy(float))
         np.testing.assert_allclose(saved[adjusted].to_numpy(float), family)
         assert [r[head] for r in shown] == [f"{p:.4f}" for p in family]
     text = section(made["md"], "Paired comparisons")
     assert "Holm-adjusted across the 4 pairs shown" in text and "2000 resamples, seed 0" in text
+    assert "unadjusted 95 % paired stratified bootstrap CIs" in text and "a family of 8 intervals, 2 per pair" in text
+    assert "Labels fixed in the resamples" in text  # these runs left no scores.csv
     assert "different human labels are not compared" in text
 
 

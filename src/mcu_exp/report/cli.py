@@ -207,7 +207,8 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
         theta = files.curves(thr_ids, THETA_GRID)  # runs whose proxy has a similarity (P2)
         scored = measures.measures_part(rows, keys, measures.read_measures(files, rows.index.tolist()),
                                         display.scope(rows))
-        paired = comparisons.comparison_part(rows, keys, comparisons.read_per_program(files, rows.index.tolist()))
+        paired = comparisons.comparison_part(rows, keys, comparisons.read_per_program(files, rows.index.tolist()),
+                                             calibrations=comparisons.read_calibrations(files, rows))
     pngs = report_figures(rows, keys, thr, eps, subgroup, theta)
     extra = [Section(title, part.table, part.caption, part.notes)
              for title, part in ((measures.TITLE, scored), (comparisons.TITLE, paired)) if part is not None]

@@ -2,7 +2,11 @@
 
 For the configurations whose run left a ``per_program.csv`` with a ``score`` column (at most
 :data:`MAX_COMPARED`, in table order), :func:`mcu_exp.evaluation.paired.compare_many` gives
-every pair's ΔF1 and ΔAUC(score) with paired bootstrap CIs, DeLong's and McNemar's tests.
+every pair's ΔF1 and ΔAUC(score) with paired bootstrap CIs, DeLong's and McNemar's tests. A run
+whose ``scores.csv`` and decision settings (the rule, ε, quantile and θ columns) allow it is
+recalibrated in each resample, as its own intervals are
+(:mod:`mcu_exp.evaluation.paired_recalibration`); the others keep their labels fixed, and a note
+says which.
 Only runs scored against the same human labels are compared: the configurations are first
 put in groups whose human labels agree on every shared program (:func:`label_groups`, with
 :func:`~mcu_exp.evaluation.paired.pair`'s check), pairs are formed within each group, and
@@ -18,11 +22,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from mcu_exp.names import HUMAN_LABEL, LABEL, PER_PROGRAM_FILE, PROGRAM_ID, SCORE
+from mcu_exp.names import HUMAN_LABEL, LABEL, PER_PROGRAM_FILE, PROGRAM_ID, SCORE, SCORES_FILE
 from mcu_exp.report.display import cell, count_text, p_text
 from mcu_exp.report.identity import row_label
 
 if TYPE_CHECKING:
+    from mcu_exp.evaluation.paired_recalibration import RunCalibration
     from mcu_exp.report.sources import RunFiles
 
 TITLE = "Paired comparisons"
@@ -51,6 +56,20 @@ def read_per_program(files: RunFiles, run_ids: Sequence[str]) -> dict[str, pd.Da
         frame = files.table(run_id, PER_PROGRAM_FILE, PROGRAM_ID)
         if frame is not None:
             found[run_id] = frame
+    return found
+
+
+def read_calibrations(files: RunFiles, rows: pd.DataFrame) -> dict[str, RunCalibration]:
+    """Each run's ``scores.csv`` with its decision settings (the rows' rule, epsilon, quantile and
+    theta columns) by run id; runs without either are absent (their labels stay fixed)."""
+    from mcu_exp.evaluation.paired_recalibration import SETTINGS, RunCalibration, decision_from
+
+    found = {}
+    for run_id in rows.index:
+        decision = decision_from({key: rows.at[run_id, key] for key in SETTINGS if key in rows.columns})
+        scores = files.table(run_id, SCORES_FILE, PROGRAM_ID) if decision is not None else None
+        if scores is not None and decision is not None:
+            found[run_id] = RunCalibration(scores, decision)
     return found
 
 
@@ -95,15 +114,15 @@ def label_groups(frames: Mapping[str, pd.DataFrame]) -> tuple[list[list[str]], d
     return groups, why
 
 
-def compare_group(frames: Mapping[str, pd.DataFrame], resamples: int, seed: int,
-                  notes: list[str]) -> pd.DataFrame:
+def compare_group(frames: Mapping[str, pd.DataFrame], resamples: int, seed: int, notes: list[str],
+                  calibrations: Mapping[str, RunCalibration] | None = None) -> pd.DataFrame:
     """:func:`~mcu_exp.evaluation.paired.compare_many` of one group; should a pair still not
     pair (program ids repeated in a table…), every pair on its own, the failing ones skipped
     with a note."""
     from mcu_exp.evaluation.paired import PairingError, compare_many
 
     try:
-        return compare_many(frames, resamples, seed, CONFIDENCE)
+        return compare_many(frames, resamples, seed, CONFIDENCE, calibrations)
     except PairingError:
         pass
     names = list(frames)
@@ -111,17 +130,18 @@ def compare_group(frames: Mapping[str, pd.DataFrame], resamples: int, seed: int,
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             try:
-                parts.append(compare_many({a: frames[a], b: frames[b]}, resamples, seed, CONFIDENCE))
+                parts.append(compare_many({a: frames[a], b: frames[b]}, resamples, seed, CONFIDENCE, calibrations))
             except PairingError as exc:
                 notes.append(f"{a} vs {b}: not compared ({exc}).")
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def comparison_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str, pd.DataFrame],
-                    most: int = MAX_COMPARED, resamples: int = RESAMPLES, seed: int = SEED) -> ComparisonPart | None:
+                    most: int = MAX_COMPARED, resamples: int = RESAMPLES, seed: int = SEED,
+                    calibrations: Mapping[str, RunCalibration] | None = None) -> ComparisonPart | None:
     """The section over ``rows`` (the report's configurations, newest run each, in table
-    order) and their runs' per-program tables ``found`` by run id; None when fewer than two
-    configurations have a score."""
+    order) and their runs' per-program tables ``found`` by run id (``calibrations``: the runs to
+    recalibrate in the resamples, by run id); None when fewer than two configurations have a score."""
     from mcu_exp.evaluation.paired import holm
 
     labels = unique_labels(rows, keys)
@@ -154,7 +174,8 @@ def comparison_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str,
         if len(group) < 2:
             notes.append(f"{group[0]}: no other configuration shares its human labels; not compared.")
             continue
-        table = compare_group({n: frames[n] for n in group}, resamples, seed, notes)
+        by_name = {n: (calibrations or {})[run_ids[n]] for n in group if run_ids[n] in (calibrations or {})}
+        table = compare_group({n: frames[n] for n in group}, resamples, seed, notes, by_name)
         if not table.empty:
             parts.append(table.assign(labels=i))
     numbers = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
@@ -165,12 +186,35 @@ def comparison_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str,
     numbers.insert(3, "run_id_b", [run_ids[b] for b in numbers["run_b"]])
     front = ["labels", "run_a", "run_b", "run_id_a", "run_id_b"]
     numbers = numbers[front + [c for c in numbers.columns if c not in front]]
+    notes.extend(labels_notes(numbers))
+    pairs = len(numbers)
     caption = (f"A − B on the programs both runs scored, paired program by program: ΔF1 and ΔAUC (score) with "
-               f"{100 * CONFIDENCE:g} % paired stratified bootstrap CIs ({resamples} resamples, seed {seed}); DeLong's "
-               "test of ΔAUC (score) and McNemar's test of the labels' accuracy, p-values Holm-adjusted across the "
-               f"{len(numbers)} pair{'' if len(numbers) == 1 else 's'} shown. Only configurations scored against the "
-               f"same human labels are compared. All numbers, raw p-values included, are in {COMPARISONS_FILE}.")
+               f"unadjusted {100 * CONFIDENCE:g} % paired stratified bootstrap CIs ({resamples} resamples, seed "
+               f"{seed}; a family of {2 * pairs} intervals, 2 per pair, none widened for multiplicity; calibrated "
+               "runs recalibrated in each resample); DeLong's test of ΔAUC (score) and McNemar's test of the labels' "
+               f"accuracy, p-values Holm-adjusted across the {pairs} pair{'' if pairs == 1 else 's'} shown (each "
+               "test its own family). Only configurations scored against the same human labels are compared. All "
+               f"numbers, raw p-values included, are in {COMPARISONS_FILE}.")
     return ComparisonPart(display_comparisons(numbers, len(groups) > 1), caption, notes, numbers)
+
+
+def labels_notes(numbers: pd.DataFrame) -> list[str]:
+    """Which compared runs were recalibrated in the resamples and which kept their labels."""
+    if numbers.empty or "ci_labels_a" not in numbers.columns:
+        return []
+    from mcu_exp.evaluation.paired_recalibration import RECALIBRATED
+
+    state = dict(zip(numbers["run_a"], numbers["ci_labels_a"], strict=True))
+    state.update(zip(numbers["run_b"], numbers["ci_labels_b"], strict=True))
+    recalibrated = [name for name, how in state.items() if how == RECALIBRATED]
+    kept = [name for name, how in state.items() if how != RECALIBRATED]
+    lines = []
+    if recalibrated:
+        lines.append(f"Recalibrated in each resample (τ recomputed from its scores.csv): {'; '.join(recalibrated)}.")
+    if kept:
+        lines.append(f"Labels fixed in the resamples (no scores.csv or settings that give back the run's labels, "
+                     f"or no calibrated threshold): {'; '.join(kept)}.")
+    return lines
 
 
 def display_comparisons(numbers: pd.DataFrame, by_labels: bool) -> pd.DataFrame:
@@ -191,7 +235,7 @@ def display_comparisons(numbers: pd.DataFrame, by_labels: bool) -> pd.DataFrame:
             "ΔAUC (score)": cell("auc_score", num(row, "delta_auc_score"), num(row, "delta_auc_score_ci_low"),
                                  num(row, "delta_auc_score_ci_high")),
             "DeLong p (Holm)": p_text(num(row, "delong_p_holm")),
-            "McNemar p (Holm)": p_text(num(row, "mcnemar_p_holm")),
+            "McNemar (accuracy) p (Holm)": p_text(num(row, "mcnemar_p_holm")),
         })
         out.append(item)
     return pd.DataFrame(out)
