@@ -7,6 +7,7 @@ tests/llm/remote, driven by the real ``openai`` client."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 import json
@@ -14,6 +15,7 @@ import multiprocessing as mp
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -342,3 +344,49 @@ def test_a_server_that_drops_the_connection_mid_run_is_one_line_and_keeps_what_w
     assert message.endswith("rerun to resume once it is reachable")
     with GenerationCache(store) as again:
         assert again.get_many([key])[key].text == "kept"
+
+
+ODD = ["a\x00b", "c\ud800d", "plain"]  # a NUL byte (no PostgreSQL TEXT holds it), a lone surrogate
+
+
+def test_outputs_postgresql_cannot_hold_are_stored_once_and_served_back(store: str, server: Any,
+                                                                         tmp_path: Path) -> None:
+    cfg = dataclasses.replace(cfg_for(server), n_per_request=3)
+    server.push(fake_api.Action(body={
+        "id": "c", "object": "chat.completion", "created": 0, "model": "fake-model",
+        "usage": {"prompt_tokens": 1, "completion_tokens": 3, "total_tokens": 4},
+        "choices": [{"index": k, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
+                    for k, t in enumerate(ODD)]}))
+    request = GenerationRequest(messages=(Message("user", "odd"),), n=3, max_new_tokens=16)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OPENAI_API_KEY", fake_api.PLANTED_KEY)
+        first = CachedGenerator(cfg, tmp_path, progress=False, cache_url=store)
+        texts = first.generate([request])[0].texts
+        again = CachedGenerator(cfg, tmp_path, progress=False, cache_url=store)
+        assert again.generate([request])[0].texts == texts == ["a\x00b", "c\ufffdd", "plain"]
+    assert len(server.log) == 1 and again.stats["hits"] == 3
+    keys = sample_keys(first.identity(), request, range(3))
+    with GenerationCache(store) as cache:
+        assert [cache.get_many(keys)[k].text for k in keys] == ODD
+
+
+def test_import_and_export_carry_texts_postgresql_cannot_hold(store: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    laptop, back = tmp_path / "laptop", tmp_path / "back"
+    with GenerationCache(laptop / CACHE_FILE) as cache:
+        cache.put("k-surrogate", Sample(ODD[1], "stop", 1, 1), {"messages": "p\ud800"})
+    with sqlite3.connect(laptop / CACHE_FILE) as conn:  # as older versions wrote them: a NUL text unescaped
+        conn.execute("INSERT INTO samples VALUES ('k-nul', ?, 'stop', 1, 1, 0, ?)", (ODD[0], '{"messages":"p\\u0000"}'))
+        conn.execute("INSERT INTO requests VALUES ('r-nul', ?)", ('{"messages":"q\\u0000"}',))
+    conn.close()
+    code, out, err = cache_command(capsys, "import", str(laptop), "--url", store)
+    assert code == 0 and "samples: 2 (2 new" in out and "requests: 1 (1 new" in out, err
+    with GenerationCache(store) as shared:
+        assert {k: s.text for k, s in shared.get_many(["k-nul", "k-surrogate"]).items()} == {
+            "k-nul": ODD[0], "k-surrogate": ODD[1]}
+        assert [json.loads(r[1]) for rows in shared.rows("requests") for r in rows] == [{"messages": "q\x00"}]
+    code, out, err = cache_command(capsys, "export", str(back), "--url", store)
+    assert code == 0 and "samples: 2 (2 new" in out, err
+    with GenerationCache(back / CACHE_FILE) as copy:
+        assert {k: s.text for k, s in copy.get_many(["k-nul", "k-surrogate"]).items()} == {
+            "k-nul": ODD[0], "k-surrogate": ODD[1]}

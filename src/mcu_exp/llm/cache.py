@@ -18,9 +18,12 @@ without a rowid (each key is stored once); older files are read and written unch
 
 Failed samples (errors, filtered, empty: :attr:`Sample.failure`) go to a ``failures`` table,
 never to ``samples``, so a rerun asks for them again; a legacy empty row in ``samples`` is
-not a hit and is replaced by the next good sample. ``claims`` holds a lease per key (owner,
-PID space in ``host``, pid, expiry), so two processes sharing the file, in one container or
-several, never generate, and pay for, the same sample: see :meth:`GenerationCache.claim`.
+not a hit and is replaced by the next good sample. A text no database column can hold (a NUL
+byte, a lone surrogate) is stored as its JSON string literal, its key listed in ``escaped``
+(:mod:`mcu_exp.llm.stored_text`): a sample paid for is kept whatever it holds. ``claims``
+holds a lease per key (owner, PID space in ``host``, pid, expiry), so two processes sharing
+the file, in one container or several, never generate, and pay for, the same sample: see
+:meth:`GenerationCache.claim`.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from mcu_exp.llm.cache_keys import (  # noqa: F401  (the key helpers' first home
 from mcu_exp.llm.claims import ClaimOwner, holder_name, lease_free
 from mcu_exp.llm.contract import Sample
 from mcu_exp.llm.errors import CacheCorrupt
+from mcu_exp.llm.stored_text import escape_rows, storable, storable_json, unescape
 from mcu_exp.sql_store import (
     POSTGRESQL,
     SQLITE,
@@ -86,6 +90,9 @@ CREATE TABLE IF NOT EXISTS claims (
     pid INTEGER NOT NULL,
     expires REAL NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS escaped (
+    key TEXT PRIMARY KEY
+) WITHOUT ROWID;
 """
 # PostgreSQL: the same tables, and an index for releasing one owner's leases.
 _SCHEMA_POSTGRESQL = postgres_schema(_SCHEMA) + "CREATE INDEX IF NOT EXISTS claims_owner ON claims (owner);\n"
@@ -106,6 +113,9 @@ _PUT_SAMPLES = (
 )
 _CLAIM = ("INSERT INTO claims VALUES (?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET owner = excluded.owner, "
           "host = excluded.host, pid = excluded.pid, expires = excluded.expires")
+_IS_ESCAPED = "EXISTS (SELECT 1 FROM escaped WHERE escaped.key = samples.key)"  # text is a JSON literal
+_MARK_ESCAPED = ("INSERT INTO escaped SELECT key FROM samples WHERE key = ? AND text = ? "
+                 "ON CONFLICT DO NOTHING")  # only where the escaped text was the one stored
 _PUT_FAILURE = (
     "INSERT INTO failures VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT(key) DO UPDATE SET "
     "kind = excluded.kind, text = excluded.text, finish_reason = excluded.finish_reason, "
@@ -169,11 +179,12 @@ class GenerationCache:
     def get_many(self, keys: Iterable[str]) -> dict[str, Sample]:
         """The cached usable samples among ``keys`` (absent or legacy empty ones are left out)."""
         found: dict[str, Sample] = {}
-        sql = ("SELECT key, text, finish_reason, prompt_tokens, completion_tokens "
+        sql = (f"SELECT key, text, finish_reason, prompt_tokens, completion_tokens, {_IS_ESCAPED} "
                "FROM samples WHERE key IN ({marks})")
         with self._guard():
-            for key, text, reason, prompt_tokens, completion_tokens in self._rows(sql, list(dict.fromkeys(keys))):
-                sample = Sample(text, reason, prompt_tokens, completion_tokens)
+            for key, text, reason, prompt_tokens, completion_tokens, escaped in self._rows(
+                    sql, list(dict.fromkeys(keys))):
+                sample = Sample(unescape(text) if escaped else text, reason, prompt_tokens, completion_tokens)
                 if sample.failure is None:
                     found[key] = sample
         return found
@@ -198,7 +209,8 @@ class GenerationCache:
     def put_many(self, rows: Iterable[tuple[str, Sample, Mapping[str, Any] | None]]) -> int:
         """Store ``(key, sample, parts)`` rows in one transaction (all or none); how many
         usable samples were written. Each row is handled as :meth:`put` handles one."""
-        rows = [(key, sample, canonical_json(parts or {})) for key, sample, parts in rows]
+        rows = [(key, sample, storable_json(canonical_json(parts or {}), parts or {}))
+                for key, sample, parts in rows]
         with self._guard(), self._transaction():
             return self._write(rows)
 
@@ -213,9 +225,9 @@ class GenerationCache:
         new: dict[str, str] = {}
         for parts, samples in responses:
             blob = canonical_json(parts)
-            rid = hashlib.sha256(blob.encode()).hexdigest()[:16]
+            rid = hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]
             if rid not in self._stored_requests:
-                new[rid] = blob
+                new[rid] = storable_json(blob, parts)
             rows += [(key, sample, f'{{"index":{int(index)},"request":"{rid}"}}') for key, index, sample in samples]
         with self._guard(), self._transaction():
             items = sorted(new.items())
@@ -233,6 +245,7 @@ class GenerationCache:
 
         A key met twice keeps its first usable sample (as a second put of it would); rows go in
         key order, so two PostgreSQL writers overlapping on some keys lock them in one order.
+        A text no database can hold is stored escaped (:mod:`mcu_exp.llm.stored_text`).
         """
         now = time.time()
         stored = int(now)  # a sample's time in whole seconds: 4 bytes a row where a float takes 8
@@ -240,7 +253,8 @@ class GenerationCache:
         for key, s, blob in rows:
             if s.failure is None and key not in good:
                 good[key] = (key, s.text, s.finish_reason, s.prompt_tokens, s.completion_tokens, stored, blob)
-        bad = [(key, s.failure, s.text, s.finish_reason, s.prompt_tokens, s.completion_tokens, now, blob)
+        escaped = escape_rows(good, 1)
+        bad = [(key, s.failure, storable(s.text), s.finish_reason, s.prompt_tokens, s.completion_tokens, now, blob)
                for key, s, blob in rows if s.failure is not None]
         ordered = [good[key] for key in sorted(good)] if self._db.dialect == POSTGRESQL else list(good.values())
         written = 0
@@ -253,6 +267,7 @@ class GenerationCache:
             self._db.execute(f"DELETE FROM failures WHERE key IN ({','.join('?' * len(part))})",
                              [row[0] for row in part])
         self._db.executemany(_PUT_FAILURE, bad)
+        self._db.executemany(_MARK_ESCAPED, escaped)
         return written
 
     @contextmanager
@@ -318,11 +333,17 @@ class GenerationCache:
         columns :meth:`add_rows` takes; legacy blank samples are left out."""
         if table not in EXPORTED:
             raise ValueError(f"unknown generation cache table {table!r}")
-        sql = EXPORTED[table] + (f" WHERE NOT {self._blank}" if table == "samples" else "")
+        samples = table == "samples"
+        sql = EXPORTED[table]
+        if samples:
+            sql = sql.replace(" FROM", f", {_IS_ESCAPED} FROM") + f" WHERE NOT {self._blank}"
         with self._guard():
             cursor = self._db.execute(sql)
             while batch := cursor.fetchmany(size):
-                yield [tuple(row) for row in batch]
+                if samples:  # the texts themselves, escaped again by the destination where needed
+                    yield [(row[0], unescape(row[1]) if row[-1] else row[1], *row[2:-1]) for row in batch]
+                else:
+                    yield [tuple(row) for row in batch]
 
     def count(self, table: str) -> int:
         """How many rows ``table`` (one of :data:`EXPORTED`) holds."""
@@ -337,15 +358,18 @@ class GenerationCache:
         if table not in EXPORTED:
             raise ValueError(f"unknown generation cache table {table!r}")
         unique = {row[0]: row for row in reversed(rows)}  # one row a key (the first), in key order
+        samples = table == "samples"
+        escaped = escape_rows(unique, 1) if samples else []
         ordered = [unique[key] for key in sorted(unique)]
         added = 0
         with self._guard(), self._transaction():
             for start in range(0, len(ordered), _ROWS):
                 part = ordered[start : start + _ROWS]
                 values = ",".join(["(" + ",".join("?" * len(part[0])) + ")"] * len(part))
-                sql = (_PUT_SAMPLES.format(values=values, blank=self._blank) if table == "samples"
+                sql = (_PUT_SAMPLES.format(values=values, blank=self._blank) if samples
                        else f"INSERT INTO requests VALUES {values} ON CONFLICT DO NOTHING")
                 added += max(self._db.execute(sql, [v for row in part for v in row]).rowcount, 0)
+            self._db.executemany(_MARK_ESCAPED, escaped)
         return added
 
     def __len__(self) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from mcu_exp.llm.cache import CACHE_FILE as CACHE_FILE  # where it used to live
 from mcu_exp.llm.cache import ClaimOwner, GenerationCache, open_generation_cache, request_parts, sample_keys
 from mcu_exp.llm.contract import Backend, GenerationRequest, GenerationResult, Message, Sample, SampleJob
 from mcu_exp.llm.errors import BackendError
+from mcu_exp.llm.stored_text import valid_text
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
@@ -67,6 +69,13 @@ def request_for(model_cfg: ModelConfig, messages: Sequence[Message], n: int, see
         stop=tuple(str(s) for s in (model_cfg.stop or ())),
         seed=int(seed),
     )
+
+
+def _valid(sample: Sample) -> Sample:
+    """``sample`` as the pipeline reads it: a lone surrogate (kept as sent in the cache) becomes
+    U+FFFD, since no tokenizer, file or prompt takes one."""
+    text = valid_text(sample.text)
+    return sample if text == sample.text else replace(sample, text=text)
 
 
 class CachedGenerator:
@@ -175,7 +184,7 @@ class CachedGenerator:
         log.info("generate: %d samples, %d from cache, %d generated, %d errors, %d filtered, %d empty",
                  total, hits, self.stats["generated"], self.stats["errors"], self.stats["filtered"],
                  self.stats["empty"])
-        return [GenerationResult(r, [s for s in ss if s is not None]) for r, ss in zip(requests, slots)]
+        return [GenerationResult(r, [_valid(s) for s in ss if s is not None]) for r, ss in zip(requests, slots)]
 
     def _lookup(self, identity: dict[str, Any], requests: Sequence[GenerationRequest],
                 slots: list[list[Sample | None]]) -> dict[str, list[tuple[int, int]]]:
