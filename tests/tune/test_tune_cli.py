@@ -73,11 +73,16 @@ def test_run_id_reads_the_runs_artifact_and_decision_params(tmp_path: Path, caps
 @pytest.mark.parametrize("content,message", [
     ("program_id,human_label,alpha_test\np,1,0.2\n", "missing column(s) alpha_cal"),
     ("program_id,human_label,alpha_cal,alpha_test\na,1,0.1,0.1\nb,2,0.1,0.1\n", "line 3: human_label must be 0 or 1"),
+    # four programs, one of them twice: not n = 5
+    ("program_id,human_label,alpha_cal,alpha_test\na,1,0.1,0.1\nb,0,0.3,0.3\nc,1,0.1,0.2\nd,0,0.2,0.4\n"
+     "a,1,0.1,0.1\n", "program ids repeat (a); expected each program once"),
+    (b"program_id,human_label,alpha_cal,alpha_test\na,1,0.1,0.1\n\xe9,0,0.2,0.2\n", ":3: not UTF-8 text (byte 0xe9"),
+    ("", "empty file, expected a CSV table"),
 ])
-def test_bad_files_fail_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str,
+def test_bad_files_fail_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | bytes,
                                     message: str) -> None:
     bad = tmp_path / "bad.csv"
-    bad.write_text(content)
+    bad.write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.raises(SystemExit) as exc:
         main(["--per-program", str(bad)])
     assert exc.value.code == 2

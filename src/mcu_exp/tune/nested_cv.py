@@ -18,6 +18,7 @@ are used (α_cal, α_test and human labels of a finished run); no model is loade
 from __future__ import annotations
 
 import hashlib
+import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,16 +55,31 @@ class Scores:
 
 def read_per_program(path: str | Path) -> Scores:
     """Scores from a run's ``scores.csv`` (or any CSV with its columns); rows without a human label or α are dropped
-    (and counted). A missing column or a non-0/1 label is a one-line ValueError."""
+    (and counted). A file that is not UTF-8 or not a CSV table, a missing column, a program id met twice
+    (each program would count twice in F1 and the folds) or a non-0/1 label is a one-line ValueError."""
+    from mcu_exp.data.files import read_text
+
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such per-program file")
-    frame = pd.read_csv(path)
+    try:
+        frame = pd.read_csv(io.StringIO(read_text(path)))
+    except pd.errors.ParserError as exc:
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise ValueError(f"{path}: not a CSV table ({first})") from None
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path}: empty file, expected a CSV table with columns "
+                         f"{', '.join(REQUIRED_COLUMNS)}") from None
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; the scores.csv of a P1/P2 "
                          f"run has {', '.join(REQUIRED_COLUMNS)}")
     ids = frame["program_id"].astype(str) if "program_id" in frame.columns else frame.index.astype(str)
+    repeated = ids[ids.duplicated()].unique().tolist()
+    if repeated:
+        shown = ", ".join(repeated[:5]) + (f" and {len(repeated) - 5} more" if len(repeated) > 5 else "")
+        raise ValueError(f"{path}: program ids repeat ({shown}); expected each program once, as in a run's "
+                         "scores.csv")
     numeric = frame[list(REQUIRED_COLUMNS)].apply(pd.to_numeric, errors="coerce")
     keep = numeric.notna().all(axis=1).to_numpy()
     labels = numeric["human_label"].to_numpy()[keep]
