@@ -45,9 +45,10 @@ def measures_frame(seed: int, group: str) -> pd.DataFrame:
     rows = {}
     for column, r in [*((m, rng) for m in MEASURES), *((c, code_rng) for c in ("code.loc", "code.cyclomatic")),
                       ("dataset.readability", code_rng)]:
-        auc, rho = r.uniform(0.4, 0.8), r.uniform(-0.2, 0.5)
+        auc, rho, prr = r.uniform(0.4, 0.8), r.uniform(-0.2, 0.5), r.uniform(-0.3, 0.4)
         rows[column] = {"n": N, "auc_score": auc, "auc_score_ci_low": auc - 0.1, "auc_score_ci_high": auc + 0.1,
                         "spearman": rho, "spearman_ci_low": rho - 0.15, "spearman_ci_high": rho + 0.15,
+                        "prr": prr, "prr_ci_low": prr - 0.39, "prr_ci_high": prr + 0.39, "prr_perm_p": 0.25,
                         "spearman_vs": "correctness"}
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame.index.name = "column"
@@ -123,6 +124,8 @@ def test_measure_cells_are_the_csv_values_formatted(made: dict[str, Any]) -> Non
                                                   values["auc_score_ci_high"])
             assert row["Spearman ρ"] == interval(values["spearman"], values["spearman_ci_low"],
                                                  values["spearman_ci_high"])
+            assert row["PRR"] == interval(values["prr"], values["prr_ci_low"], values["prr_ci_high"])
+            assert row["p (PRR)"] == "0.250"
             assert row["n"] == str(N)
     assert not any(r["measure"].startswith("dataset.") for r in rows)  # only in the CSV
 

@@ -2,8 +2,8 @@
 
 Each job writes ``measures.csv`` (index ``column``; one row per ``measure.*`` uncertainty
 measure of a P1 run, per ``code.*`` code metric and per ``dataset.*`` metric of the dataset;
-columns n, auc_score, spearman with their CI bounds and ``spearman_vs``; see
-:mod:`mcu_exp.evaluation.measure_table`). The section shows, for each configuration of the
+columns n, auc_score, spearman and prr with their CI bounds, prr_perm_p, ``spearman_vs`` and
+``direction``; see :mod:`mcu_exp.evaluation.measure_table`). The section shows, for each configuration of the
 report (its newest run), its ``measure.*`` rows, then the ``code.*`` baselines once: they
 depend only on the programs and the human labels, so they are taken from the first run and
 shown per label set only when runs on different labels disagree. ``dataset.*`` rows go only
@@ -27,9 +27,12 @@ if TYPE_CHECKING:
 
 TITLE = "Uncertainty measures and code-metric baselines"
 AUC, SPEARMAN = "auc_score", "spearman"
+PRR, PRR_P = "prr", "prr_perm_p"
 VALUE_COLUMNS = ("n", AUC, f"{AUC}_ci_low", f"{AUC}_ci_high", SPEARMAN, f"{SPEARMAN}_ci_low",
-                 f"{SPEARMAN}_ci_high", "spearman_vs")
+                 f"{SPEARMAN}_ci_high", PRR, f"{PRR}_ci_low", f"{PRR}_ci_high", PRR_P, "spearman_vs", "direction")
 CODE_LABEL = "code metrics"
+DIRECTION_NOTE = (", scored as −value: each metric's declared direction, higher = harder to understand, so AUC > "
+                  "0.5 means as the literature expects; raw values in runs whose measures.csv has no direction column")
 LABEL_KEYS = ("dataset", "labels_group")  # keys that name a label set (with params.labels.*, params.dataset.*)
 
 
@@ -68,7 +71,9 @@ def _text_rows(label: str, frame: pd.DataFrame, vs_column: bool) -> list[dict[st
 
         item = {"configuration": label, "measure": str(column), "n": count_text(num("n")),
                 "AUC (score)": cell(AUC, num(AUC), num(f"{AUC}_ci_low"), num(f"{AUC}_ci_high")),
-                "Spearman ρ": cell(SPEARMAN, num(SPEARMAN), num(f"{SPEARMAN}_ci_low"), num(f"{SPEARMAN}_ci_high"))}
+                "Spearman ρ": cell(SPEARMAN, num(SPEARMAN), num(f"{SPEARMAN}_ci_low"), num(f"{SPEARMAN}_ci_high")),
+                "PRR": cell(SPEARMAN, num(PRR), num(f"{PRR}_ci_low"), num(f"{PRR}_ci_high")),
+                "p (PRR)": cell(PRR_P, num(PRR_P))}
         if vs_column:
             item["ρ vs"] = str(row.get("spearman_vs", "—"))
         out.append(item)
@@ -113,7 +118,7 @@ def measures_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str, p
     if len(sets) == 1:
         (owners,) = sets.values()
         text += _text_rows(CODE_LABEL, codes[owners[0]], len(vs) > 1)
-        baseline = (f" Code-metric baselines (code.*, raw values) depend only on the programs and the human labels: "
+        baseline = (f" Code-metric baselines (code.*{DIRECTION_NOTE}) depend only on the programs and the human labels: "
                     f"shown once, taken from the first run ({labels[owners[0]]})"
                     + ("; every other run with a measures.csv has the same." if len(owners) > 1 else "."))
     elif sets:
@@ -122,7 +127,7 @@ def measures_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str, p
             text += _text_rows(named, codes[owners[0]], len(vs) > 1)
             notes.append(f"{named}: taken from {labels[owners[0]]}"
                          + (f"; identical in {', '.join(labels[r] for r in owners[1:])}." if owners[1:] else "."))
-        baseline = (f" Code-metric baselines (code.*, raw values) depend only on the programs and the human labels; "
+        baseline = (f" Code-metric baselines (code.*{DIRECTION_NOTE}) depend only on the programs and the human labels; "
                     f"the runs hold {len(sets)} different sets of them (different labels), each shown once, "
                     "taken from the first run that has it.")
     else:
@@ -133,8 +138,9 @@ def measures_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str, p
                      f"(runs from before measures were logged), left out: {'; '.join(missing)}.")
     caption = (f"{scope}. Uncertainty measures (measure.*: −uncertainty, higher = more understandable) of each "
                "configuration's run, as scores against the human labels: AUC (score) and Spearman ρ with the "
-               f"humans' {' or '.join(vs) or 'correctness'}, value [95 % stratified bootstrap CI] as the run "
-               f"computed them; n: programs.{baseline} The dataset's own metrics (dataset.*) and every row are in "
+               f"humans' {' or '.join(vs) or 'correctness'}, and PRR (prediction rejection ratio, 0 = random), "
+               "value [95 % stratified bootstrap CI] as the run computed them, with PRR's two-sided permutation "
+               f"p-value against 0 (— for runs from before PRR had an interval); n: programs.{baseline} The dataset's own metrics (dataset.*) and every row are in "
                f"{MEASURES_FILE}.")
     return MeasuresPart(pd.DataFrame(text), caption, notes, measures_csv(rows, keys, found))
 
