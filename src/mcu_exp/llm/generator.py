@@ -14,7 +14,9 @@ Before generating, the generator leases the missing keys in the cache (renewed w
 works, released when it ends): a second process on the same file waits for those samples
 instead of paying for them again, and takes over the leases of a process that died. Failed
 samples (errors, filtered, empty) are returned marked (:attr:`Sample.failure`) and recorded
-as failures, so the next run retries them.
+as failures, so the next run retries them. A backend that says ``keeps_spares`` (the batch
+backend) also hands over samples it received that no request here asked for (a recorded
+batch made for a larger run): they are stored too, so nothing paid for is thrown away.
 """
 
 from __future__ import annotations
@@ -245,7 +247,12 @@ class CachedGenerator:
         keys: dict[int, dict[int, str]] = {}  # job -> sample index -> key
         shared: dict[int, dict[str, Any]] = {}  # job -> its request's key parts
         batches = getattr(backend, "stream_batches", None)
-        stream = batches(jobs) if callable(batches) else backend.stream(jobs)
+        if callable(batches):
+            stream = batches(jobs)
+        elif getattr(backend, "keeps_spares", False):
+            stream = backend.stream(jobs, spare=self._store_spares)  # type: ignore[call-arg]
+        else:
+            stream = backend.stream(jobs)
         try:
             for batch in stream if callable(batches) else ([item] for item in stream):
                 responses: dict[int, list[tuple[str, int, Sample]]] = {}
@@ -284,6 +291,11 @@ class CachedGenerator:
         if received < asked:
             raise BackendError(f"backend {identity.get('backend')!r} returned {asked - received} fewer samples "
                                "than requested")
+
+    def _store_spares(self, parts: Mapping[str, Any], rows: Sequence[tuple[str, int, Sample]]) -> None:
+        """Store samples of one request that the backend received though no request here asked for them."""
+        written = self.cache.put_responses([(parts, rows)])
+        log.info("stored %d samples no request of this run asked for (a recorded batch held them)", written)
 
     def close(self) -> None:
         """Close the cache connection."""

@@ -7,6 +7,12 @@ A batch stays in progress for ``polls_to_end`` polls, then ends with ``end_state
 batch expired or cancelled: only the items in ``partial`` answered). Items whose prompt is
 in ``fail_prompts`` end failed (``fail_kind``: ``error`` or ``expired``), once each. Answers
 name the prompt, the seed and the candidate, as the interactive fake server's do.
+
+Faults at creation: the next ``slow_creates`` create calls make their batch, then answer only
+after ``create_delay_s`` (past a client's timeout: the provider accepted a batch the client
+never heard of); the next ``refused_creates`` answer 503 without making one. Each provider's
+list call shows the batches with the tag they were given (OpenAI ``metadata``, Gemini
+``displayName``; Anthropic has none, its custom ids carry it).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import email.policy
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,6 +41,8 @@ class Batch:
     id: str
     provider: str
     items: list[tuple[str, dict[str, Any]]]
+    tag: Any = None  # OpenAI metadata, Gemini displayName
+    created: float = 0.0
     polls: int = 0
     results: list[dict[str, Any]] | None = None  # built when it ends
     state: str = "running"
@@ -55,6 +64,9 @@ class BatchServer:
     fail_prompts: set[str] = field(default_factory=set)
     fail_kind: str = "error"
     poll_status: int = 200  # a non-200 answers every poll with that HTTP status, echoing the key
+    slow_creates: int = 0  # the next creates make their batch but answer after create_delay_s
+    create_delay_s: float = 1.5
+    refused_creates: int = 0  # the next creates answer 503 and make nothing
     batches: dict[str, Batch] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
     log: list[Logged] = field(default_factory=list)
@@ -88,6 +100,14 @@ class BatchServer:
         """The batch-creating requests received."""
         return [e for e in self.log if e.method == "POST" and re.search(r"/batches$|:batchGenerateContent$", e.path)]
 
+    def paid(self) -> int:
+        """Samples asked for in every batch created (what the provider bills)."""
+        total = 0
+        for batch in self.batches.values():
+            for _, body in batch.items:
+                total += int(body.get("n") or body.get("generationConfig", {}).get("candidateCount") or 1)
+        return total
+
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
@@ -101,13 +121,24 @@ class BatchServer:
         with self.lock:
             self.log.append(Logged(method, path, key))
             self.last_key = key
-            status, body, ctype = self._route(method, path, raw, h.headers.get("Content-Type", ""))
+            create = method == "POST" and bool(re.search(r"/batches$|:batchGenerateContent$", path))
+            if create and self.refused_creates:
+                self.refused_creates -= 1
+                status, body, ctype = 503, {"error": {"message": "overloaded", "code": 503}}, "application/json"
+            else:
+                status, body, ctype = self._route(method, path, raw, h.headers.get("Content-Type", ""))
+            delay = self.create_delay_s if create and status == 200 and self.slow_creates else 0.0
+            self.slow_creates -= 1 if delay else 0
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        h.send_response(status)
-        h.send_header("Content-Type", ctype)
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
+        time.sleep(delay)
+        try:
+            h.send_response(status)
+            h.send_header("Content-Type", ctype)
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client gave up waiting
 
     def _route(self, method: str, path: str, raw: bytes, ctype: str) -> tuple[int, Any, str]:
         js = "application/json"
@@ -119,15 +150,19 @@ class BatchServer:
                          "filename": "batch.jsonl", "purpose": "batch", "status": "processed"}, js
         if method == "POST" and path == "/v1/batches":
             lines = [json.loads(x) for x in self.files[json.loads(raw)["input_file_id"]].decode().splitlines() if x]
-            batch = self._new("openai", [(x["custom_id"], x["body"]) for x in lines])
+            batch = self._new("openai", [(x["custom_id"], x["body"]) for x in lines], json.loads(raw).get("metadata"))
             return 200, self._openai_batch(batch), js
         if method == "POST" and path == "/v1/messages/batches":
             batch = self._new("anthropic", [(x["custom_id"], x["params"]) for x in json.loads(raw)["requests"]])
             return 200, self._anthropic_batch(batch), js
         if method == "POST" and path.endswith(":batchGenerateContent"):
-            reqs = json.loads(raw)["batch"]["inputConfig"]["requests"]["requests"]
-            batch = self._new("google", [((r.get("metadata") or {}).get("custom_id", ""), r["request"]) for r in reqs])
+            spec = json.loads(raw)["batch"]
+            reqs = spec["inputConfig"]["requests"]["requests"]
+            batch = self._new("google", [((r.get("metadata") or {}).get("custom_id", ""), r["request"]) for r in reqs],
+                              spec.get("displayName"))
             return 200, self._google_batch(batch), js
+        if method == "GET" and path in ("/v1/batches", "/v1/messages/batches", "/v1beta/batches"):
+            return 200, self._listing(path), js
         match = re.fullmatch(r"/v1/files/([^/]+)/content", path)
         if method == "GET" and match:
             return 200, self.files[match.group(1)], "application/octet-stream"
@@ -149,10 +184,22 @@ class BatchServer:
             return 200, view[batch.provider](batch), js
         return 404, {"error": {"message": f"no route {method} {path}", "code": 404}}, js
 
-    def _new(self, provider: str, items: list[tuple[str, dict[str, Any]]]) -> Batch:
+    def _new(self, provider: str, items: list[tuple[str, dict[str, Any]]], tag: Any = None) -> Batch:
         batch_id = {"openai": "batch_", "anthropic": "msgbatch_", "google": "g"}[provider] + str(len(self.log))
-        self.batches[batch_id] = batch = Batch(batch_id, provider, items)
+        self.batches[batch_id] = batch = Batch(batch_id, provider, items, tag, time.time())
         return batch
+
+    def _listing(self, path: str) -> dict[str, Any]:
+        """Every batch of the provider ``path`` lists, newest first, on one page."""
+        provider = {"/v1/batches": "openai", "/v1/messages/batches": "anthropic"}.get(path, "google")
+        found = sorted((b for b in self.batches.values() if b.provider == provider), key=lambda b: -b.created)
+        if provider == "google":
+            return {"operations": [self._google_batch(b) for b in found]}
+        view = self._openai_batch if provider == "openai" else self._anthropic_batch
+        data = [view(b) for b in found]
+        ids = [b.id for b in found]
+        return {"object": "list", "data": data, "has_more": False, "first_id": ids[0] if ids else None,
+                "last_id": ids[-1] if ids else None}
 
     def _advance(self, batch: Batch) -> None:
         batch.polls += 1
@@ -173,7 +220,8 @@ class BatchServer:
     # -- provider views of a batch ------------------------------------------------------
     def _openai_batch(self, batch: Batch) -> dict[str, Any]:
         view: dict[str, Any] = {"id": batch.id, "object": "batch", "endpoint": "/v1/chat/completions",
-                                "completion_window": "24h", "created_at": 0, "input_file_id": "file-in",
+                                "completion_window": "24h", "created_at": int(batch.created),
+                                "input_file_id": "file-in", "metadata": batch.tag,
                                 "status": "in_progress" if batch.state == "running" else batch.state}
         if batch.results is not None:
             good = [r for r in batch.results if r.get("error") is None]
@@ -187,16 +235,21 @@ class BatchServer:
 
     def _anthropic_batch(self, batch: Batch) -> dict[str, Any]:
         ended = batch.results is not None
-        return {"id": batch.id, "type": "message_batch", "created_at": "2026-01-01T00:00:00Z",
-                "expires_at": "2026-01-02T00:00:00Z", "processing_status": "ended" if ended else "in_progress",
-                "request_counts": {"processing": 0 if ended else len(batch.items), "succeeded": 0, "errored": 0,
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch.created))
+        return {"id": batch.id, "type": "message_batch", "created_at": created,
+                "expires_at": "2099-01-02T00:00:00Z", "processing_status": "ended" if ended else "in_progress",
+                "request_counts": {"processing": 0 if ended else len(batch.items),
+                                   "succeeded": len(batch.items) if ended else 0, "errored": 0,
                                    "canceled": 0, "expired": 0},
                 "results_url": f"{self.url}/v1/messages/batches/{batch.id}/results" if ended else None}
 
     def _google_batch(self, batch: Batch) -> dict[str, Any]:
         states = {"running": "BATCH_STATE_RUNNING", "completed": "BATCH_STATE_SUCCEEDED",
                   "expired": "BATCH_STATE_EXPIRED", "cancelled": "BATCH_STATE_CANCELLED"}
-        meta: dict[str, Any] = {"name": f"batches/{batch.id}", "state": states[batch.state]}
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch.created))
+        meta: dict[str, Any] = {"name": f"batches/{batch.id}", "state": states[batch.state], "createTime": created}
+        if batch.tag is not None:
+            meta["displayName"] = batch.tag
         if batch.results is not None:
             meta["output"] = {"inlinedResponses": {"inlinedResponses": batch.results}}
         return {"name": f"batches/{batch.id}", "metadata": meta}

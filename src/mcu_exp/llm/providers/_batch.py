@@ -5,10 +5,17 @@ price for requests answered within a day. :class:`BatchBackend` implements the s
 :class:`~mcu_exp.llm.contract.Backend` protocol as the interactive backend, so the generator
 and its cache are unchanged: ``stream(jobs)`` splits the missing samples into requests
 exactly as the interactive backend would (same body, same per-index seeds), packs them into
-batches within the provider's limits (requests and bytes), records every accepted batch in
-:class:`~mcu_exp.llm.providers._batch_store.BatchStore` before polling it, polls with
-exponential backoff, and yields each batch's samples when it ends. A rerun after a crash polls
+batches within the provider's limits (requests and bytes), records every batch in
+:class:`~mcu_exp.llm.providers._batch_store.BatchStore` under a tag before submitting it, polls
+with exponential backoff, and yields each batch's samples when it ends. A rerun after a crash polls
 the recorded batches that carry the samples it still needs, and submits only the rest.
+
+A sample is paid for once. A create call that failed without saying whether the provider made
+the batch (a timeout, a dropped connection, a 5xx) is followed by a lookup of the batch by its
+tag (:mod:`._batch_api`) before the create is sent again; a run that gave up meanwhile leaves
+the intent recorded, and the next run looks it up first. A recorded batch may hold samples the
+run reading it does not want (a smaller ``k`` or dataset, a peer holding some keys): they go to
+the cache too (``stream(jobs, spare=...)``), and the batch is closed only once all are stored.
 
 Items the provider could not answer (an error, an expired or cancelled request, a whole batch
 that failed, expired or can no longer be read) come back as failed samples (``error``), so
@@ -21,106 +28,48 @@ from __future__ import annotations
 import json
 import logging
 import os
-import random
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from mcu_exp.llm.cache import sample_key
+from mcu_exp.llm.cache import request_parts, sample_key
 from mcu_exp.llm.contract import GenerationRequest, Sample, SampleJob
-from mcu_exp.llm.providers._batch_store import STORE_FILE, BatchStore
-from mcu_exp.llm.providers._common import Secret, estimate_tokens, scrub
-from mcu_exp.llm.providers._errors import (
-    AuthenticationFailed,
-    BackendError,
-    BadRequest,
-    BudgetExceeded,
-    MalformedResponse,
-    RetriesExhausted,
-)
+from mcu_exp.llm.providers._batch_api import BatchApi, BatchState, ItemOutcome, custom_id, new_tag
+from mcu_exp.llm.providers._batch_calls import BatchCalls
+from mcu_exp.llm.providers._batch_store import STORE_FILE, BatchStore, RecordedBatch, RecordedItem
+from mcu_exp.llm.providers._common import Secret, estimate_tokens
+from mcu_exp.llm.providers._errors import BudgetExceeded, MalformedResponse
 from mcu_exp.llm.providers._limits import Budget
-from mcu_exp.llm.providers._retry import Failure, RetryPolicy, classify, retry_after, status_of
-from mcu_exp.llm.providers._runner import CallResult, Usage
-from mcu_exp.redact import redact_text
+from mcu_exp.llm.providers._retry import RetryPolicy
+from mcu_exp.llm.providers._runner import Usage
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
 
 log = logging.getLogger("mcu_exp.llm.providers")
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class BatchState:
-    """A polled batch: whether it has ended, the provider's status word, why it ended early."""
-
-    ended: bool
-    status: str
-    note: str = ""  # e.g. "batch expired": the reason given to items without a result
-    handle: Any = None  # the provider's batch object, for reading its results
-
-
-@dataclass(frozen=True)
-class ItemOutcome:
-    """One result line: the response body (None when the item failed) or why it failed."""
-
-    custom_id: str
-    data: Mapping[str, Any] | None
-    error: str = ""
-
-
-class BatchApi(Protocol):
-    """The provider-specific part of a batch backend (sync client calls)."""
-
-    name: str  # backend name, as in ``model.backend``
-    max_items: int  # most requests one batch may hold
-    max_bytes: int  # most bytes of request lines one batch may hold
-    max_per_request: int  # most samples one request returns
-    transient_types: tuple[type[BaseException], ...]
-
-    def open(self, secret: Secret | None) -> Any:
-        """A sync client."""
-        ...
-
-    def close(self, client: Any) -> None:
-        """Close the client's connections."""
-        ...
-
-    def line(self, request: GenerationRequest, count: int, first: int, custom_id: str) -> dict[str, Any]:
-        """One batch request asking ``count`` samples from index ``first``: the interactive body."""
-        ...
-
-    def submit(self, client: Any, lines: Sequence[dict[str, Any]]) -> str:
-        """Create a batch of ``lines``; its id."""
-        ...
-
-    def poll(self, client: Any, batch_id: str) -> BatchState:
-        """The batch's state now."""
-        ...
-
-    def results(self, client: Any, batch_id: str, state: BatchState) -> list[ItemOutcome]:
-        """Every result line of an ended batch (items without a line failed)."""
-        ...
-
-    def parse(self, data: Mapping[str, Any], request: GenerationRequest, count: int) -> CallResult:
-        """The samples of one successful item, parsed as the interactive backend parses them."""
-        ...
-
-    def output_tokens(self, request: GenerationRequest) -> int:
-        """The per-sample output ceiling a request sets (for the budget)."""
-        ...
+__all__ = ["BatchApi", "BatchBackend", "BatchState", "ItemOutcome", "SpareSink", "batch_budget"]
+# Where samples no job asked for go: (their request's key parts, [(key, index, sample)]).
+SpareSink = Callable[[Mapping[str, Any], Sequence[tuple[str, int, Sample]]], None]
 
 
 @dataclass
 class _Item:
-    """One request of a batch: its sample keys in index order, and what it reserved."""
+    """One request of a batch: its sample keys in index order, what it reserved, and (where
+    known) its sample indices, key parts and request, to store samples no job asked for."""
 
     keys: list[str]
     reserved: float = 0.0
+    indices: list[int] | None = None
+    parts: Mapping[str, Any] | None = None
+    request: GenerationRequest | None = None
+
+    @classmethod
+    def recorded(cls, item: RecordedItem) -> _Item:
+        return cls(item.keys, 0.0, item.indices, item.parts, item.request())
 
 
 @dataclass
@@ -147,6 +96,8 @@ class BatchBackend:
     at ``model.batch_poll_s`` and doubles up to ``model.batch_poll_max_s``.
     """
 
+    keeps_spares = True  # stream() takes a sink for the samples of recorded batches no job asked for
+
     def __init__(self, cfg: ModelConfig, api: BatchApi, secret: Secret | None, identity: dict[str, Any], *,
                  progress: bool = True, store_dir: str | Path | None = None) -> None:
         self.cfg = cfg
@@ -164,7 +115,7 @@ class BatchBackend:
         self.store_path = (Path(chosen) if chosen else default_store_dir()) / STORE_FILE
         self.totals = Usage()
         self.batches = 0  # batches submitted by this backend
-        self.rng = random.Random()
+        self.calls = BatchCalls(api, self.model_id, secret, self.policy, self.store_path, self.totals)
 
     def __repr__(self) -> str:
         return f"BatchBackend(backend={self.api.name!r}, model_id={self.model_id!r})"
@@ -181,8 +132,12 @@ class BatchBackend:
         """Requests, retries, samples, tokens, cost (batch price) and batches submitted so far."""
         return {**asdict(self.totals), "batches": self.batches}
 
-    def stream(self, jobs: Sequence[SampleJob]) -> Iterator[tuple[int, int, Sample]]:
-        """Yield ``(job position, sample index, sample)`` for every sample of ``jobs``, batch by batch."""
+    def stream(self, jobs: Sequence[SampleJob], spare: SpareSink | None = None) -> Iterator[tuple[int, int, Sample]]:
+        """Yield ``(job position, sample index, sample)`` for every sample of ``jobs``, batch by batch.
+
+        ``spare`` stores the samples a batch brings that no job asked for; without it, a batch
+        holding such samples stays open, for the run that wants them.
+        """
         wanted: dict[str, tuple[int, int]] = {}
         for pos, job in enumerate(jobs):
             for index in job.indices:
@@ -194,15 +149,12 @@ class BatchBackend:
         bar = tqdm(total=len(wanted), desc=f"{self.api.name}:{self.model_id} (batch)", unit="sample",
                    disable=not self.progress)
         try:
-            pending = {bid: {cid: _Item(keys) for cid, keys in items.items()}
-                       for bid, items in store.open_batches(wanted).items()}
-            if pending:
-                log.info("%s: resuming %d recorded batches: %s", self.api.name, len(pending), ", ".join(pending))
+            client = self.api.open(self._secret)
+            pending = self._resume(client, store, store.open_batches(wanted))
             covered = {key for items in pending.values() for item in items.values() for key in item.keys}
             lines, capped = self._lines(jobs, wanted, covered)
-            client = self.api.open(self._secret)
             self._submit(client, store, lines, pending)
-            for pos, index, sample in self._poll(client, store, pending, jobs, wanted):
+            for pos, index, sample in self._poll(client, store, pending, jobs, wanted, spare):
                 bar.update(1)
                 bar.set_postfix(batches=len(pending), cost=f"${self.totals.cost_usd:.4f}", refresh=False)
                 yield pos, index, sample
@@ -220,6 +172,34 @@ class BatchBackend:
             store.close()
             bar.close()
             log.info("%s %s (batch): %s", self.api.name, self.model_id, self.usage())
+
+    def _resume(self, client: Any, store: BatchStore,
+                recorded: Mapping[str, RecordedBatch]) -> dict[str, dict[str, _Item]]:
+        """The recorded batches to poll: the open ones, and those whose create call went
+        unanswered that a lookup by tag finds (the others are closed ``unsent``)."""
+        pending: dict[str, dict[str, _Item]] = {}
+        for batch_id, batch in recorded.items():
+            if batch.state == "submitting":
+                found = self.calls.retrying(
+                    lambda: self._find(client, store, batch_id, len(batch.items), batch.created),
+                    f"looking up batch {batch_id}")
+                if found is None:
+                    log.info("%s: batch %s was never made; its samples are submitted again", self.api.name, batch_id)
+                    store.close_batch(batch_id, "unsent")
+                    continue
+                log.info("%s: batch %s was made as %s", self.api.name, batch_id, found)
+                store.accept(batch_id, found)
+                batch_id = found
+            pending[batch_id] = {cid: _Item.recorded(item) for cid, item in batch.items.items()}
+        if pending:
+            log.info("%s: resuming %d recorded batches: %s", self.api.name, len(pending), ", ".join(pending))
+        return pending
+
+    def _find(self, client: Any, store: BatchStore, tag: str, count: int, since: float) -> str | None:
+        """The provider's id of the batch submitted under ``tag``, if it was made (one no record holds)."""
+        found = self.api.find(client, tag, count, since)
+        known = store.known(found)
+        return next((batch_id for batch_id in found if batch_id not in known), None)
 
     def _lines(self, jobs: Sequence[SampleJob], wanted: Mapping[str, tuple[int, int]],
                covered: set[str]) -> tuple[list[_Line], bool]:
@@ -243,65 +223,97 @@ class BatchBackend:
 
     def _submit(self, client: Any, store: BatchStore, lines: list[_Line],
                 pending: dict[str, dict[str, _Item]]) -> None:
-        """Pack ``lines`` into batches within the limits, submit and record each."""
+        """Pack ``lines`` into batches within the limits, each with a fresh tag; submit and record each."""
         group: list[_Line] = []
         size = 0
+        tag = new_tag()
         for line in lines:
-            line.body = self.api.line(line.request, len(line.indices), line.indices[0], f"c{len(group)}")
+            line.body = self.api.line(line.request, len(line.indices), line.indices[0], custom_id(tag, len(group)))
             nbytes = len(json.dumps(line.body, ensure_ascii=False).encode()) + 1
             if group and (len(group) >= self.max_items or size + nbytes > self.api.max_bytes):
-                self._submit_one(client, store, group, pending)
-                group, size = [], 0
-                line.body = self.api.line(line.request, len(line.indices), line.indices[0], "c0")
+                self._submit_one(client, store, tag, group, pending)
+                group, size, tag = [], 0, new_tag()
+                line.body = self.api.line(line.request, len(line.indices), line.indices[0], custom_id(tag, 0))
             group.append(line)
             size += nbytes
         if group:
-            self._submit_one(client, store, group, pending)
+            self._submit_one(client, store, tag, group, pending)
 
-    def _submit_one(self, client: Any, store: BatchStore, group: list[_Line],
+    def _submit_one(self, client: Any, store: BatchStore, tag: str, group: list[_Line],
                     pending: dict[str, dict[str, _Item]]) -> None:
-        batch_id = self._retrying(lambda: self.api.submit(client, [line.body for line in group]),
-                                  f"submitting a batch of {len(group)} requests")
-        items = {f"c{n}": _Item(line.keys, line.reserved) for n, line in enumerate(group)}
-        store.record(batch_id, {cid: item.keys for cid, item in items.items()})
+        """Record the batch under ``tag``, then create it; after a create call that failed
+        without an answer, look the batch up by its tag before creating it again."""
+        items = {custom_id(tag, n): _Item(line.keys, line.reserved, list(line.indices),
+                                          request_parts(self._identity, line.request), line.request)
+                 for n, line in enumerate(group)}
+        since = store.intend(tag, {cid: RecordedItem(item.keys, item.indices, dict(item.parts or {}))
+                                   for cid, item in items.items()})
+        bodies = [line.body for line in group]
+        sent = False
+
+        def attempt() -> str:
+            nonlocal sent
+            if sent:  # the last create call may have made the batch
+                found = self._find(client, store, tag, len(group), since)
+                if found is not None:
+                    log.info("%s: the unanswered create of batch %s made %s", self.api.name, tag, found)
+                    return found
+            sent = True
+            return self.api.submit(client, bodies, tag)
+
+        batch_id = self.calls.retrying(attempt, f"submitting a batch of {len(group)} requests")
+        store.accept(tag, batch_id)
         pending[batch_id] = items
         self.batches += 1
         self.totals.requests += len(group)
         log.info("%s: submitted batch %s (%d requests)", self.api.name, batch_id, len(group))
 
     def _poll(self, client: Any, store: BatchStore, pending: dict[str, dict[str, _Item]],
-              jobs: Sequence[SampleJob], wanted: Mapping[str, tuple[int, int]]) -> Iterator[tuple[int, int, Sample]]:
-        """Poll every pending batch with exponential backoff; yield each one's samples when it ends."""
+              jobs: Sequence[SampleJob], wanted: Mapping[str, tuple[int, int]],
+              spare: SpareSink | None) -> Iterator[tuple[int, int, Sample]]:
+        """Poll every pending batch with exponential backoff; yield each one's samples when it
+        ends, and close it once every sample it brought is stored."""
         delay = self.poll_s
         while pending:
             for batch_id in list(pending):
-                state = self._retrying(lambda: self.api.poll(client, batch_id), f"polling batch {batch_id}",
-                                       lost=True)
+                state = self.calls.retrying(lambda: self.api.poll(client, batch_id), f"polling batch {batch_id}",
+                                            lost=True)
                 if state is None:  # the provider no longer knows the batch: its items are asked again
                     yield from self._failed(pending.pop(batch_id), jobs, wanted, "batch not found")
                     store.close_batch(batch_id, "lost")
                     continue
                 if not state.ended:
                     continue
-                outcomes = self._retrying(lambda: self.api.results(client, batch_id, state),
-                                          f"reading the results of batch {batch_id}", lost=True)
+                outcomes = self.calls.retrying(lambda: self.api.results(client, batch_id, state),
+                                               f"reading the results of batch {batch_id}", lost=True)
                 items = pending.pop(batch_id)
-                yield from self._collect(items, outcomes or [], jobs, wanted, state)
-                store.close_batch(batch_id, "done" if outcomes is not None else "lost")
+                stored = yield from self._collect(items, outcomes or [], jobs, wanted, state, spare)
+                if outcomes is None or stored:
+                    store.close_batch(batch_id, "done" if outcomes is not None else "lost")
+                else:
+                    log.info("%s: batch %s stays open: it holds samples this run could not store", self.api.name,
+                             batch_id)
             if pending:
                 time.sleep(delay)
                 delay = min(delay * 2, self.poll_max_s)
 
     def _collect(self, items: dict[str, _Item], outcomes: list[ItemOutcome], jobs: Sequence[SampleJob],
-                 wanted: Mapping[str, tuple[int, int]], state: BatchState) -> Iterator[tuple[int, int, Sample]]:
-        """The samples of an ended batch; items without a result (or with an error) fail."""
+                 wanted: Mapping[str, tuple[int, int]], state: BatchState,
+                 spare: SpareSink | None) -> Generator[tuple[int, int, Sample], None, bool]:
+        """The wanted samples of an ended batch (items without a result, or with an error, fail);
+        the others go to ``spare``. Returns whether every sample it brought was stored."""
         errors: dict[str, int] = {}
+        stored = True
         for outcome in outcomes:
             item = items.pop(outcome.custom_id, None)
-            targets = [wanted.get(key) for key in item.keys] if item is not None else []
-            if item is None or not any(targets):
+            if item is None:
                 continue
-            request = jobs[next(t for t in targets if t)[0]].request
+            targets = [wanted.get(key) for key in item.keys]
+            asked = next((t for t in targets if t), None)
+            request = jobs[asked[0]].request if asked else item.request
+            if request is None:  # a record that kept no request: its samples wait for a run that wants them
+                stored = False
+                continue
             result = None
             if outcome.data is not None:
                 try:
@@ -309,15 +321,16 @@ class BatchBackend:
                 except (MalformedResponse, ValueError, TypeError, AttributeError) as exc:
                     outcome = ItemOutcome(outcome.custom_id, None, f"malformed result: {exc}")
             if result is None or not result.samples:
-                reason = self._clean(outcome.error or "no result")
-                errors[reason] = errors.get(reason, 0) + 1
+                reason = self.calls.clean(outcome.error or "no result")
+                errors[reason] = errors.get(reason, 0) + (1 if asked else 0)
                 yield from self._failed({outcome.custom_id: item}, jobs, wanted, None)
                 continue
             self.totals.cost_usd += self.budget.settle(item.reserved, result.prompt_tokens, result.completion_tokens)
             self.totals.prompt_tokens += result.prompt_tokens
             self.totals.completion_tokens += result.completion_tokens
+            self.totals.samples += min(len(result.samples), len(item.keys))
+            stored = self._keep_spares(item, request, targets, result.samples, spare) and stored
             for target, sample in zip(targets, result.samples):
-                self.totals.samples += 1
                 if target is not None:
                     yield target[0], target[1], sample
             for target in targets[len(result.samples):]:
@@ -325,11 +338,25 @@ class BatchBackend:
                     yield target[0], target[1], Sample("", "error")
         if items:
             reason = state.note or f"batch {state.status} without a result for the request"
-            errors[reason] = errors.get(reason, 0) + len(items)
+            errors[reason] = errors.get(reason, 0) + sum(any(wanted.get(k) for k in i.keys) for i in items.values())
             yield from self._failed(items, jobs, wanted, None)
         for reason, count in errors.items():
-            log.warning("%s model '%s': %d batch requests failed (%s); their samples are retried on rerun",
-                        self.api.name, self.model_id, count, reason)
+            if count:
+                log.warning("%s model '%s': %d batch requests failed (%s); their samples are retried on rerun",
+                            self.api.name, self.model_id, count, reason)
+        return stored
+
+    def _keep_spares(self, item: _Item, request: GenerationRequest, targets: Sequence[tuple[int, int] | None],
+                     samples: Sequence[Sample], spare: SpareSink | None) -> bool:
+        """Hand the samples of ``item`` that no job asked for to ``spare``; whether all were stored."""
+        unasked = [n for n, target in enumerate(targets[:len(samples)]) if target is None]
+        if not unasked:
+            return True
+        if spare is None or item.indices is None:
+            return False
+        parts = item.parts if item.parts is not None else request_parts(self._identity, request)
+        spare(parts, [(item.keys[n], item.indices[n], samples[n]) for n in unasked])
+        return True
 
     def _failed(self, items: Mapping[str, _Item], jobs: Sequence[SampleJob], wanted: Mapping[str, tuple[int, int]],
                 reason: str | None) -> Iterator[tuple[int, int, Sample]]:
@@ -344,52 +371,6 @@ class BatchBackend:
                 if target is not None:
                     self.totals.samples += 1
                     yield target[0], target[1], Sample("", "error")
-
-    def _retrying(self, call: Callable[[], T], what: str, lost: bool = False) -> T | None:
-        """``call()``, retried with backoff while it fails transiently. With ``lost``, a
-        rejected request (HTTP 400/404: the batch or its results are gone) gives None."""
-        failures = 0
-        while True:
-            try:
-                return call()
-            except Exception as exc:  # noqa: BLE001 (classified below; unknown kinds stop the stage)
-                kind = classify(exc, self.api.transient_types)
-                if kind is Failure.BAD_REQUEST and lost:
-                    log.warning("%s: %s: %s", self.api.name, what, self._clean(self._detail(exc)))
-                    return None
-                if kind in (Failure.AUTH, Failure.BAD_REQUEST, Failure.FATAL):
-                    raise self._fatal(kind, exc, what) from None
-                failures += 1
-                if failures > self.policy.max_retries:
-                    raise RetriesExhausted(
-                        f"{self.api.name} model '{self.model_id}': {what} failed {failures} times "
-                        f"({kind.value}; last: {self._detail(exc)}); gave up after max_retries="
-                        f"{self.policy.max_retries}. Submitted batches are recorded in {self.store_path}; "
-                        "rerun to resume them") from None
-                self.totals.retries += 1
-                delay = self.policy.delay(failures, retry_after(exc), self.rng)
-                log.info("%s: retry %d of %s in %.2fs after %s", self.api.name, failures, what, delay,
-                         self._detail(exc))
-                time.sleep(delay)
-
-    def _clean(self, text: str) -> str:
-        text = redact_text(scrub(text, [self._secret]))
-        return text if len(text) <= 300 else text[:300] + "..."
-
-    def _detail(self, exc: BaseException) -> str:
-        return self._clean(f"{type(exc).__name__}: {exc}")
-
-    def _fatal(self, kind: Failure, exc: BaseException, what: str) -> BackendError:
-        where = f"{self.api.name} model '{self.model_id}' (batch)"
-        status = status_of(exc)
-        if kind is Failure.AUTH:
-            var = self._secret.env_var if self._secret else "(no key configured)"
-            return AuthenticationFailed(f"{where}: the provider rejected the API key (HTTP {status}) while "
-                                        f"{what}; check the key in environment variable {var}. {self._detail(exc)}")
-        if kind is Failure.BAD_REQUEST:
-            return BadRequest(f"{where}: the provider rejected {what} (HTTP {status}); check model_id, quirks "
-                              f"and that the model offers batches. {self._detail(exc)}")
-        return BackendError(f"{where}: unexpected failure while {what}: {self._detail(exc)}")
 
 
 def batch_budget(cfg: ModelConfig) -> Budget:

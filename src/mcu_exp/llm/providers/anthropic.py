@@ -32,6 +32,7 @@ from mcu_exp.llm.providers._common import (
     truncate_at_stop,
 )
 from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
+from mcu_exp.llm.providers._batch_api import LOOKUP_MAX, LOOKUP_SLACK_S, epoch
 from mcu_exp.llm.providers._errors import MalformedResponse
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
 
@@ -148,8 +149,23 @@ class AnthropicBatchApi:
         extra = dict(params.pop("extra_body", None) or {})  # what the client would merge into the body
         return {"custom_id": custom_id, "params": {**params, **extra}}
 
-    def submit(self, client: Any, lines: Sequence[dict[str, Any]]) -> str:
-        return str(client.messages.batches.create(requests=list(lines)).id)
+    def submit(self, client: Any, lines: Sequence[dict[str, Any]], tag: str) -> str:
+        return str(client.messages.batches.create(requests=list(lines)).id)  # the tag is in the custom ids
+
+    def find(self, client: Any, tag: str, count: int, since: float) -> list[str]:
+        """Message Batches show no tag until their results: the batches of ``count`` requests
+        created since ``since``, nearest to it first (a wrong one's results name other custom
+        ids, so its requests fail and are asked again)."""
+        found: list[tuple[float, str]] = []
+        for n, batch in enumerate(client.messages.batches.list(limit=100)):  # newest first
+            created = epoch(batch.created_at)
+            if n >= LOOKUP_MAX or (created is not None and created < since - LOOKUP_SLACK_S):
+                break
+            counts = batch.request_counts
+            total = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
+            if total == count:
+                found.append((abs((created or since) - since), str(batch.id)))
+        return [batch_id for _, batch_id in sorted(found)]
 
     def poll(self, client: Any, batch_id: str) -> BatchState:
         batch = client.messages.batches.retrieve(batch_id)

@@ -29,6 +29,7 @@ from mcu_exp.llm.providers._common import (
     truncate_at_stop,
 )
 from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
+from mcu_exp.llm.providers._batch_api import LOOKUP_MAX, LOOKUP_SLACK_S, epoch
 from mcu_exp.llm.providers._errors import MalformedResponse
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
 
@@ -185,14 +186,24 @@ class GoogleBatchApi:
         params = build_generate_params(request, self.cfg, count, first)
         return {"contents": params["contents"], "config": params["config"], "metadata": {"custom_id": custom_id}}
 
-    def submit(self, client: Any, lines: Sequence[dict[str, Any]]) -> str:
+    def submit(self, client: Any, lines: Sequence[dict[str, Any]], tag: str) -> str:
         from google.genai import types
 
         requests = [types.InlinedRequest(contents=line["contents"], metadata=line["metadata"],
                                          config=types.GenerateContentConfig.model_validate(line["config"]))
                     for line in lines]
-        job = client.batches.create(model=str(self.cfg.model_id), src=requests, config={"display_name": "mcu-exp"})
+        job = client.batches.create(model=str(self.cfg.model_id), src=requests, config={"display_name": tag})
         return str(job.name)
+
+    def find(self, client: Any, tag: str, count: int, since: float) -> list[str]:
+        """The batch whose ``display_name`` is ``tag``, among those listed since ``since``."""
+        for n, job in enumerate(client.batches.list(config={"page_size": 100})):
+            if n >= LOOKUP_MAX:
+                break
+            created = epoch(job.create_time)
+            if job.display_name == tag and (created is None or created >= since - LOOKUP_SLACK_S):
+                return [str(job.name)]
+        return []
 
     def poll(self, client: Any, batch_id: str) -> BatchState:
         job = client.batches.get(name=batch_id)

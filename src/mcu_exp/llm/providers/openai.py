@@ -33,6 +33,7 @@ from mcu_exp.llm.providers._common import (
     truncate_at_stop,
 )
 from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
+from mcu_exp.llm.providers._batch_api import LOOKUP_MAX, LOOKUP_SLACK_S, TAG_FIELD
 from mcu_exp.llm.providers._errors import MalformedResponse
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
 
@@ -162,11 +163,21 @@ class OpenAIBatchApi:
         body = request_body(build_chat_params(request, self.cfg, count, first))
         return {"custom_id": custom_id, "method": "POST", "url": BATCH_ENDPOINT, "body": body}
 
-    def submit(self, client: Any, lines: Sequence[dict[str, Any]]) -> str:
+    def submit(self, client: Any, lines: Sequence[dict[str, Any]], tag: str) -> str:
         data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
         upload = client.files.create(file=("mcu-exp-batch.jsonl", data, "application/jsonl"), purpose="batch")
-        batch = client.batches.create(input_file_id=upload.id, endpoint=BATCH_ENDPOINT, completion_window="24h")
+        batch = client.batches.create(input_file_id=upload.id, endpoint=BATCH_ENDPOINT, completion_window="24h",
+                                      metadata={TAG_FIELD: tag})
         return str(batch.id)
+
+    def find(self, client: Any, tag: str, count: int, since: float) -> list[str]:
+        """The batch whose ``metadata`` carries ``tag``, among those listed since ``since``."""
+        for n, batch in enumerate(client.batches.list(limit=100)):
+            if n >= LOOKUP_MAX:
+                break
+            if batch.created_at >= since - LOOKUP_SLACK_S and (batch.metadata or {}).get(TAG_FIELD) == tag:
+                return [str(batch.id)]
+        return []
 
     def poll(self, client: Any, batch_id: str) -> BatchState:
         batch = client.batches.retrieve(batch_id)
