@@ -43,12 +43,13 @@ def test_code_metrics_are_scored_beside_the_proxy(tmp_path: Path, capsys: pytest
     dataset = load_dataset(typed.dataset)
     labels = human_labels(dataset, typed.labels)
     loc = code_metrics(dataset)["code.nloc"].reindex(labels.labels.index)
-    row = table.loc["code.nloc"]
-    assert row["auc_score"] == pytest.approx(roc_auc_score(labels.labels, loc), abs=1e-12)
-    rho = spearmanr(loc, labels.correctness.reindex(loc.index)).statistic
+    row = table.loc["code.nloc"]  # scored in its declared direction: higher nloc = harder to understand
+    assert row["direction"] == "-value"
+    assert row["auc_score"] == pytest.approx(roc_auc_score(labels.labels, -loc), abs=1e-12)
+    rho = spearmanr(-loc, labels.correctness.reindex(loc.index)).statistic
     assert row["spearman"] == pytest.approx(rho, abs=1e-12) and row["spearman_vs"] == "correctness"
     assert row["auc_score_ci_low"] <= row["auc_score"] <= row["auc_score_ci_high"]
-    assert np.isfinite(row["prr"])
+    assert row["prr_ci_low"] <= row["prr"] <= row["prr_ci_high"] and 0 < row["prr_perm_p"] <= 1
 
     # The proxy's own prediction-rejection view: curves, figure, PRR in metrics.json.
     results = run_dir(outputs) / names.RESULTS_DIR
@@ -59,6 +60,7 @@ def test_code_metrics_are_scored_beside_the_proxy(tmp_path: Path, capsys: pytest
     assert curves["oracle"].iloc[0] == pytest.approx(per_program["human_label"].mean())
     metrics = json.loads((results / names.METRICS_FILE).read_text())
     assert metrics["prr"] == pytest.approx(prediction_rejection_ratio(ordered["human_label"], ordered["score"]))
+    assert metrics["prr_ci_low"] <= metrics["prr"] <= metrics["prr_ci_high"] and 0 < metrics["prr_perm_p"] <= 1
 
 
 def test_all_adds_the_datasets_own_metrics_and_none_leaves_nothing(tmp_path: Path,
