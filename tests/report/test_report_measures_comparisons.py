@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,25 @@ def test_old_run_without_measures_is_skipped_with_a_note(made: dict[str, Any]) -
     assert f"1 configuration without {MEASURES_FILE}" in text and label("old", "all") in text
     paired = section(made["md"], "Paired comparisons")
     assert "Not compared, no score" in paired and label("old", "all") in paired
+
+
+def test_a_run_whose_artifacts_are_gone_is_named_not_taken_for_an_old_run(
+        made: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copytree(made["root"] / "outputs", tmp_path / "outputs")  # artifacts are relative to the store
+    uri = f"sqlite:///{tmp_path / 'outputs' / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    lost = made["ids"]["m2", "all"]
+    shutil.rmtree(RunArtifacts(client, lost, client.get_run(lost).info.artifact_uri).local)
+    capsys.readouterr()
+    out = make_report(uri, experiments=[EXPERIMENT], out=tmp_path / "report", log=False)
+    err = capsys.readouterr().err
+    assert f"warning: run {lost} (m2 · p1 · all): its artifacts are missing" in err
+    assert err.count("artifacts are missing") == 1  # the other runs have theirs
+    text = section((out / "report.md").read_text(), "Uncertainty measures and code-metric baselines")
+    assert f"1 configuration whose run's artifacts are missing (restore them to report their measures), " \
+           f"left out: {label('m2', 'all')} (run {lost})." in text
+    assert f"1 configuration without {MEASURES_FILE} (runs from before measures were logged), left out: " \
+           f"{label('old', 'all')}." in text  # m2 is not said to predate measures
 
 
 def frames(group: str, models: tuple[str, ...]) -> dict[str, pd.DataFrame]:

@@ -206,7 +206,7 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
         eps = files.curves(eps_ids, EPSILON_GRID)
         theta = files.curves(thr_ids, THETA_GRID)  # runs whose proxy has a similarity (P2)
         scored = measures.measures_part(rows, keys, measures.read_measures(files, rows.index.tolist()),
-                                        display.scope(rows))
+                                        display.scope(rows), gone=files.gone)
         paired = comparisons.comparison_part(rows, keys, comparisons.read_per_program(files, rows.index.tolist()),
                                              calibrations=comparisons.read_calibrations(files, rows))
     pngs = report_figures(rows, keys, thr, eps, subgroup, theta)

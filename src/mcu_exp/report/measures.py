@@ -12,7 +12,7 @@ to the report's ``measures.csv``, which holds every row of every run shown.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -94,10 +94,11 @@ def label_set(row: pd.Series, keys: Sequence[str]) -> str:
 
 
 def measures_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str, pd.DataFrame],
-                  scope: str) -> MeasuresPart | None:
+                  scope: str, gone: Collection[str] = ()) -> MeasuresPart | None:
     """The section's table over ``rows`` (the report's configurations, newest run each, in
     table order) and the runs' ``measures.csv`` frames ``found`` by run id; None when no run
-    has one. ``scope`` opens the caption (what the labels are)."""
+    has one. ``scope`` opens the caption (what the labels are); ``gone``: runs whose artifacts
+    are missing (named as such, not as runs from before measures were logged)."""
     shown = [run_id for run_id in rows.index if run_id in found]
     if not shown:
         return None
@@ -132,7 +133,11 @@ def measures_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str, p
                     "taken from the first run that has it.")
     else:
         baseline = " No run has code-metric baselines (code.*)."
-    missing = [labels[r] for r in rows.index if r not in found]
+    lost = [f"{labels[r]} (run {r})" for r in rows.index if r not in found and r in gone]
+    if lost:
+        notes.append(f"{len(lost)} configuration{'' if len(lost) == 1 else 's'} whose run's artifacts are missing "
+                     f"(restore them to report their measures), left out: {'; '.join(lost)}.")
+    missing = [labels[r] for r in rows.index if r not in found and r not in gone]
     if missing:
         notes.append(f"{len(missing)} configuration{'' if len(missing) == 1 else 's'} without {MEASURES_FILE} "
                      f"(runs from before measures were logged), left out: {'; '.join(missing)}.")

@@ -58,12 +58,32 @@ def merged_metrics(logged: Mapping[str, float], saved: Mapping[str, Any]) -> dic
 
 class RunFiles:
     """The artifacts of the runs a report compares, by run id. Files of remote stores are
-    downloaded under ``dst/<run id>/``; local ones are read where they lie."""
+    downloaded under ``dst/<run id>/``; local ones are read where they lie.
+
+    A finished run with no artifact at all lost them (a moved or pruned ``mlartifacts/``, an
+    emptied bucket): every job logs files. Such runs are in :attr:`gone` and each is named in a
+    warning, so that its "—" cells are not read as a run from before a measure existed."""
 
     def __init__(self, client: Any, runs: Iterable[Any], dst: Path) -> None:
         self.dst = Path(dst)
+        runs = list(runs)
         self.artifacts = {r.info.run_id: RunArtifacts(client, r.info.run_id, r.info.artifact_uri or "")
                           for r in runs}
+        self.gone: dict[str, str] = {}  # run id → its name, for runs whose artifacts are missing
+        for run in runs:
+            if run.info.status == "FINISHED" and not self._listing(run.info.run_id):
+                self.gone[run.info.run_id] = run.info.run_name or ""
+                where = self.artifacts[run.info.run_id].local or run.info.artifact_uri
+                warn(f"run {run.info.run_id} ({run.info.run_name or 'unnamed'}): its artifacts are missing "
+                     f"(nothing at {where}); its cells read from them show — and it is left out of the "
+                     "measures, comparisons and curves: restore its artifact folder to report them")
+
+    def _listing(self, run_id: str) -> set[str]:
+        """The run's top-level artifacts; empty when they cannot be listed (a location that is gone)."""
+        try:
+            return self.artifacts[run_id].list()
+        except Exception:  # noqa: BLE001 (MLflow raises several types for a location that is gone)
+            return set()
 
     def path(self, run_id: str, artifact_file: str) -> Path | None:
         """The local path of one artifact of a run; None when the run has no such file."""
