@@ -158,3 +158,13 @@ def test_a_hard_link_to_a_file_outside_the_folder_is_refused(custom_dir: Path) -
     (custom_dir / "src" / "double.py").unlink()  # a copy of its own is fine
     shutil.copyfile(secret, custom_dir / "src" / "double.py")
     assert any(p.code == "the password" for p in load_custom(custom_dir).programs)
+
+
+def test_inline_code_over_the_csv_cell_limit_says_to_use_code_file(custom_dir: Path) -> None:
+    path = custom_dir / "programs.csv"
+    long_code = "int x = 0;\n" * 13_000  # 143 KB in one quoted cell: over the reader's 131072
+    with path.open("a", encoding="utf-8", newline="") as handle:
+        handle.write(f'huge,java,"{long_code}",,handmade\n')
+    lines = path.read_text(encoding="utf-8").count("\n") - long_code.count("\n")
+    message = _one_line_error(custom_dir, rf"programs\.csv:{lines}: a cell is longer than 131,072 characters")
+    assert "code_file" in message and "field larger than field limit" not in message

@@ -61,7 +61,7 @@ def _rows(
         except StopIteration:
             raise DatasetError(f"{path}:1: empty file, expected a header row") from None
         except csv.Error as err:
-            raise DatasetError(f"{path}:1: malformed CSV header: {err}") from err
+            raise DatasetError(f"{path}:1: {_csv_problem(err)} (in the header)") from None
         missing = [c for c in required if c not in header]
         if missing:
             raise DatasetError(
@@ -80,7 +80,7 @@ def _rows(
             except StopIteration:
                 return
             except csv.Error as err:
-                raise DatasetError(f"{path}:{previous + 1}: malformed CSV: {err}") from err
+                raise DatasetError(f"{path}:{previous + 1}: {_csv_problem(err)}") from None
             line, previous = previous + 1, reader.line_num
             if not values:
                 continue
@@ -90,6 +90,15 @@ def _rows(
                     f"got {len(values)}"
                 )
             yield line, dict(zip(header, values, strict=True))
+
+
+def _csv_problem(err: csv.Error) -> str:
+    """What the csv module's error means for the user: a cell over its size limit (long inline
+    code) gets the way around it."""
+    if "field larger than field limit" in str(err):
+        return (f"a cell is longer than {csv.field_size_limit():,} characters (the CSV reader's limit); "
+                "expected a shorter cell: put long source code in a file and name it in the code_file column")
+    return f"malformed CSV: {err}"
 
 
 def _integer(value: str, column: str, where: str) -> int:
