@@ -49,14 +49,15 @@ def render_group_table(reports: dict[str, AlignmentReport], warnings: dict[str, 
     first = next(iter(reports.values()))
     shown = [name for name in GROUP_METRICS if name in first.metrics]
     family = [g for g in reports if g != next(iter(reports))] or list(reports)
-    caption = (f"{family_caption(len(family), len(shown), first.confidence)}; "
+    caption = (f"value [{100.0 * first.confidence:g} % CI]; n: programs (understandable / not); "
+               f"{family_caption(len(family), len(shown), first.confidence)}; "
                f"{first.resamples} {CI_DESCRIPTIONS[first.ci_method]}"
                f"{' on all programs' if first.ci_method == 'recalibrate' else ''}, seed {first.seed}")
     table = Table(title=title, caption=caption)
     table.add_column("group", justify="left")
     table.add_column("n (1 / 0)", justify="right")
     for name in shown:
-        table.add_column(f"{header(name)} [{100.0 * first.confidence:g} % CI]", justify="right")
+        table.add_column(header(name), justify="right")
     for group, report in reports.items():
         positives, negatives = class_counts(report)
         cells = [_cell(report, name) for name in shown]
