@@ -23,6 +23,7 @@ from mcu_exp.config import register_configs
 from mcu_exp.keys import unknown_key_message
 from mcu_exp.llm.errors import BackendError
 from mcu_exp.redact import install_log_redaction, redact_text, redact_yaml_file, remember, secret_values
+from mcu_exp.store_faults import disk_full_message, quiet_disk_full_traces
 
 log = logging.getLogger("mcu_exp")
 
@@ -64,15 +65,27 @@ def _job(cfg: DictConfig) -> float:
         log.error("interrupted: everything generated so far is in the cache; rerun to resume")
         raise
     except USER_ERRORS as exc:
-        message = one_line(exc)
-        if _single_run():
-            _report(message)
-            raise SystemExit(1) from None
-        # In a sweep: one line, the job marked failed, the next job goes on; the sweep ends
-        # with its table and a non-zero exit (mcu_exp.tracking.sweep).
-        log.error("%s", message)
+        return _stop(one_line(exc))
+    except Exception as exc:  # a full disk under the cache or the outputs, whatever reported it
+        full = disk_full_message(exc)
+        if full is None:
+            raise
+        return _stop(redact_text(full))
+
+
+def _stop(message: str) -> float:
+    """Report a job's one-line error: exit 1 in a single run; in a sweep, log it and mark the
+    job failed, and the next job goes on (the sweep ends with its table and a non-zero exit,
+    :mod:`mcu_exp.tracking.sweep`)."""
+    if _single_run():
+        _report(message)
+        raise SystemExit(1) from None
+    log.error("%s", message)
+    try:
         mark_failed(message)
-        return float("nan")
+    except OSError as exc:  # the disk that is full holds the job's folder too
+        log.error("could not leave the FAILED marker: %s", exc)
+    return float("nan")
 
 
 def mark_failed(message: str) -> None:
@@ -153,6 +166,7 @@ def _one_line_warnings() -> None:
 def main() -> None:
     """Console entry point."""
     install_log_redaction()
+    quiet_disk_full_traces()
     _one_line_warnings()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -80,17 +80,21 @@ def transfer(folder: Path, url: str, export: bool, progress: bool = True) -> dic
     from mcu_exp.scoring.score_cache import TABLES, ScoreCache
 
     if not export:
-        present = [name for name in (GENERATIONS, SCORES) if (folder / name).is_file()]
+        present = [name for name in (GENERATIONS, SCORES) if (folder / name).exists()]
         if not present:
             raise FileNotFoundError(f"{folder}: no {GENERATIONS} nor {SCORES} in it; expected a cache folder "
                                     "(a job's cache.dir, outputs/cache by default)")
     counts: dict[str, tuple[int, int]] = {}
     with ExitStack() as stack:
         for name, opener, tables in ((GENERATIONS, GenerationCache, list(EXPORTED)), (SCORES, ScoreCache, TABLES)):
-            if not export and not (folder / name).is_file():
+            if not export and not (folder / name).exists():
                 continue
-            store = stack.enter_context(opener(url))
-            local = stack.enter_context(opener(folder / name))
+            if export:  # an unreachable store leaves no new file in the folder
+                store = stack.enter_context(opener(url))
+                local = stack.enter_context(opener(folder / name))
+            else:  # a bad source file shows before any connection
+                local = stack.enter_context(opener(folder / name))
+                store = stack.enter_context(opener(url))
             source, dest = (store, local) if export else (local, store)
             counts.update(copy_tables(source, dest, tables, progress))
     return counts
@@ -108,6 +112,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from mcu_exp.postgres_store import StoreError, check_url
     from mcu_exp.redact import mask_known, redact_url, remember, secret_values
     from mcu_exp.sql_store import is_url
+    from mcu_exp.store_faults import StoreFault, is_disk_full
 
     remember(secret_values({"url": args.url or ""}))  # a password in --url is masked in every message
     try:
@@ -120,9 +125,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                           progress=not args.quiet and sys.stderr.isatty())
     except (ValueError, OSError) as exc:
         message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+        if isinstance(exc, StoreFault) and exc.advice and not is_disk_full(exc):  # a job's advice ("rerun") does not fit
+            message = f"{exc.fact}; fix or move it and run the command again (what was copied stays)"
         message = re.sub(r"^cache\.url\b", "--url", message)  # the store's errors name the jobs' key
         print(f"{PROG} {args.action}: error: {mask_known(message)}", file=sys.stderr)
         raise SystemExit(1) from None
-    url = redact_url(args.url)
-    where = f"{url} -> {args.folder}" if args.action == "export" else f"{args.folder} -> {url}"
+    where = f"{args.url} -> {args.folder}" if args.action == "export" else f"{args.folder} -> {args.url}"
     print(f"{args.action}ed {where}:\n{render(counts)}")

@@ -297,6 +297,23 @@ def test_cache_command_errors_are_one_line(tmp_path: Path, store: str, capsys: p
         "or set MCU_EXP_CACHE_URL"), res.stderr
 
 
+def test_cache_import_of_text_that_is_not_utf8_is_one_line_with_the_commands_advice(
+        tmp_path: Path, store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import sqlite3
+
+    from mcu_exp.llm.cache import GenerationCache
+
+    source = tmp_path / "laptop"
+    GenerationCache(source / "generations.sqlite").close()
+    with sqlite3.connect(source / "generations.sqlite") as conn:  # a row another tool wrote
+        conn.execute("INSERT INTO samples VALUES ('k', CAST(x'ff61' AS TEXT), 'stop', 1, 1, 0, '{}')")
+    code, out, err = cache_command(capsys, "import", str(source), "--url", store, "--quiet")
+    assert code == 1 and err.count("\n") == 1, err
+    assert err.startswith(f"mcu-exp cache import: error: generation cache {source / 'generations.sqlite'} holds "
+                          "text that is not UTF-8"), err
+    assert "run the command again" in err and "generated again" not in err, err
+
+
 QUICK = ["model=gpt-4o", "debug=quick", "scorer=rougel", "dataset.limit=3", "proxy.k=4", "proxy.k_cal=2", "quiet=true",
          "evaluation.plots=false", "model.requests_per_minute=null", "model.tokens_per_minute=null"]
 

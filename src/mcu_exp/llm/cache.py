@@ -57,6 +57,7 @@ from mcu_exp.sql_store import (
     open_store,
     postgres_schema,
 )
+from mcu_exp.store_faults import check_sqlite_path, sqlite_fault
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS samples (
@@ -130,10 +131,13 @@ def _broken(name: str, dialect: str, exc: BaseException) -> CacheCorrupt:
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         return CacheCorrupt(f"generation cache {name}: the database failed ({first}); what was stored "
                             "before is kept: rerun to resume once it is reachable")
-    return CacheCorrupt(
-        f"generation cache {name} is not a readable SQLite database ({exc}); move it aside with its "
-        f"-wal and -shm files (mv {name}* <elsewhere>/) and rerun: its samples are generated again"
-    )
+    return CacheCorrupt(f"generation cache {name} is not a readable SQLite database ({exc})", _move_aside(name))
+
+
+def _move_aside(name: str) -> str:
+    """A job's advice for a cache file it cannot use."""
+    return (f"move it aside with its -wal and -shm files (mv {name}* <elsewhere>/) and rerun: "
+            "its samples are generated again")
 
 
 class GenerationCache:
@@ -144,12 +148,15 @@ class GenerationCache:
         self.path: str | Path = location if is_url(location) else Path(location)
         dialect = POSTGRESQL if is_url(location) else SQLITE
         self._stored_requests: set[str] = set()  # ids known to be in ``requests``
+        if dialect == SQLITE:
+            check_sqlite_path(self.path, "generation cache")
         with self._guard(dialect, str(self.path)):
             self._db: Store = open_store(self.path, _SCHEMAS)
             # SQLite: reading every page finds a corrupt file now, not mid-run. PostgreSQL checks its
             # own pages, and counting a shared table of millions of rows at every open is a full scan.
             probe = "SELECT COUNT(*) FROM samples" if dialect == SQLITE else "SELECT 1 FROM samples LIMIT 1"
             self._db.execute(probe).fetchone()
+            self._db.execute(EXPORTED["samples"] + " LIMIT 0").fetchall()  # a samples table of another layout
         self._blank = self._db.blank("samples.text")
 
     @property
@@ -165,7 +172,12 @@ class GenerationCache:
         dialect = dialect or self._db.dialect
         try:
             yield
-        except (sqlite3.OperationalError, sqlite3.ProgrammingError, sqlite3.IntegrityError):
+        except sqlite3.OperationalError as exc:  # a busy file passes; a file of another layout, a full disk do not
+            fault = sqlite_fault("generation cache", name or self._db.name, exc, _move_aside(name or self._db.name))
+            if fault is None:
+                raise
+            raise CacheCorrupt(fault.fact, fault.advice) from None
+        except (sqlite3.ProgrammingError, sqlite3.IntegrityError):
             raise
         except database_errors(dialect) as exc:
             raise _broken(name or self._db.name, dialect, exc) from None

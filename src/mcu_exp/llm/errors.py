@@ -8,6 +8,8 @@ the provider's HTTP status or exception type.
 
 from __future__ import annotations
 
+from mcu_exp.store_faults import StoreFault
+
 
 class BackendError(RuntimeError):
     """A backend cannot serve the request; the message says what to install or fix."""
@@ -21,5 +23,6 @@ class GenerationFailed(BackendError, ValueError):
     """Too many samples of a stage came back failed (errors, filtered or empty): nothing is scored."""
 
 
-class CacheCorrupt(BackendError, ValueError):
-    """The generation cache file is not a readable SQLite database."""
+class CacheCorrupt(StoreFault, BackendError):
+    """The generation cache cannot be used (not a readable SQLite database, another layout, a
+    full disk, a failed server): ``fact`` and ``advice`` as :class:`StoreFault` has them."""

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from mcu_exp.sql_store import (
     open_store,
     postgres_schema,
 )
+from mcu_exp.store_faults import check_sqlite_path, sqlite_fault
 
 SCHEMA_VERSION = "1"
 _CHUNK = 900  # bound parameters per query (old SQLite builds allow 999)
@@ -68,17 +71,36 @@ class ScoreCache:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         dialect = POSTGRESQL if is_url(self.path) else SQLITE
+        if dialect == SQLITE:
+            check_sqlite_path(self.path, "score cache")
         try:
             self._db = open_store(self.path, _SCHEMAS)
             self._db.execute("INSERT INTO meta VALUES ('schema', ?) ON CONFLICT DO NOTHING", (SCHEMA_VERSION,))
             found = self._db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()[0]
         except database_errors(dialect) as err:
-            raise ValueError(f"{self.path}: not a usable score cache ({err})") from None
+            fault = sqlite_fault("score cache", self.path, err, self._advice) if dialect == SQLITE else None
+            raise fault or ValueError(f"{self.path}: not a usable score cache ({err})") from None
         if found != SCHEMA_VERSION:
             raise ValueError(
                 f"{self.path}: score cache schema {found}, expected {SCHEMA_VERSION}; "
                 "move the file away to start a new cache"
             )
+
+    @property
+    def _advice(self) -> str:
+        return f"move it aside (mv {self.path}* <elsewhere>/) and rerun: its scores are computed again"
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """A SQLite file of another layout, with text that is not UTF-8 or on a full disk, met
+        mid-run: one line naming it (a busy file passes unchanged)."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            fault = sqlite_fault("score cache", self.path, exc, self._advice)
+            if fault is None:
+                raise
+            raise fault from None
 
     @classmethod
     def in_dir(cls, cache_dir: str | Path) -> ScoreCache:
@@ -122,10 +144,11 @@ class ScoreCache:
     def _select(self, query: str, keys: Sequence[bytes]) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = []
         unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _CHUNK):
-            chunk = unique[start:start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows.extend(self._db.execute(f"{query} WHERE key IN ({marks})", chunk).fetchall())
+        with self._guard():
+            for start in range(0, len(unique), _CHUNK):
+                chunk = unique[start:start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows.extend(self._db.execute(f"{query} WHERE key IN ({marks})", chunk).fetchall())
         if self._db.dialect == POSTGRESQL:  # BYTEA reads back as memoryview
             rows = [(bytes(row[0]), *row[1:]) for row in rows]
         return rows
@@ -133,7 +156,7 @@ class ScoreCache:
     def _insert(self, statement: str, rows: list[tuple[Any, ...]]) -> None:
         if not rows:
             return
-        with self._db.transaction():
+        with self._guard(), self._db.transaction():
             for start in range(0, len(rows), 10_000):
                 self._db.executemany(statement, rows[start:start + 10_000])
 
@@ -141,15 +164,17 @@ class ScoreCache:
         """Every row of ``table`` (one of :data:`TABLES`), ``size`` at a time (for export and import)."""
         if table not in TABLES:
             raise ValueError(f"unknown score cache table {table!r}")
-        cursor = self._db.execute(f"SELECT * FROM {table}")
-        while batch := cursor.fetchmany(size):
-            yield [(bytes(row[0]) if isinstance(row[0], memoryview) else row[0], *row[1:]) for row in batch]
+        with self._guard():
+            cursor = self._db.execute(f"SELECT * FROM {table}")
+            while batch := cursor.fetchmany(size):
+                yield [(bytes(row[0]) if isinstance(row[0], memoryview) else row[0], *row[1:]) for row in batch]
 
     def count(self, table: str) -> int:
         """How many rows ``table`` (one of :data:`TABLES`) holds."""
         if table not in TABLES:
             raise ValueError(f"unknown score cache table {table!r}")
-        return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        with self._guard():
+            return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
 
     def add_rows(self, table: str, rows: list[tuple[Any, ...]]) -> int:
         """Insert ``rows`` into ``table`` (one transaction) where their key is new; how many were new."""
@@ -157,7 +182,7 @@ class ScoreCache:
             return 0
         marks = "(" + ",".join("?" * len(rows[0])) + ")"
         added = 0
-        with self._db.transaction():
+        with self._guard(), self._db.transaction():
             for start in range(0, len(rows), 500):
                 part = rows[start:start + 500]
                 cursor = self._db.execute(f"INSERT INTO {table} VALUES {','.join([marks] * len(part))} "

@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from mcu_exp.config import TrackingConfig
 from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location, is_local_store
 from mcu_exp.tracking import shared
+from mcu_exp.tracking.reserve import Reserve, release_stale
 from mcu_exp.tracking.sweep import PARENT_TAG, job_parent
 from mcu_exp.names import TAG_DEBUG
 from mcu_exp.pid_space import pid_space
@@ -198,6 +199,7 @@ def mark_stale_runs(client: Any, experiment_id: str) -> list[str]:
         reason = f"process {pid} on {host} ended without closing the run (found by process {os.getpid()})"
         client.set_tag(run.info.run_id, TAG_KILLED_REASON, reason)
         client.set_terminated(run.info.run_id, status="KILLED")
+        release_stale(str(client.tracking_uri), run.info.run_id)
         log.warning("MLflow run %s was left RUNNING: %s; marked KILLED", run.info.run_id, reason)
         stale.append(run.info.run_id)
     return stale
@@ -304,7 +306,13 @@ def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str,
     parent = job_parent()
     if parent and parent.get("uri") == uri and parent.get("experiment") == name:
         owner[PARENT_TAG] = str(parent["run_id"])
-    run = client.create_run(exp_id, run_name=run_name, tags={**tags, **owner})
+    room = Reserve(uri)  # the disk may fill during the job: keep room to record how it ended
+    try:
+        run = client.create_run(exp_id, run_name=run_name, tags={**tags, **owner})
+    except BaseException:
+        room.release()
+        raise
+    room.name(run.info.run_id)
     logger = RunLogger(client, run.info.run_id, uri, RunArtifacts(client, run.info.run_id, run.info.artifact_uri))
     monitor = system_monitor(run.info.run_id, uri) if getattr(tracking, "system_metrics", False) else None
     try:
@@ -312,13 +320,29 @@ def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str,
     except BaseException as exc:
         if monitor is not None:
             monitor.finish()
-        client.set_tag(run.info.run_id, "mcu.error", redact_text(f"{type(exc).__name__}: {exc}")[:4000])
-        client.set_terminated(run.info.run_id, status="KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
+        room.release()
+        _end_failed(client, run.info.run_id, exc)
         raise
     else:
         if monitor is not None:
             monitor.finish()
+        room.release()
         client.set_terminated(run.info.run_id, status="FINISHED")
+
+
+def _end_failed(client: Any, run_id: str, exc: BaseException) -> None:
+    """End a failed job's run (KILLED when interrupted, else FAILED) with its error as a tag.
+    The tag is best effort: when the store cannot take it (a full disk), the status still goes
+    in; when neither can, the job's own error is what the user sees, and the next job on this
+    host marks the run KILLED (:func:`mark_stale_runs`)."""
+    try:
+        client.set_tag(run_id, "mcu.error", redact_text(f"{type(exc).__name__}: {exc}")[:4000])
+    except Exception as tag_error:  # noqa: BLE001 (MLflow raises several types)
+        log.warning("could not tag MLflow run %s with its error: %s", run_id, str(tag_error).splitlines()[0])
+    try:
+        client.set_terminated(run_id, status="KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
+    except Exception as end_error:  # noqa: BLE001
+        log.warning("could not mark MLflow run %s as ended: %s", run_id, str(end_error).splitlines()[0])
 
 
 def system_monitor(run_id: str, uri: str) -> Any:
