@@ -40,6 +40,10 @@ _URL_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.\-]*://)[^\s/?#'\"<>@]+(
 _URL = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s'\"<>]+", re.IGNORECASE)
 _QUERY_PAIR = re.compile(r"(?P<sep>[?&;])(?P<key>[^=&#;\s]+)=(?P<value>[^&#;\s]*)")
 _PAIR = re.compile(r"(?P<key>[A-Za-z_+~][\w.\-]*)=(?P<value>'[^']*'|\"[^\"]*\"|[^\s,'\"\]&]+)")
+# "key: value" of an indented YAML line (Hydra's config dump) and "'key': 'value'" of a dict or JSON;
+# never a line's first word (an error's "AuthenticationFailed: …" keeps its message).
+_YAML_PAIR = re.compile(r"(?m)^(?P<head>[ \t]+(?:- )?(?P<key>[A-Za-z_][\w.\-]*):[ \t]+)(?P<value>\S.*)$")
+_QUOTED_PAIR = re.compile(r"""(?P<head>(?P<q>['"])(?P<key>[A-Za-z_][\w.\-]*)(?P=q)\s*:\s*)(?P<value>'[^'\n]*'|"[^"\n]*")""")
 _known: set[str] = set()
 
 
@@ -88,9 +92,19 @@ def mask_known(text: str) -> str:
     return text
 
 
+def _mask_colon_pair(match: re.Match[str]) -> str:
+    value = match.group("value")
+    if not is_secret_key(match.group("key")) or value.strip("'\"") in ("", "null", "None", REDACTED):
+        return match.group(0)
+    quote = value[0] if value[:1] in ("'", '"') else ""
+    return f"{match.group('head')}{quote}{REDACTED}{quote}"
+
+
 def redact_text(text: str) -> str:
-    """``text`` with remembered secrets, URL user-info and secret ``key=value`` values masked."""
-    return _PAIR.sub(_mask_pair, redact_url(mask_known(text)))
+    """``text`` with remembered secrets, URL user-info and the values of secret keys masked
+    (``key=value``, an indented YAML ``key: value``, a dict's ``'key': 'value'``)."""
+    text = _PAIR.sub(_mask_pair, redact_url(mask_known(text)))
+    return _QUOTED_PAIR.sub(_mask_colon_pair, _YAML_PAIR.sub(_mask_colon_pair, text))
 
 
 def redact_tree(node: Any, key: str = "") -> Any:

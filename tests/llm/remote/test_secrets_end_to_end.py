@@ -69,6 +69,7 @@ def test_config_token_url_password_query_key_and_headers_are_in_no_output(fake_s
     res = subprocess.run(
         [sys.executable, "-m", "mcu_exp", "model=gpt-4o", f"model.base_url='{url}'",
          "+model.quirks.extra_body.api_key=${oc.env:MCU_TEST_TOKEN}", *headers,
+         "hydra.verbose=true",  # Hydra's config dump and the SDK's request options are logged too
          "model.requests_per_minute=null", "model.tokens_per_minute=null", "debug=quick", "scorer=rougel",
          "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true", "evaluation.plots=false"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
