@@ -94,6 +94,9 @@ def test_render(data: tuple[pd.DataFrame, pd.Series, pd.Series]) -> None:
     eigv = next(line for line in text.splitlines() if "measure.eigv" in line)
     assert f"[{low:.3f}, {high:.3f}]" in eigv and f"{table.loc['measure.eigv', 'prr_perm_p']:.4f}" in eigv
     assert "Laplacian eigenvalues below 0.9" in " ".join(text.split())  # what Ecc is, in the caption
+    rows = len(table)
+    assert (f"unadjusted for multiplicity: a family of {rows} rows × 3 metrics = {3 * rows} intervals"
+            in " ".join(text.split()))  # the family a reader scans, said in the caption
 
 
 def test_prr_interval_and_permutation_p_mean_what_they_say() -> None:

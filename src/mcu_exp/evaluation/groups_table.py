@@ -26,12 +26,14 @@ def class_counts(report: AlignmentReport) -> tuple[int, int]:
     return int(m["tp"] + m["fn"]), int(m["tn"] + m["fp"])
 
 
-def family_caption(groups: int, metrics: int, confidence: float) -> str:
-    """The multiplicity sentence of a table of ``groups`` rows × ``metrics`` intervals."""
-    size = groups * metrics
+def family_caption(rows: int, metrics: int, confidence: float, noun: str = "group") -> str:
+    """The multiplicity sentence of a table of ``rows`` rows (each a ``noun``) × ``metrics``
+    intervals: they are unadjusted, how many there are, and the per-interval level a Bonferroni
+    adjustment would need."""
+    size = rows * metrics
     level = 100.0 * (1.0 - (1.0 - confidence) / size) if size else 100.0 * confidence
-    return (f"{100.0 * confidence:g} % CIs, unadjusted for multiplicity: a family of {groups} "
-            f"{'group' if groups == 1 else 'groups'} × {metrics} metrics = {size} intervals "
+    return (f"{100.0 * confidence:g} % CIs, unadjusted for multiplicity: a family of {rows} "
+            f"{noun if rows == 1 else noun + 's'} × {metrics} metrics = {size} intervals "
             f"(Bonferroni would use {level:.2f} % each)")
 
 

@@ -41,6 +41,7 @@ from mcu_exp import names
 from mcu_exp.data.code_metrics import CODE_DIRECTIONS, HARDER
 from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES, percentile_interval, stratified_indices
 from mcu_exp.evaluation.metrics import as_binary
+from mcu_exp.evaluation.groups_table import family_caption
 from mcu_exp.evaluation.registry import Ranking, header, metric
 from mcu_exp.evaluation.rejection import prediction_rejection_ratio, prr_many, prr_permutation_p
 from mcu_exp.evaluation.report import format_interval, format_value
@@ -156,6 +157,7 @@ def render_measure_table(frame: pd.DataFrame, title: str = "Measures vs human la
     if any(str(c) == f"{names.MEASURE_PREFIX}ecc" for c in frame.index):
         caption += f"; {ECC_NOTE}"
     caption += "; a constant column is undefined"
+    caption += f"; {family_caption(len(frame), 3, confidence, noun='row')}, PRR's p unadjusted too"
     if "resamples" in frame.attrs:
         caption += (f"; CIs: {frame.attrs['resamples']} stratified bootstrap resamples, "
                     f"seed {frame.attrs.get('seed', 0)}")

@@ -145,8 +145,9 @@ def measures_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str, p
                "configuration's run, as scores against the human labels: AUC (score) and Spearman ρ with the "
                f"humans' {' or '.join(vs) or 'correctness'}, and PRR (prediction rejection ratio, 0 = random), "
                "value [95 % stratified bootstrap CI] as the run computed them, with PRR's two-sided permutation "
-               f"p-value against 0 (— for runs from before PRR had an interval); n: programs.{baseline} The dataset's own metrics (dataset.*) and every row are in "
-               f"{MEASURES_FILE}.")
+               f"p-value against 0 (— for runs from before PRR had an interval); n: programs. Intervals and p-values are "
+               f"unadjusted for multiplicity: {len(text)} rows × 3 metrics = {3 * len(text)} intervals shown."
+               f"{baseline} The dataset's own metrics (dataset.*) and every row are in {MEASURES_FILE}.")
     return MeasuresPart(pd.DataFrame(text), caption, notes, measures_csv(rows, keys, found))
 
 
