@@ -172,7 +172,7 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
     from mlflow.tracking import MlflowClient
 
     from mcu_exp.report import display, tables
-    from mcu_exp.report import comparisons, measures
+    from mcu_exp.report import ceiling, comparisons, measures
     from mcu_exp.report.figures import curve_keys, report_figures
     from mcu_exp.report.html import Figure, ReportDocument, Section, render_html, render_markdown
     from mcu_exp.report.sources import RunFiles
@@ -230,17 +230,19 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
             Section("Alignment with human labels", display.display_table(summary, keys),
                     f"{display.scope(rows)}. Value [95 % stratified bootstrap CI] against these human labels; "
                     "n: programs. F1 always-1: label every program understandable; F1 random: prevalence-matched "
-                    "random labeller (expected value).",
+                    "random labeller (expected value)." + ceiling.caption(summary),
                     [*display.row_notes(summary, keys), *filter(None, [display.name_settings_note(hidden)])]),
             Section("Per human reader group", display.display_subgroups(subgroup, keys),
                     f"label: {display.label_rule(rows)}. F1 and AUC of the binary labels against each reader "
                     "group's labels, τ calibrated on all programs; each column names the group. "
                     f"{display.subgroup_family(subgroup)}. "
-                    f"Programs per group: {display.group_sizes(subgroup) or '—'}.",
+                    f"Programs per group: {display.group_sizes(subgroup) or '—'}."
+                    + ceiling.group_caption(subgroup),
                     display.subgroup_notes(subgroup, keys)),
             *extra,
         ],
-        figures=[Figure(name, png, FIGURE_CAPTIONS[name]) for name, png in pngs.items()],
+        figures=[Figure(name, png, {**FIGURE_CAPTIONS, ceiling.FIGURE: ceiling.FIGURE_CAPTION}[name])
+                 for name, png in pngs.items()],
         notes=[
             "AUC (labels) is the ROC AUC of the High/Low labels (what the paper reports); AUC (score) the "
             "threshold-free ROC AUC of −α_test.",

@@ -18,6 +18,7 @@ from mcu_exp.evaluation.report import ALWAYS, AUC_PERMUTATION_P, RANDOM, baselin
 from mcu_exp.names import ALL_READERS, UNDEFINED, VS_P0_PREFIX
 from mcu_exp.report.identity import PARAM_PREFIX, key_header, key_text, row_label
 from mcu_exp.report.columns import UNDEFINED_COLUMN, main_metrics, vs_p0_metrics, with_ci
+from mcu_exp.report import ceiling
 
 MISSING = "—"
 BASELINE_HEADERS = {ALWAYS: "always-1", RANDOM: "random"}  # after the metric's header
@@ -91,6 +92,8 @@ def display_table(summary: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
                 if column in summary.columns:
                     table[f"{header(PRIMARY)} {suffix}"] = [cell(PRIMARY, value(row, column))
                                                             for _, row in summary.iterrows()]
+        for column, cells in ceiling.main_cells(summary, name).items():
+            table[column] = cells
     if AUC_PERMUTATION_P in summary.columns and _shown(summary, AUC_PERMUTATION_P):
         table["p (AUC score vs 0.5)"] = [p_text(value(row, AUC_PERMUTATION_P)) for _, row in summary.iterrows()]
     for column in vs_p0_metrics(summary):
@@ -106,12 +109,15 @@ def display_subgroups(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     if table.empty:
         return table
     out: dict[tuple[str, ...], dict[str, str]] = {}
+    with_ceiling = ceiling.ceiling_key(ceiling.GROUP_METRIC) in table.columns and ceiling.logged(table)
     for _, row in table.iterrows():
         ident = tuple(key_text(k, row[k]) for k in keys)
         cells = out.setdefault(ident, {"runs": count_text(value(row, "runs"))} if "runs" in row else {})
         cells[f"n {row['group']}"] = count_text(value(row, "n"))
         for name in HEADLINE:
             cells[f"{metric(name).short} {row['group']}"] = cell(name, *(value(row, c) for c in with_ci(name)))
+        if with_ceiling:
+            cells.update({f"{head} {row['group']}": text for head, text in ceiling.group_cells(row).items()})
     rows = [{**{key_header(k): v for k, v in zip(keys, ident, strict=True)}, **cells}
             for ident, cells in out.items()]
     return pd.DataFrame(rows).fillna(MISSING)

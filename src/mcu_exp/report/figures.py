@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 
 from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header, metric
 from mcu_exp.evaluation.report import ALWAYS, baseline_key, format_value
+from mcu_exp.report import ceiling
 from mcu_exp.report.identity import as_text, key_text, row_label
 
 DECISION_KEYS = ("epsilon", "theta", "quantile")
@@ -251,7 +252,7 @@ def report_figures(rows: pd.DataFrame, keys: Sequence[str], threshold_curves: pd
                    epsilon_curves: pd.DataFrame, subgroup: pd.DataFrame,
                    theta_curves: pd.DataFrame | None = None) -> dict[str, bytes]:
     """Every figure of a report, by file name, as PNG bytes (the θ figure only when some run
-    logged θ curves)."""
+    logged θ curves, the ceiling figure only when some run logged a human ceiling)."""
     figures: dict[str, Figure] = {
         "f1_threshold.png": plot_threshold_metric(threshold_curves, rows, keys, PRIMARY, header(PRIMARY)),
         "auc_threshold.png": plot_threshold_metric(threshold_curves, rows, keys, "auc_binary",
@@ -261,4 +262,8 @@ def report_figures(rows: pd.DataFrame, keys: Sequence[str], threshold_curves: pd
     }
     if theta_curves is not None and not theta_curves.empty:
         figures["f1_auc_theta.png"] = plot_theta(theta_curves, rows, keys)
+    if ceiling.figure_rows(rows):
+        from mcu_exp.report.ceiling_figure import plot_ceiling  # it imports this module
+
+        figures[ceiling.FIGURE] = plot_ceiling(rows, keys)
     return {name: png_bytes(fig) for name, fig in figures.items()}

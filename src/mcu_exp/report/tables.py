@@ -20,6 +20,7 @@ from mcu_exp.calibration import RULES
 from mcu_exp.evaluation.registry import HEADLINE, PRIMARY
 from mcu_exp.evaluation.report import AUC_PERMUTATION_P
 from mcu_exp.names import ALL_READERS, TAG_CLASS_WARNING, TAG_UNDEFINED, group_prefix
+from mcu_exp.report import ceiling
 from mcu_exp.report.columns import (
     BASELINE_PREFIX,
     GROUP_WARNING,
@@ -158,13 +159,15 @@ def config_order(rows: pd.DataFrame, keys: Sequence[str], runs: pd.DataFrame | N
 
 def summary_table(frame: pd.DataFrame, keys: Sequence[str], extra: Sequence[str] = ()) -> pd.DataFrame:
     """Numbers for the CSV: the keys (and ``extra`` configuration columns), run count and id,
-    n, each main metric with its CI bounds, AUC(score)'s permutation p-value, every baseline, τ, coverage, prevalence and any
-    ``vs_p0.*`` metric the runs logged; then the undefined metrics and the row notes."""
+    n, each main metric with its CI bounds, AUC(score)'s permutation p-value, the humans' ceilings and
+    the shares of them the runs logged (:mod:`mcu_exp.report.ceiling`), every baseline, τ, coverage,
+    prevalence and any ``vs_p0.*`` metric the runs logged; then the undefined metrics and the row notes."""
     rows = latest_per_config(frame, keys)
     columns: list[str] = [*keys, *extra, "runs", "n"]
     for name in main_metrics():
         columns += with_ci(name)
     columns.append(AUC_PERMUTATION_P)
+    columns += ceiling.columns(rows)
     columns += sorted(c for c in rows.columns if c.startswith(BASELINE_PREFIX))
     columns += ["tau", "coverage", "prevalence"]
     for name in vs_p0_metrics(rows):
@@ -183,9 +186,14 @@ def subgroup_table(frame: pd.DataFrame, keys: Sequence[str], groups: Sequence[st
     with CIs: one row per configuration and group. A run's unprefixed metrics are against its own ``labels.group``
     (all readers, or e.g. professional readers alone), so that is the group they are shown
     under; then each ``group.<name>.*`` the runs logged (a subgroup equal to the run's own
-    group is the same labels, shown once)."""
+    group is the same labels, shown once). When a run logged the humans' ceiling, each row also
+    holds its group's AUC (score) ceiling and the run's share of it, with intervals."""
     rows = latest_per_config(frame, keys)
     found = groups or subgroups(rows)
+    ceiling_columns = [*with_ci(ceiling.ceiling_key(ceiling.GROUP_METRIC)),
+                       *with_ci(ceiling.share_key(ceiling.GROUP_METRIC))]
+    if not any(c.endswith(ceiling_columns[0]) for c in rows.columns):
+        ceiling_columns = []
     out = []
     for run_id, row in rows.iterrows():
         own = str(row.get("labels_group") or ALL_READERS)
@@ -199,6 +207,8 @@ def subgroup_table(frame: pd.DataFrame, keys: Sequence[str], groups: Sequence[st
             for name in HEADLINE:
                 for column in with_ci(name):
                     item[column] = row.get(f"{prefix}{column}")
+            for column in ceiling_columns:
+                item[column] = row.get(f"{prefix}{column}")
             item[UNDEFINED_COLUMN] = frozenset(n[len(prefix):] for n in undefined if n.startswith(prefix))
             warning = row.get("class_warning") if group == own else row.get(f"{GROUP_WARNING}{group}")
             item["class_warning"] = warning if isinstance(warning, str) else ""
