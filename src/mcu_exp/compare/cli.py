@@ -10,7 +10,10 @@ test of the accuracies and DeLong's of the AUCs (:mod:`mcu_exp.evaluation.paired
 (``scores.csv`` beside its ``per_program.csv``: P1, P2) and its decision settings (MLflow
 params ``decision.*``, or the ``decision`` section of ``config.yaml`` beside it) is
 recalibrated in every resample, as its own intervals are; any other run keeps its labels
-fixed, and the table says so. Heavy imports wait until a comparison is made, so
+fixed, and the table says so. Where the runs logged the humans' noise ceiling (``ceiling.*``,
+``share.*``: MLflow metrics, ``metrics.json``, ``reliability.csv``), each run's AUC (score) and
+ρ ceiling and its share of them are printed too, and the notes say when the two ceilings differ
+(:mod:`mcu_exp.compare.ceiling`). Heavy imports wait until a comparison is made, so
 ``mcu-exp`` stays quick to start.
 """
 
@@ -21,11 +24,11 @@ import math
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.names import CONFIG_FILE, PER_PROGRAM_FILE, PROGRAM_ID, RESULTS_DIR, SCORES_FILE, UNDEFINED
+from mcu_exp.names import CONFIG_FILE, METRICS_FILE, PER_PROGRAM_FILE, PROGRAM_ID, RESULTS_DIR, SCORES_FILE, UNDEFINED
 
 COMPARISON_FILE = "comparison.csv"
 REJECTION_FILE = "rejection.csv"
@@ -56,13 +59,16 @@ class CompareError(ValueError):
 @dataclass(frozen=True)
 class Source:
     """One side of the comparison: a short name, where it came from, its per-program table
-    and, for a calibrated run, what recalibrating it needs (else ``missing`` says what lacks)."""
+    and, for a calibrated run, what recalibrating it needs (else ``missing`` says what lacks);
+    its human ceiling and share of it (:mod:`mcu_exp.compare.ceiling`) and its label settings."""
 
     name: str
     where: str
     frame: Any  # pandas.DataFrame, index program_id
     calibration: Any = None  # mcu_exp.evaluation.paired_recalibration.RunCalibration | None
     missing: str = ""
+    ceiling: dict[str, float] = field(default_factory=dict)  # ceiling.* and share.* of its own labels
+    labels: dict[str, str] = field(default_factory=dict)  # labels.rule, min_fraction, group, readers
 
 
 def read_per_program(path: Path) -> Any:
@@ -120,11 +126,34 @@ def folder_calibration(table: Path) -> tuple[Any, str]:
     return calibration_of(scores if scores.is_file() else None, settings, str(config))
 
 
+def folder_ceiling(table: Path) -> tuple[dict[str, float], dict[str, str]]:
+    """A run folder's ceiling (``metrics.json``, ``reliability.csv`` beside its table) and the
+    ``labels`` section of its ``config.yaml``."""
+    import yaml
+
+    from mcu_exp.compare.ceiling import RELIABILITY_FILE, label_settings, run_ceiling
+
+    def beside(name: str) -> Path | None:
+        return table.parent / name if (table.parent / name).is_file() else None
+
+    config = beside(CONFIG_FILE)
+    labels: Any = None
+    if config is not None:
+        try:
+            loaded = yaml.safe_load(config.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise CompareError(f"cannot read {config}: {str(exc).splitlines()[0]}") from None
+        labels = loaded.get("labels") if isinstance(loaded, dict) else None
+    found = run_ceiling({}, beside(METRICS_FILE), beside(RELIABILITY_FILE))
+    return found, label_settings(labels if isinstance(labels, dict) else None)
+
+
 def fetch_run(run_id: str, uri: str, dst: Path) -> Source:
     """An MLflow run's ``per_program.csv`` artifact (at its root, or under ``results/``)."""
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
+    from mcu_exp.compare.ceiling import RELIABILITY_FILE, label_settings, run_ceiling
     from mcu_exp.tracking.artifacts import RunArtifacts
 
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
@@ -146,8 +175,11 @@ def fetch_run(run_id: str, uri: str, dst: Path) -> Source:
     name = run.info.run_name or run_id
     scores = artifacts.get(SCORES_FILE, folder) or artifacts.get(f"{RESULTS_DIR}/{SCORES_FILE}", folder)
     calibration, missing = calibration_of(scores, dict(run.data.params), f"the params of run {run_id}")
+    found = run_ceiling(run.data.metrics, *(artifacts.get(f, folder) or artifacts.get(f"{RESULTS_DIR}/{f}", folder)
+                                            for f in (METRICS_FILE, RELIABILITY_FILE)))
     return Source(name=name, where=f"MLflow run {run_id} ({name})", frame=read_per_program(path),
-                  calibration=calibration, missing=missing)
+                  calibration=calibration, missing=missing, ceiling=found,
+                  labels=label_settings(dict(run.data.params), "labels."))
 
 
 def load_source(ref: str, uri: str, dst: Path) -> Source:
@@ -156,8 +188,9 @@ def load_source(ref: str, uri: str, dst: Path) -> Source:
     if path.exists():
         table = folder_table(path)
         calibration, missing = folder_calibration(table)
+        found, labels = folder_ceiling(table)
         return Source(name=path.name or str(path), where=f"{table}", frame=read_per_program(table),
-                      calibration=calibration, missing=missing)
+                      calibration=calibration, missing=missing, ceiling=found, labels=labels)
     return fetch_run(ref, uri, dst)
 
 
@@ -260,15 +293,18 @@ def render(cmp: Any, a: Source, b: Source, only_a: int = 0, only_b: int = 0) -> 
     from rich.console import Console
     from rich.table import Table
 
+    from mcu_exp.compare import ceiling
+
     table = Table(title=f"A = {a.name}, B = {b.name}")
     for header in ("", "A", "B", f"A − B [{round(100 * cmp.confidence)} % CI]", "paired test"):
         table.add_column(header, justify="left" if header in ("", "paired test") else "right")
-    for row in cells(cmp):
+    for row in [*cells(cmp), *ceiling.rows(a.ceiling, b.ceiling)]:
         table.add_row(*row)
     buffer = io.StringIO()
     console = Console(file=buffer, width=140, color_system=None, force_terminal=False, soft_wrap=False)
     console.print(table)
-    return buffer.getvalue() + "\n".join(notes(cmp, a, b, only_a, only_b)) + "\n"
+    lines = [*notes(cmp, a, b, only_a, only_b), *ceiling.notes(a.ceiling, b.ceiling, a.labels, b.labels)]
+    return buffer.getvalue() + "\n".join(lines) + "\n"
 
 
 def write_csv(cmp: Any, a: Source, b: Source, data: Any, out: Path) -> Path:
@@ -278,7 +314,10 @@ def write_csv(cmp: Any, a: Source, b: Source, data: Any, out: Path) -> Path:
     from mcu_exp.evaluation.rejection import rejection_curves
 
     out.mkdir(parents=True, exist_ok=True)
-    row = {"run_a": a.name, "run_b": b.name, "source_a": a.where, "source_b": b.where, **cmp.row()}
+    from mcu_exp.compare.ceiling import csv_columns
+
+    row = {"run_a": a.name, "run_b": b.name, "source_a": a.where, "source_b": b.where, **cmp.row(),
+           **csv_columns(a.ceiling, b.ceiling)}
     pd.DataFrame([row]).to_csv(out / COMPARISON_FILE, index=False)
     curves = [rejection_curves(data.truth, score).assign(run=side)
               for side, score in (("A", data.score_a), ("B", data.score_b)) if score is not None]
