@@ -237,6 +237,7 @@ def _subcommand_lines() -> str:
     return "\n".join(f"  {'mcu-exp ' + name + ' [options]':<37}{line}" for name, line in SUBCOMMAND_HELP.items())
 
 
+from mcu_exp.bundle.cli import main as bundle_main  # noqa: E402  (light: argparse only)
 from mcu_exp.cache_cli import main as cache_main  # noqa: E402  (light: argparse only)
 from mcu_exp.compare.cli import main as compare_main  # noqa: E402  (light: argparse only)
 from mcu_exp.llm.model_cli import main as model_main  # noqa: E402  (light: argparse only)
@@ -244,12 +245,14 @@ from mcu_exp.report.cli import main as report_main  # noqa: E402  (light: argpar
 from mcu_exp.tune.cli import main as tune_main  # noqa: E402
 
 SUBCOMMANDS: dict = {"report": report_main, "compare": compare_main, "tune": tune_main,
-                     "model": lambda argv: model_main(argv, config_dir()), "cache": cache_main}
+                     "model": lambda argv: model_main(argv, config_dir()), "cache": cache_main,
+                     "bundle": bundle_main}
 SUBCOMMAND_HELP: dict[str, str] = {
     "report": "tables and figures comparing finished MLflow runs (its own --help)",
     "compare": "two runs on their shared programs: paired CIs, DeLong, McNemar, PRR (its own --help)",
     "tune": "tune epsilon or tau for F1 on a finished run's scores, in-sample and nested CV (its own --help)",
     "model": "convert: a GGUF model as a Hugging Face folder (safetensors) in the user cache (its own --help)",
     "cache": "export, import: move cached generations and scores between SQLite files and PostgreSQL (its own --help)",
+    "bundle": "export, replay, show: a run's table with the samples that made it, replayed anywhere (its own --help)",
 }
 OmegaConf.register_new_resolver("mcu_subcommands", _subcommand_lines, replace=True)

@@ -204,6 +204,7 @@ class TrackingConfig:
     run_name: Optional[str] = None  # None: model · proxy · ε · θ · swept overrides
     system_metrics: bool = False  # MLflow's CPU/memory/GPU sampling during the job (needs psutil)
     sweep_report: bool = True  # a multirun ends with `mcu-exp report` over its jobs, in its parent run
+    bundle: Optional[bool] = None  # the run bundle as an artifact (samples, scores, results); None: non-debug runs
 
 
 @dataclass

@@ -21,6 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 import numpy as np
 
 from mcu_exp import names
+from mcu_exp.bundle import reads
+from mcu_exp.bundle.job import finish_job
 from mcu_exp.calibration import get_rule
 from mcu_exp.checks import check_config
 from mcu_exp.config import Config, EvaluationConfig, ModelConfig
@@ -317,6 +319,7 @@ def save_config(raw: DictConfig, path: Path) -> None:
 def run_job(raw: DictConfig) -> float:
     """Run the configured job; return the primary metric (F1 against human labels)."""
     started = time.perf_counter()
+    reads.start()  # the cache rows this job reads go into its run bundle
     cfg = typed_config(raw)
     check_config(cfg)
     dataset = load_dataset(cfg.dataset)
@@ -396,6 +399,7 @@ def run_job(raw: DictConfig) -> float:
         tracker.set_tags(result_tags)
         tracker.log_artifacts(artifacts.folder)
         log_tables(tracker, metrics, artifacts.folder)
+        bundle_line = finish_job(cfg, tracker, run_dir, dataset, title)
 
         print(render_table(main, title=f"{title} vs human labels ({cfg.labels.group}, n={main.n})"))
         if len(reports) > 1:
@@ -413,6 +417,8 @@ def run_job(raw: DictConfig) -> float:
         if tracker.active:
             print(f"MLflow run {tracker.run_id} in {tracker.uri}")
             print(f"  open the UI: {ui_command(tracker.uri)}")
+        if bundle_line:
+            print(bundle_line)
     return float(main.metrics[PRIMARY])
 
 

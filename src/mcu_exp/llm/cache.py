@@ -44,6 +44,7 @@ from mcu_exp.llm.cache_keys import (  # noqa: F401  (the key helpers' first home
     sample_key,
     sample_keys,
 )
+from mcu_exp.bundle import reads
 from mcu_exp.llm.claims import ClaimOwner, holder_name, lease_free
 from mcu_exp.llm.contract import Sample
 from mcu_exp.llm.errors import CacheCorrupt
@@ -125,6 +126,16 @@ _PUT_FAILURE = (
 )
 
 
+class _Rows:
+    """Rows of an iterator read like a cursor's ``fetchmany``."""
+
+    def __init__(self, rows: Iterator[tuple[Any, ...]]) -> None:
+        self._rows = rows
+
+    def fetchmany(self, size: int) -> list[tuple[Any, ...]]:
+        return [row for _, row in zip(range(size), self._rows)]
+
+
 def _broken(name: str, dialect: str, exc: BaseException) -> CacheCorrupt:
     """The one-line error of a cache database that failed under us."""
     if dialect == POSTGRESQL:
@@ -199,6 +210,7 @@ class GenerationCache:
                 sample = Sample(unescape(text) if escaped else text, reason, prompt_tokens, completion_tokens)
                 if sample.failure is None:
                     found[key] = sample
+        reads.note(reads.SAMPLES, found)
         return found
 
     def failures_since(self, keys: Iterable[str], since: float) -> dict[str, Sample]:
@@ -265,6 +277,7 @@ class GenerationCache:
         for key, s, blob in rows:
             if s.failure is None and key not in good:
                 good[key] = (key, s.text, s.finish_reason, s.prompt_tokens, s.completion_tokens, stored, blob)
+        reads.note(reads.SAMPLES, good)
         escaped = escape_rows(good, 1)
         bad = [(key, s.failure, storable(s.text), s.finish_reason, s.prompt_tokens, s.completion_tokens, now, blob)
                for key, s, blob in rows if s.failure is not None]
@@ -340,17 +353,21 @@ class GenerationCache:
             stop.set()
             thread.join(timeout=5.0)
 
-    def rows(self, table: str, size: int = 5_000) -> Iterator[list[tuple[Any, ...]]]:
+    def rows(self, table: str, size: int = 5_000, keys: Sequence[str] | None = None
+             ) -> Iterator[list[tuple[Any, ...]]]:
         """Every row of ``table`` (one of :data:`EXPORTED`), ``size`` at a time, in the
-        columns :meth:`add_rows` takes; legacy blank samples are left out."""
+        columns :meth:`add_rows` takes; legacy blank samples are left out. With ``keys``
+        (sample keys, or request ids), only those rows (a run bundle's)."""
         if table not in EXPORTED:
             raise ValueError(f"unknown generation cache table {table!r}")
         samples = table == "samples"
         sql = EXPORTED[table]
         if samples:
             sql = sql.replace(" FROM", f", {_IS_ESCAPED} FROM") + f" WHERE NOT {self._blank}"
+        if keys is not None:
+            sql += (" AND " if samples else " WHERE ") + ("key" if samples else "id") + " IN ({marks})"
         with self._guard():
-            cursor = self._db.execute(sql)
+            cursor = self._db.execute(sql) if keys is None else _Rows(self._rows(sql, sorted(keys)))
             while batch := cursor.fetchmany(size):
                 if samples:  # the texts themselves, escaped again by the destination where needed
                     yield [(row[0], unescape(row[1]) if row[-1] else row[1], *row[2:-1]) for row in batch]

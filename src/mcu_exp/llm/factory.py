@@ -111,7 +111,14 @@ def build_backend(cfg: ModelConfig, *, progress: bool = True, cache_dir: str | P
 
 
 def backend_identity(cfg: ModelConfig) -> dict[str, Any]:
-    """The model part of cache keys for ``cfg``, without creating the backend or loading a model."""
+    """The model part of cache keys for ``cfg``, without creating the backend or loading a model
+    (during a bundle's replay, the identity the bundle recorded for it)."""
+    from mcu_exp.bundle import reads
+
+    return reads.pinned_identity(reads.MODELS, cfg, lambda: _identity(cfg))
+
+
+def _identity(cfg: ModelConfig) -> dict[str, Any]:
     name = _backend_name(cfg)
     if name == "local":
         from mcu_exp.llm.local import local_identity

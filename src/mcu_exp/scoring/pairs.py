@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 
 from mcu_exp.config import ScorerConfig
 from mcu_exp.console import progress_enabled
+from mcu_exp.bundle import reads
 from mcu_exp.scoring.score_cache import ScoreCache, pair_key, text_key
 
 BAR_DELAY_S = 1.0  # a progress bar shows once its work has taken this long
@@ -137,11 +138,15 @@ class PairScorer(ABC):
     def spec_hash(self) -> str:
         """sha256 of the scorer's identity: what a cached score is valid for."""
         if self._spec_hash is None:
-            identity = self._identity()
-            self._spec_hash = hashlib.sha256(
-                json.dumps(identity, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-            self.cache.put_spec(self._spec_hash, identity)
+            self._spec_hash = reads.pinned_identity(reads.SCORERS, self.cfg, self._new_spec_hash)
         return self._spec_hash
+
+    def _new_spec_hash(self) -> str:
+        """Hash the identity and record what it stands for in the cache."""
+        identity = self._identity()
+        spec_hash = hashlib.sha256(json.dumps(identity, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        self.cache.put_spec(spec_hash, identity)
+        return spec_hash
 
     def f1_matrix(self, texts_a: Sequence[str], texts_b: Sequence[str]) -> np.ndarray:
         """The score of every (a, b) pair: an array of shape (len(texts_a), len(texts_b))."""
@@ -209,6 +214,7 @@ class PairScorer(ABC):
                 pending.update(missing)
                 todo.append(block.missing_part(missing))
         if todo:
+            reads.no_model(f"the {self.cfg.name} score of {sum(len(t.where) for t in todo)} pairs")
             computed = self._compute(todo)
             self.cache.put_scores(computed.items())
             values.update(computed)

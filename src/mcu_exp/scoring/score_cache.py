@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from mcu_exp.bundle import reads
 from mcu_exp.sql_store import (
     POSTGRESQL,
     SQLITE,
@@ -109,18 +110,26 @@ class ScoreCache:
 
     def get_scores(self, keys: Sequence[bytes]) -> dict[bytes, float]:
         """The cached F1 of each key that has one."""
-        return dict(self._select("SELECT key, f1 FROM pair_scores", keys))
+        found = dict(self._select("SELECT key, f1 FROM pair_scores", keys))
+        reads.note(reads.PAIRS, found)
+        return found
 
     def put_scores(self, items: Iterable[tuple[bytes, float]]) -> None:
         """Store F1 values (a key already present keeps its value)."""
+        items = list(items)
+        reads.note(reads.PAIRS, (key for key, _ in items))
         self._insert("INSERT INTO pair_scores VALUES (?, ?) ON CONFLICT DO NOTHING", list(items))
 
     def get_lengths(self, keys: Sequence[bytes]) -> dict[bytes, tuple[int, bool]]:
         """Token count and truncation flag of each text key that has them."""
         rows = self._select("SELECT key, n_tokens, truncated FROM text_lengths", keys)
+        reads.note(reads.LENGTHS, (row[0] for row in rows))
         return {k: (int(n), bool(t)) for k, n, t in rows}
 
     def put_lengths(self, items: Iterable[tuple[bytes, int, bool]]) -> None:
+        """Store token counts and truncation flags (a key already present keeps its values)."""
+        items = list(items)
+        reads.note(reads.LENGTHS, (key for key, _, _ in items))
         self._insert("INSERT INTO text_lengths VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                      [(k, int(n), int(t)) for k, n, t in items])
 
@@ -141,16 +150,16 @@ class ScoreCache:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _select(self, query: str, keys: Sequence[bytes]) -> list[tuple[Any, ...]]:
+    def _select(self, query: str, keys: Sequence[Any], column: str = "key") -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = []
         unique = list(dict.fromkeys(keys))
         with self._guard():
             for start in range(0, len(unique), _CHUNK):
                 chunk = unique[start:start + _CHUNK]
                 marks = ",".join("?" * len(chunk))
-                rows.extend(self._db.execute(f"{query} WHERE key IN ({marks})", chunk).fetchall())
+                rows.extend(self._db.execute(f"{query} WHERE {column} IN ({marks})", chunk).fetchall())
         if self._db.dialect == POSTGRESQL:  # BYTEA reads back as memoryview
-            rows = [(bytes(row[0]), *row[1:]) for row in rows]
+            rows = [(bytes(row[0]) if isinstance(row[0], memoryview) else row[0], *row[1:]) for row in rows]
         return rows
 
     def _insert(self, statement: str, rows: list[tuple[Any, ...]]) -> None:
@@ -160,10 +169,18 @@ class ScoreCache:
             for start in range(0, len(rows), 10_000):
                 self._db.executemany(statement, rows[start:start + 10_000])
 
-    def rows(self, table: str, size: int = 5_000) -> Iterator[list[tuple[Any, ...]]]:
-        """Every row of ``table`` (one of :data:`TABLES`), ``size`` at a time (for export and import)."""
+    def rows(self, table: str, size: int = 5_000, keys: Sequence[Any] | None = None
+             ) -> Iterator[list[tuple[Any, ...]]]:
+        """Every row of ``table`` (one of :data:`TABLES`), ``size`` at a time (for export and
+        import); with ``keys`` (or spec hashes), only those rows (a run bundle's)."""
         if table not in TABLES:
             raise ValueError(f"unknown score cache table {table!r}")
+        if keys is not None:
+            column = "hash" if table == "specs" else "key"
+            found = self._select(f"SELECT * FROM {table}", list(keys), column)
+            for start in range(0, len(found), size):
+                yield found[start:start + size]
+            return
         with self._guard():
             cursor = self._db.execute(f"SELECT * FROM {table}")
             while batch := cursor.fetchmany(size):

@@ -1,0 +1,212 @@
+"""Replaying a run bundle: its samples and scores imported into a fresh cache, every job
+run again from them (no model loaded, no request sent), and its metrics and per-program
+CSVs checked against the bundle's.
+
+Values are compared as written. A CSV or metric that differs in bytes is compared again
+number by number with a relative tolerance of :data:`RTOL` (the bootstrap, rank statistics
+and calibration are floating-point; another BLAS build or numpy may round the last digit
+differently); anything else is a difference, and the first one is named.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import tempfile
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcu_exp import names
+from mcu_exp.bundle import archive, reads
+from mcu_exp.bundle.archive import GENERATION_TABLES, SCORE_TABLES, BundleError, RowSet
+
+RTOL = 1e-9  # relative tolerance for floating-point values that differ in their last digits
+# Metrics that describe the job's run, not its result: time, cache hits, whether a model loaded, usage.
+VOLATILE = ("job_seconds", "generation_cache_hits", "generation_cache_misses", "model_loaded", "scorer_loaded")
+_COMPARED = (".csv", ".json")
+_NOT_COMPARED = ("results/specs.json",)  # library versions and paths: the environment, not the result
+
+
+@dataclass
+class JobCheck:
+    """How one replayed job compares with the bundle's: ``difference`` is None when every
+    compared value agrees; ``tolerated`` counts values equal only within :data:`RTOL`."""
+
+    name: str
+    files: int
+    metrics: int
+    tolerated: int
+    difference: str | None
+
+    def line(self) -> str:
+        """The check's one-line verdict."""
+        if self.difference is not None:
+            return f"job {self.name}: DIFFERS from the bundle: {self.difference}"
+        how = "identical to the bundle's" if not self.tolerated else (
+            f"identical to the bundle's, {self.tolerated} value(s) equal within a relative {RTOL:g}")
+        return f"job {self.name}: {self.metrics} metrics and {self.files} files {how}"
+
+
+def replay(path: Path, work: Path | None = None, quiet: bool = True) -> list[JobCheck]:
+    """Replay every job of the bundle at ``path`` (printing each job's tables as it runs) in
+    ``work`` (a temporary folder by default); the checks, one per job."""
+    manifest, members = archive.read(path)
+    if work is None:
+        with tempfile.TemporaryDirectory(prefix="mcu-exp-replay-") as tmp:
+            return _replay(path, manifest, members, Path(tmp), quiet)
+    return _replay(path, manifest, members, work, quiet)
+
+
+def _replay(path: Path, manifest: Mapping[str, Any], members: Mapping[str, bytes], work: Path,
+            quiet: bool) -> list[JobCheck]:
+    cache_dir = work / "cache"
+    import_rows(RowSet.from_jsonl(members), cache_dir)
+    checks = []
+    with reads.pin(manifest.get("pins", {}), str(path)):
+        for index, entry in enumerate(manifest.get("jobs", [])):
+            files = archive.job_files(members, index)
+            outputs = work / "outputs" / str(index)
+            raw = job_config(files, entry, cache_dir, outputs, work / "data" / str(index),
+                             archive.data_files(members, index), quiet)
+            check_dataset(raw, entry)
+            from mcu_exp.pipeline import run_job
+
+            run_job(raw)
+            found = sorted(outputs.glob(f"runs/*/*/{names.RESULTS_DIR}"))
+            if len(found) != 1:
+                raise BundleError(f"job {entry.get('name')}: expected one results folder under {outputs}, found {len(found)}")
+            checks.append(compare(entry.get("name", str(index)), files, found[0]))
+    return checks
+
+
+def import_rows(rows: RowSet, cache_dir: Path) -> None:
+    """The bundle's rows into fresh SQLite caches in ``cache_dir``, as ``mcu-exp cache import`` copies."""
+    from mcu_exp.cache_cli import copy_tables
+    from mcu_exp.llm.cache import CACHE_FILE, GenerationCache
+    from mcu_exp.scoring.score_cache import ScoreCache
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with GenerationCache(cache_dir / CACHE_FILE) as generations:
+        copy_tables(rows, generations, list(GENERATION_TABLES), progress=False)
+    with ScoreCache(cache_dir / "bertscore.sqlite") as scores:
+        copy_tables(rows, scores, list(SCORE_TABLES), progress=False)
+
+
+def job_config(files: Mapping[str, bytes], entry: Mapping[str, Any], cache_dir: Path, outputs: Path,
+               data_dir: Path, data: Mapping[str, bytes], quiet: bool) -> Any:
+    """The job's resolved config from the bundle, typed by the schema, pointed at the replay's
+    cache and outputs (no MLflow run, no new bundle), and at the bundle's data when it holds it."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from mcu_exp.config import Config
+
+    if "config.yaml" not in files:
+        raise BundleError(f"job {entry.get('name')}: the bundle holds no config.yaml")
+    try:
+        raw = OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(files["config.yaml"].decode()))
+    except OmegaConfBaseException as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BundleError(f"job {entry.get('name')}: its config.yaml does not fit this version's schema ({first})") from None
+    settings: dict[str, Any] = {"cache.dir": str(cache_dir), "cache.url": None, "paths.outputs": str(outputs),
+                                "tracking.enabled": False, "tracking.bundle": False, "quiet": quiet}
+    if data:
+        for name, blob in data.items():
+            target = data_dir / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(blob)
+        settings["dataset.root"] = str(data_dir)
+        questions = sorted(n for n in data if n.startswith("questions/"))
+        if questions:
+            settings["dataset.questions"] = str(data_dir / questions[0])
+    for key, value in settings.items():
+        OmegaConf.update(raw, key, value, merge=False)
+    return raw
+
+
+def check_dataset(raw: Any, entry: Mapping[str, Any]) -> None:
+    """Refuse a replay whose dataset differs from the one the job read (by digest)."""
+    from mcu_exp.data import load_dataset
+    from mcu_exp.pipeline import typed_config
+    from mcu_exp.tracking.conventions import dataset_digest
+
+    wanted = entry.get("dataset", {})
+    with warnings.catch_warnings():  # the job itself prints the dataset's warnings
+        warnings.simplefilter("ignore")
+        dataset = load_dataset(typed_config(raw).dataset)
+    found = dataset_digest(dataset)
+    if wanted.get("digest") and found != wanted["digest"]:
+        raise BundleError(f"job {entry.get('name')}: dataset {dataset.name} here ({dataset.source}) has digest "
+                          f"{found}, the job read {wanted['digest']}: put the same data in place "
+                          "(dataset.root or $MCU_EXP_DATA), or export the bundle with --with-data")
+
+
+def compare(name: str, files: Mapping[str, bytes], results: Path) -> JobCheck:
+    """Compare the bundle's result files of one job with the replay's ``results`` folder."""
+    compared = [f for f in sorted(files) if f.startswith("results/") and f.endswith(_COMPARED) and f not in _NOT_COMPARED]
+    tolerated = metrics = 0
+    for member in compared:
+        here = results / member.split("/", 1)[1]
+        if not here.is_file():
+            return JobCheck(name, len(compared), metrics, tolerated, f"{member} was not written by the replay")
+        if here.read_bytes() == files[member]:
+            if member.endswith("metrics.json"):
+                metrics = len(_metrics(files[member]))
+            continue
+        if member.endswith(".json"):
+            before, after = _metrics(files[member]), _metrics(here.read_bytes())
+            metrics = len(before)
+            cells = [(key, before.get(key), after.get(key)) for key in sorted(set(before) | set(after))]
+        else:
+            cells = _csv_cells(files[member], here.read_bytes())
+        for where, a, b in cells:
+            same, close = _agree(a, b)
+            if not same and not close:
+                return JobCheck(name, len(compared), metrics, tolerated,
+                                f"{member} {where}: bundle {a!r}, replay {b!r}")
+            tolerated += int(close and not same)
+    return JobCheck(name, len(compared), metrics, tolerated, None)
+
+
+def _metrics(blob: bytes) -> dict[str, Any]:
+    """A metrics.json without the values that describe the run rather than its result."""
+    found = json.loads(blob)
+    return {k: v for k, v in found.items()
+            if not k.endswith(VOLATILE) and not k.startswith("usage.") and ".usage." not in k}
+
+
+def _csv_cells(before: bytes, after: bytes) -> list[tuple[str, str | None, str | None]]:
+    """Every cell of two CSV files, named by row (its first column) and column."""
+    a = list(csv.reader(io.StringIO(before.decode())))
+    b = list(csv.reader(io.StringIO(after.decode())))
+    if a[:1] != b[:1]:
+        return [("header", ",".join(a[0]) if a else None, ",".join(b[0]) if b else None)]
+    header = a[0] if a else []
+    cells: list[tuple[str, str | None, str | None]] = []
+    for number in range(1, max(len(a), len(b))):
+        row_a = a[number] if number < len(a) else []
+        row_b = b[number] if number < len(b) else []
+        label = (row_a or row_b or [""])[0]
+        for col in range(max(len(row_a), len(row_b))):
+            column = header[col] if col < len(header) else str(col)
+            cells.append((f"row {number} ({label}) column {column}", row_a[col] if col < len(row_a) else None,
+                          row_b[col] if col < len(row_b) else None))
+    return cells
+
+
+def _agree(a: Any, b: Any) -> tuple[bool, bool]:
+    """(equal as written, equal as numbers within :data:`RTOL`)."""
+    if a == b:
+        return True, True
+    try:
+        x, y = float(a), float(b)
+    except (TypeError, ValueError):
+        return False, False
+    if math.isnan(x) and math.isnan(y):
+        return True, True
+    return False, math.isclose(x, y, rel_tol=RTOL, abs_tol=0.0)
