@@ -223,17 +223,23 @@ def check_models(cache_dir: Path, *proxies: Proxy | None, cache_url: str | None 
 
 
 SHOWN_PREFIXES = (names.MEASURE_PREFIX, names.CODE_PREFIX)  # rows printed; dataset.* only in the CSV
+MEASURE_CODE = ("mcu_exp.evaluation.measure_table", "mcu_exp.evaluation.rejection", "mcu_exp.evaluation.bootstrap",
+                "mcu_exp.evaluation.registry", "mcu_exp.evaluation.definitions", "mcu_exp.evaluation.metrics",
+                "mcu_exp.evaluation.significance", "mcu_exp.data.code_metrics")  # the measure table's code
 
 
 def measures_and_baselines(outcome: ProxyOutcome, dataset: Any, labels: HumanLabels,
-                           ev: EvaluationConfig) -> pd.DataFrame | None:
+                           ev: EvaluationConfig, cache_dir: Path | None = None) -> pd.DataFrame | None:
     """AUC(score), Spearman and PRR, with bootstrap CIs (and PRR's permutation p), of each of the
     proxy's uncertainty measures (P1's ``measure.*`` columns) and of the code-metric baselines
     ``evaluation.baselines`` asks for (``code.*``, in their declared direction; with ``all``
     also the dataset's own ``dataset.*`` metrics, raw), against the human labels; None when
-    there is nothing to score."""
+    there is nothing to score. None of it depends on the decision: with ``cache_dir`` the table
+    is computed once per input and read back by the sweep's other jobs
+    (:func:`mcu_exp.result_cache.cached_result`)."""
     from mcu_exp.data.code_metrics import code_metrics, program_metrics
     from mcu_exp.evaluation.measure_table import measure_columns, measure_table
+    from mcu_exp.result_cache import cached_result
 
     frame = outcome.table[[c for c in outcome.table.columns if str(c).startswith(names.MEASURE_PREFIX)]]
     if ev.baselines != "none":
@@ -241,18 +247,21 @@ def measures_and_baselines(outcome: ProxyOutcome, dataset: Any, labels: HumanLab
         frame = frame.join(metrics, how="left")
     if not measure_columns(frame):
         return None
-    return measure_table(frame, labels.labels, labels.correctness, ev.bootstrap_resamples, ev.confidence, ev.seed,
-                         ev.permutations)
+    args = (frame, labels.labels, labels.correctness, ev.bootstrap_resamples, ev.confidence, ev.seed,
+            ev.permutations)
+    return cached_result(cache_dir, "measure_table", args, lambda: measure_table(*args), code=MEASURE_CODE)
 
 
-def write_rejection(outcome: ProxyOutcome, labels: HumanLabels, results: Path, ev: EvaluationConfig
-                    ) -> dict[str, float] | None:
+def write_rejection(outcome: ProxyOutcome, labels: HumanLabels, results: Path, ev: EvaluationConfig,
+                    cache_dir: Path | None = None) -> dict[str, float] | None:
     """For a proxy with a score on every labelled program: the prediction-rejection curves
     against all readers' labels (``rejection.csv``, ``rejection.png``); return the PRR with its
     stratified bootstrap interval and two-sided permutation p against 0 (``prr``,
-    ``prr_ci_low``, ``prr_ci_high``, ``prr_perm_p``), as the measure table computes them."""
+    ``prr_ci_low``, ``prr_ci_high``, ``prr_perm_p``), as the measure table computes them (the
+    interval and p once per score and labels with ``cache_dir``: the score is decision-free)."""
     from mcu_exp.evaluation.bootstrap import percentile_interval, stratified_indices
     from mcu_exp.evaluation.rejection import prediction_rejection, prr_many, prr_permutation_p
+    from mcu_exp.result_cache import cached_result
 
     truth, _, score = align(outcome.table, labels.labels)
     if len(truth) < 2 or not np.isfinite(score.to_numpy()).all():
@@ -266,9 +275,13 @@ def write_rejection(outcome: ProxyOutcome, labels: HumanLabels, results: Path, e
         plot_rejection(found.curves, found.prr, results / "rejection.png")
     low = high = p = float("nan")
     if np.isfinite(found.prr):
-        indices = stratified_indices(y, ev.bootstrap_resamples, np.random.default_rng(ev.seed))
-        low, high = percentile_interval(prr_many(s[indices], y[indices]), ev.confidence)
-        p = prr_permutation_p(y, s, ev.permutations, ev.seed)
+        def interval_and_p() -> tuple[float, float, float]:
+            indices = stratified_indices(y, ev.bootstrap_resamples, np.random.default_rng(ev.seed))
+            return (*percentile_interval(prr_many(s[indices], y[indices]), ev.confidence),
+                    prr_permutation_p(y, s, ev.permutations, ev.seed))
+
+        key = (y, s, ev.bootstrap_resamples, ev.confidence, ev.seed, ev.permutations)
+        low, high, p = cached_result(cache_dir, "prr_interval", key, interval_and_p, code=MEASURE_CODE)
     return {"prr": float(found.prr), "prr_ci_low": low, "prr_ci_high": high, "prr_perm_p": p}
 
 
@@ -365,10 +378,10 @@ def run_job(raw: DictConfig) -> float:
                                   cfg.generation.max_failed_share, labels.labels)
         small = class_warnings(reports, vs_ref, cfg.evaluation.min_per_class)
         artifacts = write_outputs(cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports)
-        measures = measures_and_baselines(outcome, dataset, labels, cfg.evaluation)
+        measures = measures_and_baselines(outcome, dataset, labels, cfg.evaluation, ctx.cache_dir)
         if measures is not None:
             measures.to_csv(results / names.MEASURES_FILE)
-        prr = write_rejection(outcome, labels, results, cfg.evaluation)
+        prr = write_rejection(outcome, labels, results, cfg.evaluation, ctx.cache_dir)
 
         metrics: dict[str, float] = {}
         for name, rep in reports.items():
