@@ -84,6 +84,8 @@ def test_each_reader_group_is_read_against_its_own_ceiling() -> None:
     frame = ceiling_frame()
     keys = tables.varying_keys(frame)
     sub = tables.subgroup_table(frame, keys)
+    assert tables.subgroups(frame) == ["professional"]  # group.professional.ceiling.f1 names no group
+    assert sorted(set(sub["group"])) == ["all", "professional"]
     shown = tables.display_subgroups(sub, keys)
     assert shown["AUC ceiling professional"].tolist() == ["0.700 [0.610, 0.800]", "—", UNDEFINED]
     assert shown["AUC ceiling all"].tolist() == ["0.650 [0.560, 0.750]", "—", UNDEFINED]

@@ -217,10 +217,12 @@ def subgroup_table(frame: pd.DataFrame, keys: Sequence[str], groups: Sequence[st
 
 
 def subgroups(frame: pd.DataFrame) -> list[str]:
-    """Reader subgroups with metrics in the runs (``group.<name>.f1``), in first-seen order."""
+    """Reader subgroups with metrics in the runs (``group.<name>.f1``), in first-seen order; a
+    group's other F1-named keys (``group.<name>.ceiling.f1``) name no group of their own."""
     tail = f"{_GROUP_TAIL}{PRIMARY}"
     names = [c[len(_GROUP_HEAD):-len(tail)] for c in frame.columns
              if c.startswith(_GROUP_HEAD) and c.endswith(tail)]
+    names = [n for n in names if "." not in n]
     return list(dict.fromkeys(names))
 
 
