@@ -240,13 +240,14 @@ def _subcommand_lines() -> str:
 from mcu_exp.bundle.cli import main as bundle_main  # noqa: E402  (light: argparse only)
 from mcu_exp.cache_cli import main as cache_main  # noqa: E402  (light: argparse only)
 from mcu_exp.compare.cli import main as compare_main  # noqa: E402  (light: argparse only)
+from mcu_exp.data.reliability_cli import main as reliability_main  # noqa: E402  (light: argparse only)
 from mcu_exp.llm.model_cli import main as model_main  # noqa: E402  (light: argparse only)
 from mcu_exp.report.cli import main as report_main  # noqa: E402  (light: argparse only)
 from mcu_exp.tune.cli import main as tune_main  # noqa: E402
 
 SUBCOMMANDS: dict = {"report": report_main, "compare": compare_main, "tune": tune_main,
                      "model": lambda argv: model_main(argv, config_dir()), "cache": cache_main,
-                     "bundle": bundle_main}
+                     "bundle": bundle_main, "reliability": lambda argv: reliability_main(argv, config_dir())}
 SUBCOMMAND_HELP: dict[str, str] = {
     "report": "tables and figures comparing finished MLflow runs (its own --help)",
     "compare": "two runs on their shared programs: paired CIs, DeLong, McNemar, PRR (its own --help)",
@@ -254,5 +255,6 @@ SUBCOMMAND_HELP: dict[str, str] = {
     "model": "convert: a GGUF model as a Hugging Face folder (safetensors) in the user cache (its own --help)",
     "cache": "export, import: move cached generations and scores between SQLite files and PostgreSQL (its own --help)",
     "bundle": "export, replay, show: a run's table with the samples that made it, replayed anywhere (its own --help)",
+    "reliability": "a dataset's human noise ceiling (split-half, Krippendorff's alpha) without a model (its own --help)",
 }
 OmegaConf.register_new_resolver("mcu_subcommands", _subcommand_lines, replace=True)

@@ -191,6 +191,7 @@ class EvaluationConfig:
     # (lines, tokens, cyclomatic complexity…), all = also the dataset's own per-program metrics
     # (Scalabrino: the original study's 117), none = the proxy's own measures only.
     baselines: str = "code"
+    ceiling_splits: int = 1000  # random split-halves of each program's readers for the humans' ceiling
     plots: bool = True  # per-job PNG plots (~0.5-1 s a job); large sweeps: false, `mcu-exp report` draws them
 
 

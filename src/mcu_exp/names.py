@@ -18,6 +18,7 @@ METRICS_FILE = "metrics.json"  # every metric of the job (null: undefined), in r
 TABLES_DIR = "tables"  # MLflow tables (JSON) among the artifacts
 MEASURES_FILE = "measures.csv"  # AUC(score) and Spearman of every measure and code metric
 REJECTION_FILE = "rejection.csv"  # prediction-rejection curves of the proxy's score
+RELIABILITY_FILE = "reliability.csv"  # the humans' split-half ceiling, one row per label set
 
 # Per-program score columns a measure table scores: uncertainty measures (−uncertainty, higher =
 # more understandable), code metrics computed here, the dataset's own metrics (raw values).

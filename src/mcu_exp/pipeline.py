@@ -226,6 +226,9 @@ SHOWN_PREFIXES = (names.MEASURE_PREFIX, names.CODE_PREFIX)  # rows printed; data
 MEASURE_CODE = ("mcu_exp.evaluation.measure_table", "mcu_exp.evaluation.rejection", "mcu_exp.evaluation.bootstrap",
                 "mcu_exp.evaluation.registry", "mcu_exp.evaluation.definitions", "mcu_exp.evaluation.metrics",
                 "mcu_exp.evaluation.significance", "mcu_exp.data.code_metrics")  # the measure table's code
+MEASURE_CODE = ("mcu_exp.evaluation.measure_table", "mcu_exp.evaluation.rejection", "mcu_exp.evaluation.bootstrap",
+                "mcu_exp.evaluation.registry", "mcu_exp.evaluation.definitions", "mcu_exp.evaluation.metrics",
+                "mcu_exp.evaluation.significance", "mcu_exp.data.code_metrics")  # the measure table's code
 
 
 def measures_and_baselines(outcome: ProxyOutcome, dataset: Any, labels: HumanLabels,
@@ -438,13 +441,13 @@ def run_job(raw: DictConfig) -> float:
 def log_tables(tracker: RunLogger, metrics: dict[str, Any], results: Path) -> None:
     """The run's long tables as MLflow tables, which the UI's artifact view shows and filters:
     every metric (group, metric, value), the per-program table and the proxy's records
-    (summaries, judgments, answers…)."""
-    tracker.log_table(metric_table(metrics), f"{names.TABLES_DIR}/metrics.json")
+    (summaries, judgments, answers…), listed in one update of the run."""
+    tables = [(metric_table(metrics), f"{names.TABLES_DIR}/metrics.json")]
     for csv in sorted(results.glob("*.csv")):
         if csv.name.startswith("sensitivity_"):
             continue  # charted as series and figures
-        tracker.log_table(pd.read_csv(csv, keep_default_na=False, na_values=[""]),
-                          f"{names.TABLES_DIR}/{csv.stem}.json")
+        tables.append((pd.read_csv(csv, keep_default_na=False, na_values=[""]), f"{names.TABLES_DIR}/{csv.stem}.json"))
+    tracker.log_tables(tables)
 
 
 def json_safe(metrics: dict[str, Any]) -> dict[str, float | None]:

@@ -127,8 +127,8 @@ def class_size_warning(positives: int, negatives: int, min_per_class: int = 5) -
     )
 
 
-def _check(rule: str, min_fraction: float, group: str, readers: str) -> None:
-    """One-line ``ValueError`` naming the first setting out of range."""
+def check_settings(rule: str, min_fraction: float, group: str, readers: str) -> None:
+    """One-line ``ValueError`` naming the first ``labels.*`` setting out of range."""
     if rule not in RULES:
         raise ValueError(f"labels.rule is {rule!r}, expected one of: {', '.join(sorted(RULES))}")
     if group != ALL and group not in GROUPS:
@@ -145,15 +145,22 @@ def _per_program(values: pd.Series, kept: list[str], name: str) -> pd.Series:
     return series
 
 
-def _labels(
-    dataset: Dataset, rule: str, min_fraction: float, group: str, readers: str = ALL
-) -> HumanLabels:
-    _check(rule, min_fraction, group, readers)
+def label_evaluations(dataset: Dataset, group: str = ALL, readers: str = ALL) -> pd.DataFrame:
+    """The evaluations a label set counts: those of subgroup ``group`` (``all``: every one) and,
+    with ``readers=tested``, only those whose participant was asked the questions."""
     evaluations = dataset.evaluations
     if group != ALL:
         evaluations = evaluations[(evaluations["group"] == group).fillna(False).astype(bool)]
     if readers == TESTED:
         evaluations = evaluations[tested(evaluations)]
+    return evaluations
+
+
+def _labels(
+    dataset: Dataset, rule: str, min_fraction: float, group: str, readers: str = ALL
+) -> HumanLabels:
+    check_settings(rule, min_fraction, group, readers)
+    evaluations = label_evaluations(dataset, group, readers)
     score = RULES[rule](evaluations)
     by_program = evaluations["program_id"]
     kept = [pid for pid in dataset.program_ids if pid in score.index]

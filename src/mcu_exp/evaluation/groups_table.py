@@ -18,6 +18,8 @@ from mcu_exp.evaluation.registry import header
 from mcu_exp.evaluation.report import CI_DESCRIPTIONS, AlignmentReport, format_interval, format_value
 
 GROUP_METRICS = ("f1", "auc_binary", "auc_score")  # shown per group, when the report has them
+CEILING_NOTE = ("ceiling: each group's own readers split in half at random (half-panel AUC, [spread over "
+                "splits]; undefined below 10 programs with two readers); share: (AUC − 0.5)/(ceiling − 0.5)")
 
 
 def class_counts(report: AlignmentReport) -> tuple[int, int]:
@@ -44,6 +46,15 @@ def _cell(report: AlignmentReport, name: str) -> str:
     return text if text == "undefined" or interval is None else f"{text} {format_interval(name, interval)}"
 
 
+def _ceiling_cells(report: AlignmentReport) -> list[str]:
+    """The group's own split-half AUC ceiling [spread over splits] and the share of it the
+    proxy's AUC (score) reaches [interval]; ``undefined`` where too few programs can be split."""
+    from mcu_exp.evaluation.ceiling import CEILING, SHARE, estimate, percent
+
+    return [estimate(report.ceiling, f"{CEILING}auc_score", "auc_score"),
+            percent(report.ceiling, f"{SHARE}auc_score")]
+
+
 def render_group_table(reports: dict[str, AlignmentReport], warnings: dict[str, str | None],
                        title: str = "Per reader group") -> str:
     """``reports`` (label set → report; all readers first) as a text table 100 columns wide,
@@ -60,14 +71,22 @@ def render_group_table(reports: dict[str, AlignmentReport], warnings: dict[str, 
     table.add_column("n (1 / 0)", justify="right")
     for name in shown:
         table.add_column(header(name), justify="right")
+    ceiling = any(report.ceiling for report in reports.values()) and "auc_score" in shown
+    if ceiling:
+        table.add_column("ceiling AUC (score)", justify="right")
+        table.add_column("share of ceiling", justify="right")
     for group, report in reports.items():
         positives, negatives = class_counts(report)
         cells = [_cell(report, name) for name in shown]
+        if ceiling:
+            cells += _ceiling_cells(report)
         table.add_row(group, f"{report.n} ({positives} / {negatives})", *cells)
     buffer = io.StringIO()
-    console = Console(file=buffer, width=100, color_system=None, force_terminal=False,
+    console = Console(file=buffer, width=150 if ceiling else 100, color_system=None, force_terminal=False,
                       force_jupyter=False, soft_wrap=False)
     console.print(table)
+    if ceiling:
+        console.print(CEILING_NOTE, markup=False, highlight=False)
     for group, warning in warnings.items():
         if warning:
             console.print(f"warning: {group}: {warning}", markup=False, highlight=False)

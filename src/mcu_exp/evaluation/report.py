@@ -67,6 +67,9 @@ class AlignmentReport:
     ci_method: str = CI_CONDITIONAL
     tests: dict[str, float] = field(default_factory=dict)
     permutations: int = 0
+    ceiling: dict[str, float] = field(default_factory=dict)
+    """The humans' ceiling and the share of it (``ceiling.*``, ``share.*``;
+    :mod:`mcu_exp.evaluation.ceiling`); empty when not computed."""
 
     @property
     def undefined(self) -> list[str]:
@@ -169,9 +172,11 @@ def format_interval(name: str, interval: tuple[float, float] | None) -> str:
     return f"[{low}, {high}]"
 
 
-def render_table(report: AlignmentReport, title: str = "Alignment with human labels") -> str:
+def render_table(report: AlignmentReport, title: str = "Alignment with human labels",
+                 ceiling_splits: int | None = None) -> str:
     """The report as a text table (metric | value | CI | always-1 | random baseline), rendered
-    with rich into a string 100 columns wide, without colour or a TTY."""
+    with rich into a string 100 columns wide, without colour or a TTY; the humans' ceiling
+    (over ``ceiling_splits`` splits) under it when the report has one."""
     table = Table(title=title, caption=(
         f"n = {report.n}, prevalence = {100.0 * report.metrics['prevalence']:.1f}%; "
         f"CIs: {report.resamples} {CI_DESCRIPTIONS[report.ci_method]}, seed {report.seed}"))
@@ -195,6 +200,11 @@ def render_table(report: AlignmentReport, title: str = "Alignment with human lab
         shown = UNDEFINED if math.isnan(p_value) else f"{p_value:.4f}"
         console.print(f"AUC (score) vs 0.5: two-sided permutation p = {shown} "
                       f"({report.permutations:,} permutations)", markup=False, highlight=False)
+    if report.ceiling:
+        from mcu_exp.evaluation.ceiling import ceiling_lines
+
+        for line in ceiling_lines(report.ceiling, splits=ceiling_splits):
+            console.print(line, markup=False, highlight=False)
     for message in report.warnings:
         console.print(f"warning: {message}", markup=False, highlight=False)
     console.print(report.verdict, markup=False, highlight=False)
@@ -204,9 +214,10 @@ def render_table(report: AlignmentReport, title: str = "Alignment with human lab
 def metrics_for_mlflow(report: AlignmentReport, prefix: str = "") -> dict[str, float]:
     """Flat name → value for ``mlflow.log_metrics``: each metric (with n and prevalence),
     ``<m>_ci_low``/``<m>_ci_high``, ``baseline_always_<m>`` and ``baseline_random_<m>`` for
-    the registered rates, AUCs and correlations, and the tests' p-values. Undefined values
+    the registered rates, AUCs and correlations, the tests' p-values, and the humans' ceiling
+    with the share of it (``ceiling.*``, ``share.*``) when the report has them. Undefined values
     stay NaN (MLflow stores NaN); missing ones are left out."""
-    flat: dict[str, float | None] = {**report.metrics, **report.tests}
+    flat: dict[str, float | None] = {**report.metrics, **report.tests, **report.ceiling}
     for name, (low, high) in report.ci.items():
         flat[f"{name}{CI_LOW}"] = low
         flat[f"{name}{CI_HIGH}"] = high

@@ -86,6 +86,12 @@ def auc_clause(report: AlignmentReport) -> str:
 
 
 def verdict(report: AlignmentReport) -> str:
-    """One sentence: the F1 clause and the AUC clause, at the report's confidence."""
+    """One sentence: the F1 clause and the AUC clause, at the report's confidence, and the
+    humans' own ceiling when the report has one."""
     level = f"{100.0 * report.confidence:g} %"
-    return f"Verdict ({level} CIs): {f1_clause(report)}; {auc_clause(report)}."
+    ceiling = ""
+    if report.ceiling:
+        from mcu_exp.evaluation.ceiling import verdict_clause
+
+        ceiling = f"; {verdict_clause(report.ceiling)}"
+    return f"Verdict ({level} CIs): {f1_clause(report)}; {auc_clause(report)}{ceiling}."

@@ -79,17 +79,25 @@ class RunArtifacts:
     def put_table(self, frame: Any, artifact_file: str) -> None:
         """``frame`` as an MLflow table (JSON, "split" orientation, listed in the run's
         ``mlflow.loggedArtifacts`` tag), which the UI's artifact and evaluation views show."""
+        self.put_tables([(frame, artifact_file)])
+
+    def put_tables(self, tables: list[tuple[Any, str]]) -> None:
+        """Several ``(frame, artifact_file)`` tables as :meth:`put_table` writes each; in a local
+        store with one read and one write of the run's tag for all of them."""
         if self.local is None:
-            self.client.log_table(self.run_id, data=frame, artifact_file=artifact_file)
+            for frame, artifact_file in tables:
+                self.client.log_table(self.run_id, data=frame, artifact_file=artifact_file)
             return
-        target = self.local / artifact_file
-        target.parent.mkdir(parents=True, exist_ok=True)
-        frame.to_json(target, orient="split", index=False, date_format="iso")
+        for frame, artifact_file in tables:
+            target = self.local / artifact_file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            frame.to_json(target, orient="split", index=False, date_format="iso")
         tags = self.client.get_run(self.run_id).data.tags
         logged = json.loads(tags.get(LOGGED_ARTIFACTS, "[]"))
-        entry = {"path": artifact_file, "type": "table"}
-        if entry not in logged:
-            self.client.set_tag(self.run_id, LOGGED_ARTIFACTS, json.dumps([*logged, entry]))
+        added = [entry for _, path in tables if (entry := {"path": path, "type": "table"}) not in logged]
+        added = [entry for i, entry in enumerate(added) if entry not in added[:i]]
+        if added:
+            self.client.set_tag(self.run_id, LOGGED_ARTIFACTS, json.dumps([*logged, *added]))
 
     def list(self, artifact_path: str = "") -> set[str]:
         """The artifact paths directly under ``artifact_path`` (the root by default)."""

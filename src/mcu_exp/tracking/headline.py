@@ -33,17 +33,26 @@ MAIN = (
 )
 GROUP = ("f1", "auc_score")  # per reader subgroup
 OTHER = (f"{names.VS_P0_PREFIX}f1", f"{names.VS_P0_PREFIX}auc_binary", "job_seconds")
+# The humans' ceiling against all readers and the proxy's share of it (every ceiling.* and
+# share.* figure, per group too, is in metrics.json): added while the run stays within
+# MAX_HEADLINE, in this order.
+CEILING = ("ceiling.auc_score", "share.auc_score", "share.spearman")
 
 
-def headline(metrics: Mapping[str, Any], groups: list[str]) -> dict[str, Any]:
+def headline(metrics: Mapping[str, Any], groups: list[str], series: int = 0) -> dict[str, Any]:
     """The headline subset of ``metrics`` (keys it does not hold are left out): :data:`MAIN`,
-    :data:`GROUP` for each reader subgroup in ``groups``, and :data:`OTHER`."""
+    :data:`GROUP` for each reader subgroup in ``groups``, :data:`OTHER`, then as many of
+    :data:`CEILING` as keep the run, with its ``series`` metric series, within
+    :data:`MAX_HEADLINE` keys."""
     keys = list(MAIN)
     for group in groups:
         if group != names.ALL_READERS:
             keys += [names.group_prefix(group) + k for k in GROUP]
     keys += OTHER
-    return {k: metrics[k] for k in keys if k in metrics}
+    found = {k: metrics[k] for k in keys if k in metrics}
+    room = MAX_HEADLINE - series - len(found)
+    found.update({k: metrics[k] for k in [k for k in CEILING if k in metrics][:max(room, 0)]})
+    return found
 
 
 def _split(key: str) -> tuple[str, str]:

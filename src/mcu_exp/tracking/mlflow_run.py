@@ -270,6 +270,11 @@ class RunLogger:
         if self.artifacts is not None:
             self.artifacts.put_table(frame, artifact_file)
 
+    def log_tables(self, tables: list[tuple[Any, str]]) -> None:
+        """Several ``(frame, artifact_file)`` tables in one update of the run's table list."""
+        if self.artifacts is not None:
+            self.artifacts.put_tables(tables)
+
 
 def open_experiment(tracking: Any, outputs: str, debug: bool = False) -> tuple[Any, str, str, str]:
     """A client on the store, and the store's URI, the id and the name of the run's

@@ -1,0 +1,115 @@
+"""``mcu-exp reliability [OVERRIDES…]``: a dataset's human reliability, without any model.
+
+The ``dataset``, ``labels`` and ``evaluation`` sections are composed as a job composes them
+(``dataset=custom dataset.root=…``, ``labels.readers=tested``, ``evaluation.ceiling_splits=…``),
+so a researcher sees the ceiling a sweep's proxies would be read against before paying for
+the sweep: all readers and each reader subgroup of ``evaluation.subgroups``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import math
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from mcu_exp.data.reliability import Reliability
+
+if TYPE_CHECKING:
+    from mcu_exp.config import Config
+
+PROG = "mcu-exp reliability"
+COLUMNS = (("auc_score", "AUC", "half"), ("f1", "F1", "half"), ("split_half_rho", "ρ", "half"),
+           ("reliability", "reliability", "full"), ("spearman", "ceiling on ρ", "full"))
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    """The command's arguments: Hydra overrides of the dataset, labels and evaluation sections."""
+    parser = argparse.ArgumentParser(
+        prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=("Print the humans' own noise ceiling of a dataset: each program's readers split in half\n"
+                     "at random many times (evaluation.ceiling_splits, seed evaluation.seed), the half-panel\n"
+                     "AUC and F1 of one half against the other's label, their rank correlation, its\n"
+                     "Spearman-Brown extrapolation to the full panel and the ceiling on any predictor's rho,\n"
+                     "and Krippendorff's alpha; for all readers and each reader subgroup. No model is run."),
+        epilog="examples: mcu-exp reliability\n"
+               "          mcu-exp reliability dataset=custom dataset.root=/path/to/folder labels.readers=tested")
+    parser.add_argument("overrides", nargs="*", metavar="OVERRIDE",
+                        help="Hydra overrides, as for a job (dataset=…, dataset.*, labels.*, evaluation.*)")
+    return parser
+
+
+def _cell(rel: Reliability, name: str) -> str:
+    value = rel.figures[name]
+    if not math.isfinite(value):
+        return "undefined"
+    low, high = rel.interval(name)
+    if name == "f1":
+        return f"{value:.1%} [{low:.1%}, {high:.1%}]"
+    return f"{value:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def render(found: dict[str, Reliability], dataset: str, labels: str) -> str:
+    """The reliability of every label set as a text table, with what each column is."""
+    from rich.console import Console
+    from rich.table import Table
+
+    first = next(iter(found.values()))
+    table = Table(title=f"Human reliability of {dataset} ({labels})", caption=(
+        f"half: one half of each program's readers (AUC: its mean ABU50; ρ: its mean correctness) against the other (mean over {first.splits:,} splits "
+        f"[{100 * first.confidence:g} % of splits]); full: the whole panel, by Spearman–Brown; ceiling on ρ = "
+        "√reliability; α: Krippendorff's α (nominal) on each evaluation's ABU50; programs: with two or more "
+        "readers (left out: one reader); undefined below 10 programs"))
+    table.add_column("group")
+    table.add_column("programs (1 reader)", justify="right", no_wrap=True)
+    for _, head, kind in COLUMNS:
+        table.add_column(f"{head} ({kind})", justify="right", no_wrap=True)
+    table.add_column("α", justify="right")
+    for name, rel in found.items():
+        alpha = rel.figures["krippendorff_alpha"]
+        table.add_row(name, f"{rel.figures['programs']:.0f} ({rel.figures['programs_left_out']:.0f})",
+                      *(_cell(rel, key) for key, _, _ in COLUMNS),
+                      f"{alpha:.3f}" if math.isfinite(alpha) else "undefined")
+    buffer = io.StringIO()
+    Console(file=buffer, width=170, color_system=None, force_terminal=False, soft_wrap=False).print(table)
+    return buffer.getvalue()
+
+
+def main(argv: Sequence[str] | None = None, config_dir: str | None = None) -> None:
+    """Console entry: ``mcu-exp reliability [OVERRIDE…]``; one-line errors, exit 1."""
+    import hydra.errors
+    from omegaconf.errors import OmegaConfBaseException
+
+    args = build_parser().parse_args(argv)
+    if config_dir is None:
+        raise SystemExit(f"{PROG}: no config folder given")
+    try:
+        print(report(config_dir, args.overrides), end="")
+    except (ValueError, FileNotFoundError, OmegaConfBaseException, hydra.errors.HydraException) as exc:
+        message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def report(config_dir: str, overrides: Sequence[str]) -> str:
+    """The printed reliability of the dataset the overrides compose."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from mcu_exp.checks import check_config
+    from mcu_exp.data import load_dataset
+    from mcu_exp.data.reliability import reliabilities
+
+    with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+        cfg: Config = OmegaConf.to_object(compose("config", overrides=list(overrides)))  # type: ignore[assignment]
+    check_config(cfg)
+    dataset = load_dataset(cfg.dataset)
+    lab, ev = cfg.labels, cfg.evaluation
+    present = set(dataset.evaluations["group"].dropna())
+    found = reliabilities(dataset, lab, ev, [g for g in ev.subgroups if g in present])
+    labels = f"{lab.rule} ≥ {lab.min_fraction:g}, group {lab.group}, readers {lab.readers}"
+    return (f"Dataset {dataset.name}: {len(dataset.programs)} programs, {len(dataset.evaluations)} evaluations\n"
+            + render(found, dataset.name, labels))
+
