@@ -37,6 +37,7 @@ from mcu_exp.evaluation import (
     render_table,
 )
 from mcu_exp.evaluation.bootstrap import Calibration, Relabel
+from mcu_exp.evaluation.ceiling import attach_ceilings, measure_line
 from mcu_exp.evaluation.groups_table import class_counts, render_group_table
 from mcu_exp.evaluation.report import CI_RECALIBRATE
 from mcu_exp.llm.cache import GenerationCache, open_generation_cache, sample_key
@@ -376,6 +377,7 @@ def run_job(raw: DictConfig) -> float:
         outcome.metrics.update(generators.usage())
         relabel = relabeller(proxy, outcome, cfg.evaluation)
         reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel)
+        reports = attach_ceilings(reports, dataset, cfg.labels, cfg.evaluation, results)
         main = reports[names.ALL_READERS]
         vs_ref = reference_report(proxy, reference, outcome, cfg.evaluation, relabel,
                                   cfg.generation.max_failed_share, labels.labels)
@@ -401,7 +403,8 @@ def run_job(raw: DictConfig) -> float:
             metrics.update(prr)
         metrics["job_seconds"] = time.perf_counter() - started
         (results / names.METRICS_FILE).write_text(json.dumps(json_safe(metrics), indent=2, sort_keys=True))
-        tracker.log_metrics_and_series(headline(metrics, list(reports)), artifacts.series)
+        logged = headline(metrics, list(reports), series=len(artifacts.series))
+        tracker.log_metrics_and_series(logged, artifacts.series)
         if outcome.params:
             tracker.log_params({f"result.{k}": str(v) for k, v in outcome.params.items()})
         primary = main.metrics[PRIMARY]
@@ -417,7 +420,8 @@ def run_job(raw: DictConfig) -> float:
         log_tables(tracker, metrics, artifacts.folder)
         bundle_line = finish_job(cfg, tracker, run_dir, dataset, title)
 
-        print(render_table(main, title=f"{title} vs human labels ({cfg.labels.group}, n={main.n})"))
+        print(render_table(main, title=f"{title} vs human labels ({cfg.labels.group}, n={main.n})",
+                           ceiling_splits=cfg.evaluation.ceiling_splits))
         if len(reports) > 1:
             shown = {k: v for k, v in small.items() if k in reports and k != names.ALL_READERS}
             print(render_group_table(reports, shown, title=f"{title} per reader group"))
@@ -428,6 +432,7 @@ def run_job(raw: DictConfig) -> float:
                 print(f"warning: {reference.name.upper()} labels: {small['reference']}")
         if measures is not None:
             print(render_measures(measures))
+            print(measure_line(main.ceiling))
         print_decision(outcome.metrics)
         print(f"Outputs: {run_dir}")
         if tracker.active:
