@@ -106,7 +106,7 @@ def test_ceiling_figure_draws_a_band_per_configuration_that_logged_one() -> None
     (low, high) = sorted({round(float(y), 6) for y in bands[0].get_paths()[0].vertices[:, 1]})
     assert (low, high) == (0.56, 0.75)
     ticks = [t.get_text() for t in auc.get_xticklabels()]
-    assert ticks[0] == "qwen3-14b · p1" and ticks[1].endswith("(no ceiling logged)")
+    assert ticks[0] == "qwen3-14b\np1" and ticks[1].endswith("(no ceiling logged)")
     assert ticks[2].endswith("(ceiling undefined)")
     legend = [t.get_text() for t in rho.get_legend().get_texts()]
     assert "human ceiling: interval over splits" in legend and "chance (0)" in legend

@@ -137,9 +137,10 @@ def group_caption(table: pd.DataFrame) -> str:
     """The per-group table's sentence on its ceiling columns; empty when none is shown."""
     if table.empty or ceiling_key(GROUP_METRIC) not in table.columns or not logged(table):
         return ""
-    return (f" AUC ceiling <group>: the group's own half-panel {header(GROUP_METRIC)} ceiling [interval over "
-            "splits]; share <group>: the run's share of it, (AUC − 0.5)/(ceiling − 0.5); each group is read "
-            "against its own ceiling ('undefined': too few readers per program to split).")
+    return (f" AUC ceiling <group>: the group's own half-panel ceiling of {header(GROUP_METRIC)} (the "
+            "threshold-free AUC, not the AUC of the labels beside it) [interval over splits]; share <group>: the "
+            "run's AUC (score) share of it, (AUC − 0.5)/(ceiling − 0.5); each group is read against its own "
+            "ceiling ('undefined': too few readers per program to split).")
 
 
 def figure_rows(rows: pd.DataFrame, names: Sequence[str] = SHARES) -> bool:

@@ -24,7 +24,7 @@ from mcu_exp.evaluation.registry import CHANCE_AUC, header, metric  # noqa: E402
 from mcu_exp.report.ceiling import EXTRAPOLATED, SHARES, ceiling_key  # noqa: E402
 from mcu_exp.report.columns import with_ci  # noqa: E402
 from mcu_exp.report.display import value  # noqa: E402
-from mcu_exp.report.figures import curve_label, legend_outside  # noqa: E402
+from mcu_exp.report.figures import curve_label  # noqa: E402
 
 
 def _numbers(rows: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
@@ -43,7 +43,8 @@ def _missing(row: pd.Series, name: str) -> str:
 def plot_ceiling(rows: pd.DataFrame, keys: Sequence[str], names: Sequence[str] = SHARES) -> Figure:
     """One panel per metric of ``names``: each configuration (one x position per row of
     ``rows``, labelled by ``keys``) its value with its CI, over its own ceiling band."""
-    labels = [curve_label(row, keys, skip=()) for _, row in rows.iterrows()]
+    labels = [curve_label(row, keys, skip=()).replace(" · ", "\n") for _, row in rows.iterrows()]
+    lines = 1 + max((label.count("\n") for label in labels), default=0)  # + the "(no ceiling …)" line
     x = np.arange(len(rows))
     fig, grid = plt.subplots(1, len(names), figsize=(max(5.0, 1.5 + 0.9 * len(rows)) * len(names), 4.6),
                              squeeze=False)
@@ -65,13 +66,13 @@ def plot_ceiling(rows: pd.DataFrame, keys: Sequence[str], names: Sequence[str] =
         chance = CHANCE_AUC if metric(name).kind == "auc" else 0.0
         ax.axhline(chance, color="grey", lw=0.9, ls="--", label=f"chance ({chance:g})")
         ax.set_xticks(x, [f"{label}\n({_missing(row, name)})" if _missing(row, name) else label
-                          for label, (_, row) in zip(labels, rows.iterrows(), strict=True)],
-                      fontsize=7, rotation=20, ha="right")
+                          for label, (_, row) in zip(labels, rows.iterrows(), strict=True)], fontsize=7)
         kind = "extrapolated to the full panel" if name in EXTRAPOLATED else "half-panel"
-        ax.set_title(f"{header(name)} against the human ceiling ({kind})", fontsize=9)
+        ax.set_title(f"{metric(name).short} against the human ceiling ({kind})", fontsize=9)
         ax.set_ylabel(header(name))
         ax.set_ylim(-1.02 if chance == 0.0 else -0.02, 1.02)
         ax.grid(alpha=0.3, axis="y")
-        legend_outside(ax)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08 - 0.05 * lines), ncol=2,
+                  frameon=False)  # under the tick labels, however many lines they take
     fig.tight_layout()
     return fig
