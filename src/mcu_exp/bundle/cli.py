@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -95,8 +96,9 @@ def _part(client: Any, run: Any, folder: Path, with_data: bool, cache_dir: str |
         results = folder / "results"
         results.mkdir()
         for name in sorted(artifacts.list()):
-            if name.endswith((".csv", ".json", ".yaml")):
-                artifacts.get(name, results)
+            found = artifacts.get(name, folder) if name.endswith((".csv", ".json", ".yaml")) else None
+            if found is not None:
+                shutil.copyfile(found, results / Path(name).name)
         config = OmegaConf.load(results / "config.yaml") if (results / "config.yaml").is_file() else None
         if config is None:
             raise BundleError(f"run {run_id} has no config.yaml artifact")
