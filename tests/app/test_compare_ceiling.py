@@ -52,11 +52,11 @@ def test_both_runs_ceilings_and_shares_and_their_difference(tmp_path: Path,
     b = with_reliability(tmp_path / "B", "professional", auc=0.61)
     printed = compare(a, b, capsys, "--out", str(tmp_path / "out"))
     assert row_of(printed, "AUC (score) ceiling") == "│ AUC (score) ceiling │ 0.650 [0.560, 0.750] │ " \
-                                                     "0.610 [0.510, 0.710] │ │ │"
+                                                     "0.610 [0.510, 0.710] │"
     assert row_of(printed, "AUC (score) share of ceiling") == "│ AUC (score) share of ceiling │ " \
-                                                              "53.3% [-50.0%, 120.0%] │ — │ │ │"
-    assert row_of(printed, "ρ ceiling") == "│ ρ ceiling │ 0.800 [0.700, 0.850] │ 0.600 [0.500, 0.700] │ │ │"
-    assert row_of(printed, "ρ share of ceiling") == "│ ρ share of ceiling │ 26.2% [-9.0%, 60.0%] │ — │ │ │"
+                                                              "53.3% [-50.0%, 120.0%] │ — │"
+    assert row_of(printed, "ρ ceiling") == "│ ρ ceiling │ 0.800 [0.700, 0.850] │ 0.600 [0.500, 0.700] │"
+    assert row_of(printed, "ρ share of ceiling") == "│ ρ share of ceiling │ 26.2% [-9.0%, 60.0%] │ — │"
     assert "The runs' ceilings differ (AUC (score) ceiling 0.650 [0.560, 0.750] vs 0.610 [0.510, 0.710]; " \
            "ρ ceiling 0.800 [0.700, 0.850] vs 0.600 [0.500, 0.700]): different label settings " \
            "(labels.group: all vs professional)" in printed
@@ -67,17 +67,21 @@ def test_both_runs_ceilings_and_shares_and_their_difference(tmp_path: Path,
 
 def test_same_ceiling_undefined_and_one_sided(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a = with_metrics(tmp_path / "A", {**CEILING, **SHARE})
-    same = with_metrics(tmp_path / "same", {**CEILING, "share.auc_score": 0.1})
-    assert "Both runs stand against the same ceiling" in compare(a, same, capsys)
+    same = with_metrics(tmp_path / "same", {**CEILING, "share.spearman": 0.302, "share.spearman_ci_low": None,
+                                            "share.spearman_ci_high": None})
+    printed = compare(a, same, capsys)
+    assert "Both runs stand against the same ceiling" in printed
+    # undefined bounds (a ceiling interval reaching 0) are printed, not eaten as rich markup
+    assert row_of(printed, "ρ share of ceiling").endswith("│ 30.2% [undefined, undefined] │")
 
     undefined = with_metrics(tmp_path / "U", {k: None for k in (*CEILING, *SHARE)})
     printed = compare(a, undefined, capsys)
-    assert row_of(printed, "ρ ceiling").endswith("│ undefined │ │ │")
-    assert row_of(printed, "AUC (score) share of ceiling").endswith("│ undefined │ │ │")
+    assert row_of(printed, "ρ ceiling").endswith("│ undefined │")
+    assert row_of(printed, "AUC (score) share of ceiling").endswith("│ undefined │")
 
     bare = run_folder(tmp_path / "bare", per_program(seed=3, noise=1.0))
     printed = compare(a, bare, capsys)
-    assert row_of(printed, "AUC (score) ceiling").endswith("│ 0.650 [0.560, 0.750] │ — │ │ │")
+    assert row_of(printed, "AUC (score) ceiling").endswith("│ 0.650 [0.560, 0.750] │ — │")
     assert "Only A logged a ceiling." in printed
     other = run_folder(tmp_path / "other", per_program(seed=4, noise=1.0))
     printed = compare(bare, other, capsys)
@@ -114,6 +118,6 @@ def test_mlflow_runs_ceiling_from_their_metrics_and_artifacts(tmp_path: Path,
         ids.append(run.info.run_id)
     main([*ids, "--tracking-uri", uri, "--resamples", "1000", "--seed", "2"])
     printed = capsys.readouterr().out
-    assert row_of(printed, "AUC (score) ceiling") == "│ AUC (score) ceiling │ 0.650 [0.560, 0.750] │ 0.700 │ │ │"
-    assert row_of(printed, "ρ share of ceiling") == "│ ρ share of ceiling │ 26.2% [-9.0%, 60.0%] │ — │ │ │"
+    assert row_of(printed, "AUC (score) ceiling") == "│ AUC (score) ceiling │ 0.650 [0.560, 0.750] │ 0.700 │"
+    assert row_of(printed, "ρ share of ceiling") == "│ ρ share of ceiling │ 26.2% [-9.0%, 60.0%] │ — │"
     assert "different label settings (labels.readers: all vs tested)" in printed

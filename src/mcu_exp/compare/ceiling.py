@@ -128,13 +128,14 @@ def cell(found: Mapping[str, float], key: str) -> str:
 
 
 def rows(a: Mapping[str, float], b: Mapping[str, float]) -> list[list[str]]:
-    """The table's ceiling rows (name, A, B, "", ""), none when neither run logged a ceiling."""
+    """The rows (name, A, B) of the ceiling table under the comparison, none when neither run
+    logged a ceiling."""
     if not any(_ours(k) for k in (*a, *b)):
         return []
     out = []
     for name, short in SHOWN.items():
-        out.append([f"{short} ceiling", cell(a, CEILING + name), cell(b, CEILING + name), "", ""])
-        out.append([f"{short} share of ceiling", cell(a, SHARE + name), cell(b, SHARE + name), "", ""])
+        out.append([f"{short} ceiling", cell(a, CEILING + name), cell(b, CEILING + name)])
+        out.append([f"{short} share of ceiling", cell(a, SHARE + name), cell(b, SHARE + name)])
     return out
 
 

@@ -291,6 +291,7 @@ def render(cmp: Any, a: Source, b: Source, only_a: int = 0, only_b: int = 0) -> 
     import io
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from mcu_exp.compare import ceiling
@@ -298,11 +299,19 @@ def render(cmp: Any, a: Source, b: Source, only_a: int = 0, only_b: int = 0) -> 
     table = Table(title=f"A = {a.name}, B = {b.name}")
     for header in ("", "A", "B", f"A − B [{round(100 * cmp.confidence)} % CI]", "paired test"):
         table.add_column(header, justify="left" if header in ("", "paired test") else "right")
-    for row in [*cells(cmp), *ceiling.rows(a.ceiling, b.ceiling)]:
-        table.add_row(*row)
+    for row in cells(cmp):
+        table.add_row(*(escape(text) for text in row))  # "[undefined, undefined]" is text, not rich markup
     buffer = io.StringIO()
     console = Console(file=buffer, width=140, color_system=None, force_terminal=False, soft_wrap=False)
     console.print(table)
+    ceilings = ceiling.rows(a.ceiling, b.ceiling)
+    if ceilings:
+        below = Table(title="The humans' noise ceiling on each run's labels, and the run's share of it")
+        for header in ("", "A", "B"):
+            below.add_column(header, justify="left" if not header else "right", no_wrap=True)
+        for row in ceilings:
+            below.add_row(*(escape(text) for text in row))
+        console.print(below)
     lines = [*notes(cmp, a, b, only_a, only_b), *ceiling.notes(a.ceiling, b.ceiling, a.labels, b.labels)]
     return buffer.getvalue() + "\n".join(lines) + "\n"
 
