@@ -27,7 +27,6 @@ SHOWN = {"auc_score": "AUC (score)", "spearman": "ρ"}  # measures with a ceilin
 LOW, HIGH = "_ci_low", "_ci_high"
 LABEL_SETTINGS = ("rule", "min_fraction", "group", "readers")  # labels.* that change the human labels
 MISSING = "—"
-RELIABILITY_FILE = "reliability.csv"  # the job's ceiling table, in results/ and among the run's artifacts
 
 
 def warn(message: str) -> None:

@@ -28,7 +28,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.names import CONFIG_FILE, METRICS_FILE, PER_PROGRAM_FILE, PROGRAM_ID, RESULTS_DIR, SCORES_FILE, UNDEFINED
+from mcu_exp.names import (
+    CONFIG_FILE,
+    METRICS_FILE,
+    PER_PROGRAM_FILE,
+    PROGRAM_ID,
+    RELIABILITY_FILE,
+    RESULTS_DIR,
+    SCORES_FILE,
+    UNDEFINED,
+)
 
 COMPARISON_FILE = "comparison.csv"
 REJECTION_FILE = "rejection.csv"
@@ -131,7 +140,7 @@ def folder_ceiling(table: Path) -> tuple[dict[str, float], dict[str, str]]:
     ``labels`` section of its ``config.yaml``."""
     import yaml
 
-    from mcu_exp.compare.ceiling import RELIABILITY_FILE, label_settings, run_ceiling
+    from mcu_exp.compare.ceiling import label_settings, run_ceiling
 
     def beside(name: str) -> Path | None:
         return table.parent / name if (table.parent / name).is_file() else None
@@ -153,7 +162,7 @@ def fetch_run(run_id: str, uri: str, dst: Path) -> Source:
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
-    from mcu_exp.compare.ceiling import RELIABILITY_FILE, label_settings, run_ceiling
+    from mcu_exp.compare.ceiling import label_settings, run_ceiling
     from mcu_exp.tracking.artifacts import RunArtifacts
 
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
