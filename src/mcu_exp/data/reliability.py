@@ -104,9 +104,10 @@ def _half_statistics(evaluations: pd.DataFrame, programs: np.ndarray, in_a: np.n
     n_programs = int(programs.max()) + 1
     cell = ((np.arange(splits)[:, None] * 2 + (~in_a)) * n_programs + programs[None, :]).ravel()
     numeric = evaluations.drop(columns="program_id").select_dtypes(include=["number", "bool"])
-    stacked = pd.DataFrame({column: np.tile(numeric[column].to_numpy(), splits) for column in numeric.columns})
-    stacked["program_id"] = cell
+    stacked = pd.DataFrame({column: np.tile(numeric[column].to_numpy(dtype=float, na_value=np.nan), splits)
+                            for column in numeric.columns})
     cells = splits * 2 * n_programs
+    stacked["program_id"] = pd.Categorical.from_codes(cell, categories=pd.RangeIndex(cells))  # no hashing
     score = RULES[rule](stacked).reindex(np.arange(cells)).to_numpy(dtype=float)
     share = np.tile(share_correct(evaluations).to_numpy(dtype=float), splits)
     correctness = np.bincount(cell, weights=share, minlength=cells) / np.bincount(cell, minlength=cells)

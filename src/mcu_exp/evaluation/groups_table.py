@@ -1,6 +1,8 @@
 """The per-group table a job prints under its results: for all readers and each reader
-subgroup, the programs per human class, F1, AUC (labels) and AUC (score) with their CIs, the
-class-size warning of every label set, and how many intervals the table holds.
+subgroup, the programs per human class, F1, AUC (labels) and AUC (score) with their CIs, each
+label set's own humans' AUC ceiling and the share of it the proxy reaches (when the reports
+carry one, :mod:`mcu_exp.evaluation.ceiling`), the class-size warning of every label set, and
+how many intervals the table holds.
 
 Every interval is an unadjusted 95 % interval (the one each number would have alone); read
 side by side, some of a family of G groups × M metrics will miss by chance, so the caption
