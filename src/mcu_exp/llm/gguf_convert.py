@@ -18,11 +18,8 @@ take this path; any other file, or a transformers without the fast reader, raise
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 ARCHITECTURES = ("llama",)  # checked bit for bit against transformers' loader
 TOKENS_KEY = "tokenizer.ggml.tokens"
@@ -32,20 +29,26 @@ class Unsupported(Exception):
     """This GGUF (or the installed transformers) is not one this converter reproduces exactly."""
 
 
-def _readers() -> tuple[Any, Any]:
+def _library() -> dict[str, Any]:
+    """The pieces of transformers this converter uses; :class:`Unsupported` when this
+    transformers lacks one (before 5.x: no fast GGUF reader, no GGUF tokenizer builder)."""
     try:
+        from transformers.integrations.ggml import GGUF_CONFIG_DEFAULTS_MAPPING, GGUF_CONFIG_MAPPING
         from transformers.integrations.gguf import GgufHeader, read_gguf_metadata
+        from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
     except ImportError as exc:
-        raise Unsupported(f"this transformers has no fast GGUF reader ({exc})") from None
-    return GgufHeader, read_gguf_metadata
+        raise Unsupported(f"this transformers lacks what the converter uses ({exc})") from None
+    return {"defaults": GGUF_CONFIG_DEFAULTS_MAPPING, "renames": GGUF_CONFIG_MAPPING, "header": GgufHeader,
+            "read_metadata": read_gguf_metadata, "processors": TENSOR_PROCESSORS, "processor": TensorProcessor,
+            "tokenizer": TokenizersBackend}
 
 
 def check(gguf: Path) -> None:
     """Raise :class:`Unsupported` unless :func:`convert` handles ``gguf`` (reads the metadata
     only, without the vocabulary: milliseconds)."""
-    _, read_metadata = _readers()
     try:
-        metadata, tensor_names = read_metadata(str(gguf))
+        metadata, tensor_names = _library()["read_metadata"](str(gguf))
     except (ValueError, KeyError, IndexError) as exc:  # not a GGUF this reader knows: transformers says why
         raise Unsupported(f"unreadable metadata ({exc})") from None
     config_dict(metadata, tensor_names)
@@ -55,8 +58,7 @@ def config_dict(metadata: dict[str, Any], tensor_names: tuple[str, ...]) -> dict
     """The config transformers derives from a GGUF's metadata (its legacy loader's mapping,
     applied to the fast reader's values): renamed keys, defaults, tied embeddings when the file
     has no ``output.weight``, the vocabulary size from the token list when not stated."""
-    from transformers.integrations.ggml import GGUF_CONFIG_DEFAULTS_MAPPING, GGUF_CONFIG_MAPPING
-
+    library = _library()
     architecture = metadata["general.architecture"]
     if architecture not in ARCHITECTURES:
         raise Unsupported(f"architecture {architecture!r} (converted here: {', '.join(ARCHITECTURES)})")
@@ -64,11 +66,11 @@ def config_dict(metadata: dict[str, Any], tensor_names: tuple[str, ...]) -> dict
     if "mistral" in (names if isinstance(names, list) else [names]):  # transformers renames those
         raise Unsupported("a Mistral model in a llama GGUF")
     config: dict[str, Any] = {"tie_word_embeddings": "output.weight" not in tensor_names}
-    for key, value in GGUF_CONFIG_DEFAULTS_MAPPING.get(architecture, {}).items():
+    for key, value in library["defaults"].get(architecture, {}).items():
         config.setdefault(key, value)
     for key, value in metadata.items():
         prefix, _, rest = key.partition(".")
-        renamed = GGUF_CONFIG_MAPPING.get(prefix, {}).get(rest)
+        renamed = library["renames"].get(prefix, {}).get(rest)
         if renamed is None or renamed == -1:
             continue
         config[renamed] = value[0] if isinstance(value, list) and len(value) == 1 else value
@@ -103,9 +105,9 @@ def tensors(gguf: Path, header: Any, parameters: list[str], raw_config: dict[str
     import numpy as np
     import torch
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, dequantize
-    from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor
 
-    processor = TENSOR_PROCESSORS.get(header.architecture, TensorProcessor)(config=raw_config)
+    library = _library()
+    processor = library["processors"].get(header.architecture, library["processor"])(config=raw_config)
     mapping = _name_map(parameters, header.architecture, int(raw_config["num_hidden_layers"]))
     # A plain array over the mapped file: NumPy's memmap subclass costs a second per load in
     # bookkeeping on the kernels' many small slices.
@@ -134,11 +136,9 @@ def convert(gguf: Path, dtype_name: str, folder: Path) -> None:
     from safetensors.torch import save_file
     from transformers import CONFIG_MAPPING, AutoModelForCausalLM, GenerationConfig
 
-    header_cls, read_metadata = _readers()
-    from transformers.tokenization_utils_tokenizers import TokenizersBackend
-
-    header = header_cls.from_file(str(gguf))
-    metadata, tensor_names = read_metadata(str(gguf))
+    library = _library()
+    header = library["header"].from_file(str(gguf))
+    metadata, tensor_names = library["read_metadata"](str(gguf))
     raw = config_dict(metadata, tensor_names)
     config = CONFIG_MAPPING[raw["model_type"]].from_dict(dict(raw))
     with torch.device("meta"):  # the parameter names and the class, no memory
@@ -150,6 +150,6 @@ def convert(gguf: Path, dtype_name: str, folder: Path) -> None:
     save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
     config.save_pretrained(folder)
     GenerationConfig.from_model_config(config).save_pretrained(folder)
-    tokenizer = TokenizersBackend.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+    tokenizer = library["tokenizer"].from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
     tokenizer.save_pretrained(folder)
 
