@@ -177,6 +177,9 @@ def measure_loads(cfg: ModelConfig, cache: Path, baseline: bool) -> LocalBackend
               f"({old_cpu:.2f} s CPU)")
         versus = f" ({old_s / cold_s:.1f}x faster than transformers' GGUF load, {old_cpu / cold_cpu:.1f}x in CPU)"
     print(f"load average {load_average()} after the loads")
+    if os.getloadavg()[0] > (os.cpu_count() or 1):
+        print("note: the machine is busier than its CPU count, so the wall-clock times include waiting for "
+              "other processes; the CPU seconds are what the loads themselves cost")
     verdict("cold load", cold_s, COLD_TARGET_S, versus)
     verdict("warm load", warm_s, WARM_TARGET_S, f" ({cold_s / warm_s:.0f}x faster than the cold load)")
     return warm
