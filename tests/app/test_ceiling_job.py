@@ -44,7 +44,8 @@ def test_job_prints_logs_and_saves_the_humans_ceiling(tmp_path: Path, capsys: py
     assert metrics["group.professional.ceiling.programs"] == 34
     assert metrics["group.professional.share.auc_score"] is not None
 
-    assert "Humans' ceiling: 300 random split-halves of each program's readers, 50 programs" in flat
+    assert "Humans' ceiling: 300 random split-halves of each program's readers" in flat
+    assert "50 programs split, 0 with one reader left out" in flat
     assert f"half-panel: AUC (score) {expected['auc_score']:.3f}" in flat
     assert f"the humans' own split-half AUC is {expected['auc_score']:.3f}" in flat
     assert "ceiling AUC (score)" in printed and "share of ceiling" in printed

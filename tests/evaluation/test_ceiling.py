@@ -56,7 +56,8 @@ def test_report_carries_ceiling_share_table_lines_and_verdict_clause() -> None:
     assert "ceiling.auc_score" not in metrics_for_mlflow(rep)  # none without a ceiling
 
     text = " ".join(render_table(attached, ceiling_splits=1000).split())
-    assert "Humans' ceiling: 1,000 random split-halves of each program's readers, 50 programs (2 with one" in text
+    assert "Humans' ceiling: 1,000 random split-halves of each program's readers" in text
+    assert "50 programs split, 2 with one reader left out; Krippendorff's α = 0.140" in text
     assert "half-panel: AUC (score) 0.650 [0.560, 0.750]" in text and "ceiling on ρ 0.800 [0.700, 0.850]" in text
     assert f"share of ceiling: AUC (score) {expected:.0%}" in text
     assert attached.verdict.endswith(f"the humans' own split-half AUC is 0.650 [0.560, 0.750], of which the "

@@ -115,8 +115,9 @@ def ceiling_lines(found: Mapping[str, float], splits: int | None = None) -> list
     alpha = found.get(CEILING + "krippendorff_alpha", math.nan)
     alpha_text = f"{alpha:.3f}" if math.isfinite(alpha) else UNDEFINED
     lines = [f"Humans' ceiling: {f'{splits:,} ' if splits else ''}random split-halves of each program's readers, "
-             f"{found.get(CEILING + 'programs', 0):.0f} programs ({left_out} with one reader left out),",
-             f"  [ ] = spread over splits; Krippendorff's α = {alpha_text}"]
+             "[ ] = spread over splits",
+             f"  {found.get(CEILING + 'programs', 0):.0f} programs split, {left_out} with one reader left out; "
+             f"Krippendorff's α = {alpha_text}"]
     if not math.isfinite(found.get(CEILING + "auc_score", math.nan)):
         return [*lines, f"  {_why_undefined(found)}"]
     lines += [f"  half-panel: {header('auc_score')} {estimate(found, CEILING + 'auc_score', 'auc_score')}; "

@@ -20,8 +20,8 @@ from mcu_exp.evaluation.registry import header
 from mcu_exp.evaluation.report import CI_DESCRIPTIONS, AlignmentReport, format_interval, format_value
 
 GROUP_METRICS = ("f1", "auc_binary", "auc_score")  # shown per group, when the report has them
-CEILING_NOTE = ("ceiling: each group's own readers split in half at random (half-panel AUC, [spread over "
-                "splits]; undefined below 10 programs with two readers); share: (AUC − 0.5)/(ceiling − 0.5)")
+CEILING_NOTE = ("ceiling: half-panel AUC of the group's own readers [spread over splits], undefined below 10 "
+                "programs with two; share: (AUC − 0.5)/(ceiling − 0.5)")
 
 
 def class_counts(report: AlignmentReport) -> tuple[int, int]:
