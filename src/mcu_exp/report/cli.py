@@ -209,6 +209,7 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
                                         display.scope(rows), gone=files.gone)
         paired = comparisons.comparison_part(rows, keys, comparisons.read_per_program(files, rows.index.tolist()),
                                              calibrations=comparisons.read_calibrations(files, rows))
+        bundles = files.bundles(rows.index.tolist())
     pngs = report_figures(rows, keys, thr, eps, subgroup, theta)
     extra = [Section(title, part.table, part.caption, part.notes)
              for title, part in ((measures.TITLE, scored), (comparisons.TITLE, paired)) if part is not None]
@@ -250,6 +251,9 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
             "cannot); one run several times shows its newest run, and 'runs' counts them.",
             "'undefined' marks a metric (or CI bound) that has no value on the run's data, e.g. an AUC when the "
             "human labels hold one class (NaN in the CSVs); '—' a metric the run did not log.",
+            *(["Run bundles (the samples and scores each table came from; check one anywhere with mcu-exp bundle "
+               "replay FILE): " + "; ".join(f"{rows.loc[i, 'run_name'] or i}: {where}" for i, where in bundles.items())]
+              if bundles else []),
         ],
     )
     out = out or outputs_dir() / "reports" / time.strftime("%Y-%m-%d_%H-%M-%S")
@@ -260,7 +264,9 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
     (out / "report.md").write_text(render_markdown(doc), encoding="utf-8")
     tables.csv_table(summary).to_csv(out / "summary.csv", index=False)
     tables.csv_table(subgroup).to_csv(out / "subgroups.csv", index=False)
-    frame[["run_name", "status", "sweep", *tables.identity_columns(frame)]].to_csv(out / "runs.csv")
+    runs_csv = frame[["run_name", "status", "sweep", *tables.identity_columns(frame)]].copy()
+    runs_csv["bundle"] = [bundles.get(i, "") for i in runs_csv.index]
+    runs_csv.to_csv(out / "runs.csv")
     if scored is not None:
         scored.csv.to_csv(out / MEASURES_FILE, index=False)
     if paired is not None:

@@ -85,6 +85,23 @@ class RunFiles:
         except Exception:  # noqa: BLE001 (MLflow raises several types for a location that is gone)
             return set()
 
+    def bundles(self, run_ids: Iterable[str]) -> dict[str, str]:
+        """Where each run's bundle lies (``bundle/run-bundle.zip``: a local path, else its
+        artifact URI), for the runs that logged one; nothing is downloaded."""
+        found = {}
+        for run_id in run_ids:
+            artifacts = self.artifacts.get(run_id)
+            if artifacts is None or "bundle" not in self._listing(run_id):
+                continue
+            try:
+                listed = artifacts.list("bundle")
+            except Exception:  # noqa: BLE001 (as in _listing)
+                continue
+            if "bundle/run-bundle.zip" in listed:
+                found[run_id] = (str(artifacts.local / "bundle" / "run-bundle.zip") if artifacts.local is not None
+                                 else f"{artifacts.client.get_run(run_id).info.artifact_uri}/bundle/run-bundle.zip")
+        return found
+
     def path(self, run_id: str, artifact_file: str) -> Path | None:
         """The local path of one artifact of a run; None when the run has no such file."""
         artifacts = self.artifacts.get(run_id)

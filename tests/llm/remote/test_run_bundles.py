@@ -185,3 +185,13 @@ def test_sweep_parent_bundle_replays_every_job(tmp_path: Path, capsys: pytest.Ca
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  job ")]
     assert len(lines) == 2 and all("files identical to the bundle's" in line for line in lines), lines
     assert "ε=0.1" in lines[0] and "ε=0.3" in lines[1]
+
+
+def test_the_report_links_each_run_bundle(exported: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    from mcu_exp.report.cli import make_report
+
+    uri = f"sqlite:///{exported['outputs'] / 'mlflow.db'}"
+    out = make_report(uri, experiments=("mcu_exp-debug",), include_debug=True, log=False, out=tmp_path / "report")
+    bundle = next(exported["outputs"].glob("mlartifacts/**/bundle/run-bundle.zip"))
+    assert "Run bundles" in (out / "report.md").read_text() and str(bundle) in (out / "report.md").read_text()
+    assert str(bundle) in (out / "runs.csv").read_text()
