@@ -19,7 +19,6 @@ a bundle's :class:`RowSet` into the SQLite caches of a replay.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -190,8 +189,3 @@ def results_files(folder: Path) -> dict[str, bytes]:
     (not the figures)."""
     return {f"results/{p.name}": p.read_bytes() for p in sorted(folder.iterdir())
             if p.is_file() and p.suffix in _RESULT_SUFFIXES}
-
-
-def load_json(blob: bytes) -> Any:
-    """JSON from a member's bytes."""
-    return json.load(io.BytesIO(blob))

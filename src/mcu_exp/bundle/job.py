@@ -11,7 +11,8 @@ from typing import Any
 
 from mcu_exp import names
 from mcu_exp.bundle import reads
-from mcu_exp.bundle.export import BUNDLE_DIR, BUNDLE_FILE, READS_FILE, dataset_facts, job_part, reads_record, write_bundle
+from mcu_exp.bundle.export import (BUNDLE_DIR, BUNDLE_FILE, READS_FILE, dataset_facts, job_part, reads_record,
+                                   write_bundle)
 
 log = logging.getLogger("mcu_exp")
 
