@@ -99,12 +99,31 @@ def _name_map(parameters: list[str], architecture: str, layers: int) -> dict[str
     return mapping
 
 
+def _dequantize(raw: Any, qtype: Any, shape: tuple[int, ...]) -> Any:
+    """One tensor de-quantised to float32 by the ``gguf`` package's kernel for its type, run on
+    blocks of about 4M values: ``gguf.dequantize`` runs it 16 rows at a time, the same numbers
+    (element-wise arithmetic) for three times the CPU on small rows."""
+    import numpy as np
+    from gguf import GGMLQuantizationType, dequantize, quants
+
+    kernel = getattr(quants, qtype.name, None)
+    if qtype in (GGMLQuantizationType.F32, GGMLQuantizationType.F16) or not hasattr(kernel, "dequantize_rows"):
+        return dequantize(raw, qtype)
+    kernel.init_grid()  # the lookup tables of the i-quants; nothing for the others
+    rows = raw.reshape(-1, raw.shape[-1])
+    out = np.empty((rows.shape[0], shape[-1]), dtype=np.float32)
+    step = max(1, (1 << 22) // shape[-1])
+    for first in range(0, rows.shape[0], step):
+        out[first : first + step] = kernel.dequantize_rows(rows[first : first + step])
+    return out.reshape(shape)
+
+
 def tensors(gguf: Path, header: Any, parameters: list[str], raw_config: dict[str, Any], dtype: Any) -> dict[str, Any]:
     """The de-quantised, renamed tensors of the GGUF in ``dtype`` (the ``gguf`` package's
     kernels; transformers' tensor processor for the q/k permutation), each one fresh array."""
     import numpy as np
     import torch
-    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, dequantize
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
     library = _library()
     processor = library["processors"].get(header.architecture, library["processor"])(config=raw_config)
@@ -120,7 +139,7 @@ def tensors(gguf: Path, header: Any, parameters: list[str], raw_config: dict[str
         block, block_bytes = GGML_QUANT_SIZES[qtype]
         start = header.data_start + info.offset
         raw = blob[start : start + info.nbytes].reshape(*info.shape[:-1], info.shape[-1] // block * block_bytes)
-        weights = processor.process(weights=dequantize(raw, qtype), name=info.name).weights
+        weights = processor.process(weights=_dequantize(raw, qtype, info.shape), name=info.name).weights
         weights = np.ascontiguousarray(weights, dtype=np.float32)
         if np.may_share_memory(weights, blob):  # a plain F32 tensor is a view of the file: copy it once
             weights = weights.copy()
