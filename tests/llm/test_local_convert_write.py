@@ -156,3 +156,19 @@ def test_the_fast_converter_maps_llama_metadata_and_refuses_what_it_does_not_rep
         gguf_convert.config_dict({**metadata, "general.name": "mistral"}, ())
     with pytest.raises(gguf_convert.Unsupported, match="unreadable"):  # not a GGUF the reader knows
         gguf_convert.check(gguf.folder / str(gguf.gguf_file))
+
+
+def test_a_gguf_neither_converter_reads_fails_in_one_line_and_writes_nothing(gguf: Weights, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch):
+    from mcu_exp.config import ModelConfig
+    from mcu_exp.llm.errors import BackendError
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(CONVERT_ENV, raising=False)
+    cfg = ModelConfig(name="broken", backend="local", model_id=str(gguf.folder), gguf_file=gguf.gguf_file,
+                      device="cpu", dtype="float32", num_threads=1)
+    with pytest.raises(BackendError) as error:
+        LocalBackend(cfg).load()
+    assert len(str(error.value).splitlines()) == 1 and str(gguf.folder) in str(error.value)
+    root = tmp_path / "cache" / CONVERTED_DIR
+    assert not root.exists() or {p.name for p in root.iterdir()} <= {HASH_MEMO_DIR}  # no folder, not even a temporary one

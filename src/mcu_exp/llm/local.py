@@ -289,7 +289,7 @@ class LocalBackend:
         gguf = weights.folder / str(weights.gguf_file)
         try:
             gguf_convert.check(gguf)
-        except gguf_convert.Unsupported as exc:
+        except (gguf_convert.Unsupported, OSError) as exc:  # an unreadable file: transformers' load says why
             log.info("%s is converted from transformers' GGUF load: %s", gguf.name, exc)
             return None, True
         try:
