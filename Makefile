@@ -6,8 +6,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.mcu-exp-installed
 
-# Where the CPU build of torch 2.13.0 lies on disk (this project's machines), ask pip for it;
-# elsewhere pip chooses torch itself. Override with `make TORCH_CONSTRAINT=` or another file.
+# Where the CPU build of torch 2.13.0 lies on disk (this project's machines), ask the installer for it;
+# elsewhere it chooses torch itself. Override with `make TORCH_CONSTRAINT=` or another file.
 TORCH_CONSTRAINT ?= $(if $(wildcard /opt/wheels/torch-2.13.0+cpu-*.whl),constraints/cpu.txt,)
 PIP_CONSTRAINT_FLAG := $(if $(TORCH_CONSTRAINT),-c $(TORCH_CONSTRAINT),)
 
