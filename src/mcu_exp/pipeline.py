@@ -227,9 +227,6 @@ SHOWN_PREFIXES = (names.MEASURE_PREFIX, names.CODE_PREFIX)  # rows printed; data
 MEASURE_CODE = ("mcu_exp.evaluation.measure_table", "mcu_exp.evaluation.rejection", "mcu_exp.evaluation.bootstrap",
                 "mcu_exp.evaluation.registry", "mcu_exp.evaluation.definitions", "mcu_exp.evaluation.metrics",
                 "mcu_exp.evaluation.significance", "mcu_exp.data.code_metrics")  # the measure table's code
-MEASURE_CODE = ("mcu_exp.evaluation.measure_table", "mcu_exp.evaluation.rejection", "mcu_exp.evaluation.bootstrap",
-                "mcu_exp.evaluation.registry", "mcu_exp.evaluation.definitions", "mcu_exp.evaluation.metrics",
-                "mcu_exp.evaluation.significance", "mcu_exp.data.code_metrics")  # the measure table's code
 
 
 def measures_and_baselines(outcome: ProxyOutcome, dataset: Any, labels: HumanLabels,
