@@ -138,8 +138,14 @@ class PairScorer(ABC):
     def spec_hash(self) -> str:
         """sha256 of the scorer's identity: what a cached score is valid for."""
         if self._spec_hash is None:
-            self._spec_hash = reads.pinned_identity(reads.SCORERS, self.cfg, self._new_spec_hash)
+            self._spec_hash = reads.pinned_identity(reads.SCORERS, self._config(), self._new_spec_hash)
         return self._spec_hash
+
+    def _config(self) -> Any:
+        """What a bundle pins this scorer's identity under: its config, or for a scorer built
+        without one (a plugin's) its identity itself."""
+        cfg = getattr(self, "cfg", None)
+        return cfg if cfg is not None else {"kind": self.kind, "identity": self._identity()}
 
     def _new_spec_hash(self) -> str:
         """Hash the identity and record what it stands for in the cache."""
@@ -214,7 +220,8 @@ class PairScorer(ABC):
                 pending.update(missing)
                 todo.append(block.missing_part(missing))
         if todo:
-            reads.no_model(f"the {self.cfg.name} score of {sum(len(t.where) for t in todo)} pairs")
+            name = getattr(getattr(self, "cfg", None), "name", None) or self.kind
+            reads.no_model(f"the {name} score of {sum(len(t.where) for t in todo)} pairs")
             computed = self._compute(todo)
             self.cache.put_scores(computed.items())
             values.update(computed)
