@@ -44,19 +44,15 @@ def export_run(run_id: str, out: Path, uri: str, with_data: bool = False, cache_
                cache_url: str | None = None) -> int:
     """Write the bundle of MLflow run ``run_id`` (a sweep's parent run: of its children) to
     ``out``; its size in bytes."""
-    from mlflow.exceptions import MlflowException
-    from mlflow.tracking import MlflowClient
-
     from mcu_exp.bundle.archive import BundleError
     from mcu_exp.bundle.export import write_bundle
+    from mcu_exp.tracking.artifacts import RunLookupError, fetch_run
 
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
-        raise BundleError(f"no MLflow store at {uri[len('sqlite:///'):]} (pass --tracking-uri or set MLFLOW_TRACKING_URI)")
-    client = MlflowClient(tracking_uri=uri)
     try:
-        run = client.get_run(run_id)
-    except MlflowException as exc:
-        raise BundleError(f"unknown run {run_id!r} in {uri} ({exc.message.splitlines()[0]})") from None
+        client, run = fetch_run(uri, run_id)
+    except RunLookupError as exc:
+        raise BundleError(f"{exc} (pass --tracking-uri or set MLFLOW_TRACKING_URI)" if exc.missing_store
+                          else f"unknown run {run_id!r} in {uri} ({exc})") from None
     children = client.search_runs([run.info.experiment_id], f"tags.mlflow.parentRunId = '{run_id}'",
                                   order_by=["attributes.start_time ASC"])
     jobs = [child for child in children if child.info.status == "FINISHED"] if children else [run]

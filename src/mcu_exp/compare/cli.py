@@ -159,22 +159,15 @@ def folder_ceiling(table: Path) -> tuple[dict[str, float], dict[str, str]]:
 
 def fetch_run(run_id: str, uri: str, dst: Path) -> Source:
     """An MLflow run's ``per_program.csv`` artifact (at its root, or under ``results/``)."""
-    from mlflow.exceptions import MlflowException
-    from mlflow.tracking import MlflowClient
-
     from mcu_exp.compare.ceiling import label_settings, run_ceiling
-    from mcu_exp.tracking.artifacts import RunArtifacts
+    from mcu_exp.tracking.artifacts import RunArtifacts, RunLookupError, fetch_run
 
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
-        raise CompareError(f"{run_id!r} is no run folder, and there is no MLflow store at "
-                           f"{uri[len('sqlite:///'):]} to look it up in "
-                           "(pass --tracking-uri or set MLFLOW_TRACKING_URI)")
-    client = MlflowClient(tracking_uri=uri)
     try:
-        run = client.get_run(run_id)
-    except MlflowException as exc:
-        raise CompareError(f"unknown run {run_id!r}: no such folder, and not a run of {uri} "
-                           f"({exc.message.splitlines()[0]})") from None
+        client, run = fetch_run(uri, run_id)
+    except RunLookupError as exc:
+        raise CompareError(f"{run_id!r} is no run folder, and there is {exc} to look it up in "
+                           "(pass --tracking-uri or set MLFLOW_TRACKING_URI)" if exc.missing_store
+                           else f"unknown run {run_id!r}: no such folder, and not a run of {uri} ({exc})") from None
     artifacts = RunArtifacts(client, run_id, run.info.artifact_uri)
     folder = dst / run_id
     folder.mkdir(parents=True, exist_ok=True)

@@ -120,6 +120,30 @@ class RunArtifacts:
             return None
 
 
+class RunLookupError(LookupError):
+    """A run that cannot be fetched: ``missing_store`` when the local SQLite store file does not
+    exist, else the store's own one-line reason (unknown run id, unreachable server)."""
+
+    def __init__(self, reason: str, missing_store: bool) -> None:
+        super().__init__(reason)
+        self.missing_store = missing_store
+
+
+def fetch_run(uri: str, run_id: str) -> tuple[Any, Any]:
+    """``(MlflowClient, Run)`` of ``run_id`` in the store at ``uri``; :class:`RunLookupError`
+    otherwise (without creating an empty SQLite store where none is)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
+        raise RunLookupError(f"no MLflow store at {uri[len('sqlite:///'):]}", missing_store=True)
+    client = MlflowClient(tracking_uri=uri)
+    try:
+        return client, client.get_run(run_id)
+    except MlflowException as exc:
+        raise RunLookupError(exc.message.splitlines()[0], missing_store=False) from None
+
+
 def mlflow_executable() -> str:
     """The ``mlflow`` command of this environment: the one beside this Python when it is
     there (a virtual environment that is not activated), else ``mlflow`` on the PATH."""

@@ -60,18 +60,13 @@ def fetch_run(run_id: str, uri: str, folder: Path) -> tuple[Path, dict[str, str]
     """Download the run's ``scores.csv``; return it with the run's params."""
     from mcu_exp.names import SCORES_FILE
 
-    from mlflow.exceptions import MlflowException
-    from mlflow.tracking import MlflowClient
+    from mcu_exp.tracking.artifacts import RunArtifacts, RunLookupError, fetch_run
 
-    from mcu_exp.tracking.artifacts import RunArtifacts
-
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
-        raise TuneError(f"no MLflow store at {uri[len('sqlite:///'):]}: pass --tracking-uri or --per-program")
-    client = MlflowClient(tracking_uri=uri)
     try:
-        run = client.get_run(run_id)
-    except MlflowException as exc:
-        raise TuneError(f"run {run_id} not found in {uri}: {exc.message.splitlines()[0]}") from None
+        client, run = fetch_run(uri, run_id)
+    except RunLookupError as exc:
+        raise TuneError(f"{exc}: pass --tracking-uri or --per-program" if exc.missing_store
+                        else f"run {run_id} not found in {uri}: {exc}") from None
     path = RunArtifacts(client, run_id, run.info.artifact_uri).get(SCORES_FILE, folder)
     if path is None:
         raise TuneError(f"run {run_id} has no {SCORES_FILE} artifact: "
