@@ -260,8 +260,8 @@ def write_rejection(outcome: ProxyOutcome, labels: HumanLabels, results: Path, e
     stratified bootstrap interval and two-sided permutation p against 0 (``prr``,
     ``prr_ci_low``, ``prr_ci_high``, ``prr_perm_p``), as the measure table computes them (the
     interval and p once per score and labels with ``cache_dir``: the score is decision-free)."""
-    from mcu_exp.evaluation.bootstrap import percentile_interval, stratified_indices
-    from mcu_exp.evaluation.rejection import prediction_rejection, prr_many, prr_permutation_p
+    from mcu_exp.evaluation.bootstrap import stratified_indices
+    from mcu_exp.evaluation.rejection import prediction_rejection, prr_interval_and_p
     from mcu_exp.result_cache import cached_result
 
     truth, _, score = align(outcome.table, labels.labels)
@@ -278,8 +278,7 @@ def write_rejection(outcome: ProxyOutcome, labels: HumanLabels, results: Path, e
     if np.isfinite(found.prr):
         def interval_and_p() -> tuple[float, float, float]:
             indices = stratified_indices(y, ev.bootstrap_resamples, np.random.default_rng(ev.seed))
-            return (*percentile_interval(prr_many(s[indices], y[indices]), ev.confidence),
-                    prr_permutation_p(y, s, ev.permutations, ev.seed))
+            return prr_interval_and_p(y, s, indices, ev.confidence, ev.permutations, ev.seed)
 
         key = (y, s, ev.bootstrap_resamples, ev.confidence, ev.seed, ev.permutations)
         low, high, p = cached_result(cache_dir, "prr_interval", key, interval_and_p, code=MEASURE_CODE)

@@ -43,7 +43,7 @@ from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES, percentile_interval, str
 from mcu_exp.evaluation.metrics import as_binary
 from mcu_exp.evaluation.groups_table import family_caption
 from mcu_exp.evaluation.registry import Ranking, header, metric
-from mcu_exp.evaluation.rejection import prediction_rejection_ratio, prr_many, prr_permutation_p
+from mcu_exp.evaluation.rejection import prediction_rejection_ratio, prr_interval_and_p
 from mcu_exp.evaluation.report import format_interval, format_value
 from mcu_exp.evaluation.significance import MIN_PERMUTATIONS
 
@@ -91,8 +91,8 @@ def _row(score: np.ndarray, truth: np.ndarray, human: np.ndarray, resamples: int
         low, high = percentile_interval(compute(sampled), confidence)  # type: ignore[arg-type]
         out[name + CI_LOW], out[name + CI_HIGH] = low, high
     out[PRR] = prediction_rejection_ratio(truth, score)
-    out[PRR + CI_LOW], out[PRR + CI_HIGH] = percentile_interval(prr_many(score[indices], truth[indices]), confidence)
-    out[PRR_P] = prr_permutation_p(truth, score, permutations, seed)
+    out[PRR + CI_LOW], out[PRR + CI_HIGH], out[PRR_P] = prr_interval_and_p(truth, score, indices, confidence,
+                                                                           permutations, seed)
     return out
 
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mcu_exp.evaluation.bootstrap import percentile_interval
 from mcu_exp.evaluation.metrics import ArrayLike, as_binary, as_score
 from mcu_exp.evaluation.registry import UNDEFINED
 from mcu_exp.evaluation.significance import permuted_labels
@@ -158,3 +159,11 @@ def prr_permutation_p(y_true: ArrayLike, score: ArrayLike, permutations: int = 1
     for shuffled in permuted_labels(truth, permutations, seed):
         extreme += int(np.sum(np.abs(shuffled @ weights - random) >= observed - _SPAN))
     return (1 + extreme) / (1 + permutations)
+
+
+def prr_interval_and_p(truth: np.ndarray, score: np.ndarray, indices: np.ndarray, confidence: float,
+                       permutations: int, seed: int) -> tuple[float, float, float]:
+    """PRR's percentile interval over the resample rows ``indices`` and its two-sided
+    permutation p-value against 0: (low, high, p), as every table that shows PRR gives them."""
+    low, high = percentile_interval(prr_many(score[indices], truth[indices]), confidence)
+    return low, high, prr_permutation_p(truth, score, permutations, seed)
