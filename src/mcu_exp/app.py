@@ -20,10 +20,10 @@ from omegaconf.errors import OmegaConfBaseException
 
 from mcu_exp import console
 from mcu_exp.config import register_configs
-from mcu_exp.keys import unknown_key_message
+from mcu_exp.config.suggest import unknown_key_message
 from mcu_exp.llm.errors import BackendError
 from mcu_exp.redact import install_log_redaction, redact_text, redact_yaml_file, remember, secret_values
-from mcu_exp.store_faults import disk_full_message, quiet_disk_full_traces
+from mcu_exp.store.faults import disk_full_message, quiet_disk_full_traces
 
 log = logging.getLogger("mcu_exp")
 
@@ -238,7 +238,7 @@ def _subcommand_lines() -> str:
 
 
 from mcu_exp.bundle.cli import main as bundle_main  # noqa: E402  (light: argparse only)
-from mcu_exp.cache_cli import main as cache_main  # noqa: E402  (light: argparse only)
+from mcu_exp.store.cli import main as cache_main  # noqa: E402  (light: argparse only)
 from mcu_exp.compare.cli import main as compare_main  # noqa: E402  (light: argparse only)
 from mcu_exp.data.reliability_cli import main as reliability_main  # noqa: E402  (light: argparse only)
 from mcu_exp.llm.model_cli import main as model_main  # noqa: E402  (light: argparse only)

@@ -24,7 +24,7 @@ from mcu_exp import names
 from mcu_exp.bundle import reads
 from mcu_exp.bundle.job import finish_job
 from mcu_exp.calibration import get_rule
-from mcu_exp.checks import check_config
+from mcu_exp.config.checks import check_config
 from mcu_exp.config import Config, EvaluationConfig, ModelConfig
 from mcu_exp.data import HumanLabels, human_labels, load_dataset, subgroup_labels
 from mcu_exp.data.labels import class_size_warning

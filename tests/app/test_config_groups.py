@@ -9,7 +9,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from mcu_exp.checks import config_problems
+from mcu_exp.config.checks import config_problems
 from mcu_exp.config import Config, ExpertsConfig, ModelConfig, ScorerConfig, register_configs
 from mcu_exp.data import Dataset, Program
 from mcu_exp.data.types import evaluations_frame

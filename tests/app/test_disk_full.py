@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 from mcu_exp.config import TrackingConfig
 from mcu_exp.llm.cache import open_generation_cache
 from mcu_exp.llm.contract import Sample
-from mcu_exp.store_faults import StoreFault, disk_full_message
+from mcu_exp.store.faults import StoreFault, disk_full_message
 from mcu_exp.tracking import mlflow_run
 from mcu_exp.tracking.reserve import RESERVE_DIR
 from support.mlflow_store import seed_store

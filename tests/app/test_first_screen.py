@@ -16,7 +16,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from mcu_exp import app, console
-from mcu_exp import keys as keys_module
+from mcu_exp.config import suggest as keys_module
 
 REPO = Path(__file__).resolve().parents[2]
 

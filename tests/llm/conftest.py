@@ -29,7 +29,7 @@ def tiny_folder(tiny_llama: Path) -> Path:
 @pytest.fixture(scope="session")
 def tiny_cfg(tiny_folder: Path) -> ModelConfig:
     """ModelConfig of the tiny Llama: short generations, ``num_threads=1``."""
-    from local_llm_support import tiny_config
+    from support.local_llm import tiny_config
 
     return tiny_config(tiny_folder)
 
@@ -47,7 +47,7 @@ def tiny(tiny_cfg: ModelConfig) -> LocalBackend:
 @pytest.fixture(scope="session")
 def smollm_cfg() -> ModelConfig:
     """The shipped SmolLM2 ModelConfig with short generations, ``num_threads=1``."""
-    from local_llm_support import smollm_config
+    from support.local_llm import smollm_config
 
     return smollm_config()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from local_llm_support import requests, tiny_config
+from support.local_llm import requests, tiny_config
 
 from mcu_exp.llm import CachedGenerator, LocalBackend
 

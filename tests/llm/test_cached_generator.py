@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from local_llm_support import K, requests
+from support.local_llm import K, requests
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import CachedGenerator, GenerationRequest, LocalBackend, Message, Sample, SampleJob

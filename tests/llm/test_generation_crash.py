@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from local_llm_support import HERE, K, requests, row_count, worker_env
+from support.local_llm import HERE, K, requests, row_count, worker_env
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import CachedGenerator, GenerationRequest, LocalBackend

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_llm_support import worker_env
+from support.local_llm import worker_env
 
 from mcu_exp.llm import LocalBackend
 from mcu_exp.llm import converted

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from local_llm_support import REPO, worker_env
+from support.local_llm import REPO, worker_env
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import GenerationRequest, LocalBackend, SampleJob, request_for, sample_key

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from proxies.proxy_support import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset
+from support.proxies import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset
 
-from mcu_exp.checks import config_problems
+from mcu_exp.config.checks import config_problems
 from mcu_exp.evaluation import epsilon_sweep, threshold_sweep
 from mcu_exp.measures import MEASURES, measure_column, register_measure, unregister_measure
 from mcu_exp.pipeline import typed_config

@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from proxy_support import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset
+from support.proxies import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset
 
 from mcu_exp.proxies.base import Proxy
 from mcu_exp.proxies.p0_subject import answer_jobs

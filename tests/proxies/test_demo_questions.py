@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from proxy_support import compose_cfg
+from support.proxies import compose_cfg
 
 from mcu_exp.data import load_dataset, read_questions
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from proxy_support import compose_cfg, make_proxy, prefill
+from support.proxies import compose_cfg, make_proxy, prefill
 
 from mcu_exp import names
 from mcu_exp.data import human_labels, load_dataset

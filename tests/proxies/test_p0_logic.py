@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from proxy_support import compose_cfg, context, make_proxy, synthetic_dataset
+from support.proxies import compose_cfg, context, make_proxy, synthetic_dataset
 
 from mcu_exp.data import Dataset, Question, read_questions
 from mcu_exp.llm import GenerationRequest

@@ -1,5 +1,5 @@
 """P2 without a model: centrality ranking, seeded draws, and the expert configs Hydra
-composes reaching the expert stages. (The decision rules: test_decision_rules.py.)"""
+composes reaching the expert stages. (The decision rules: tests/calibration/test_decision_rules.py.)"""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hydra.errors import MissingConfigException
-from proxy_support import compose_cfg, make_proxy, synthetic_dataset, walk_stages
+from support.proxies import compose_cfg, make_proxy, synthetic_dataset, walk_stages
 
 from mcu_exp.pipeline import typed_config
 from mcu_exp.proxies.experts import EXPERT_SUMMARIES, centrality, top_n
 from mcu_exp.proxies.stages import TARGET_SUMMARIES
-from mcu_exp.streams import REFERENCE, draw_index, expert_summaries, program_rng, program_seed
+from mcu_exp.rng_streams import REFERENCE, draw_index, expert_summaries, program_rng, program_seed
 
 
 def test_centrality_is_the_mean_similarity_to_the_others() -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from hydra.errors import ConfigCompositionException
-from proxy_support import compose_cfg, context, make_proxy, synthetic_dataset
+from support.proxies import compose_cfg, context, make_proxy, synthetic_dataset
 
-from mcu_exp.checks import config_problems
+from mcu_exp.config.checks import config_problems
 from mcu_exp.pipeline import typed_config
 from mcu_exp.proxies.base import build_proxy, proxy_class
 from mcu_exp.proxies.p0_subject import SubjectConfig, SubjectProxy

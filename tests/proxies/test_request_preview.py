@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
-from proxy_support import compose_cfg, context, make_proxy, synthetic_dataset
+from support.proxies import compose_cfg, context, make_proxy, synthetic_dataset
 
 from mcu_exp.data import Dataset
 from mcu_exp.llm import Sample

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from proxy_support import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset
+from support.proxies import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset
 
 from mcu_exp.data import Dataset
 from mcu_exp.llm import CachedGenerator
@@ -17,7 +17,7 @@ from mcu_exp.proxies.p0_subject import SubjectConfig, answer_jobs
 from mcu_exp.proxies.p3_judge import assign_judges, judge_request, judgment_seed
 from mcu_exp.proxies.preview import StageEstimate, preview
 from mcu_exp.proxies.stages import StageResults, summary_requests
-from mcu_exp.streams import expert_summaries
+from mcu_exp.rng_streams import expert_summaries
 
 SUMMARIES = ("proxy.k=4", "proxy.k_cal=2", "experts.m=3", "experts.top_n=1")
 TINY = (*SUMMARIES, "reference.samples=2")

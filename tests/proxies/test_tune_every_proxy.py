@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from proxy_support import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset, walk_stages
+from support.proxies import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset, walk_stages
 
 from mcu_exp import names
 from mcu_exp.data import HumanLabels

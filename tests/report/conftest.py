@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from mlflow_helpers import Store
-from sweep_helpers import Sweep, standin_sweep
+from support.mlflow_runs import Store
+from support.sweeps import Sweep, standin_sweep
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from md_tables import section
+from support.md_tables import section
 from mlflow.tracking import MlflowClient
-from mlflow_helpers import Store, log_job
+from support.mlflow_runs import Store, log_job
 
 from mcu_exp.names import TAG_DEBUG
 from mcu_exp.report.cli import ReportError, main, make_report

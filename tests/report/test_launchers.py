@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 from support.mlflow_store import all_metrics
-from sweep_helpers import REPO, mcu_exp, standin_sweep
+from support.sweeps import REPO, mcu_exp, standin_sweep
 
 NINE = ["phi-4-reasoning", "qwen2.5-14b", "qwen3-14b", "wizardcoder-15b", "starcoder2-15b", "codellama-13b",
         "gpt-3.5-turbo", "gpt-4", "gpt-4o"]
@@ -97,7 +97,7 @@ def test_joblib_sweep_logs_every_job_to_one_store_and_keeps_the_cache_consistent
     # Two jobs, one per core, at once in joblib's worker processes.
     outputs = tmp_path / "outputs"  # fresh: the jobs race to create the MLflow store itself
     res = standin_sweep(outputs, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                        "proxy._target_=cache_standin.CacheStandInProxy", "decision.epsilon=0.05,0.2",
+                        "proxy._target_=support.cache_standin.CacheStandInProxy", "decision.epsilon=0.05,0.2",
                         PYTHONPATH=f"{REPO / 'tests'}:{REPO / 'tests' / 'report'}")
     assert res.returncode == 0, ("jobs racing to create a new SQLite store must not fail (mcu_exp.tracking "
                                  "serialises it):\n" + res.stderr[-3000:])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 from matplotlib.collections import PolyCollection
-from mlflow_helpers import METRICS, Store, log_job
+from support.mlflow_runs import METRICS, Store, log_job
 from test_report_tables import record
 
 from mcu_exp.names import UNDEFINED

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
-from sweep_helpers import Sweep, mcu_exp
+from support.sweeps import Sweep, mcu_exp
 
 from mcu_exp.names import mlflow_series
 from mcu_exp.report.cli import ReportError, main, make_report

@@ -8,8 +8,8 @@ import pytest
 from pathlib import Path
 
 import pandas as pd
-from md_tables import section, table_rows
-from mlflow_helpers import METRICS, Store, log_job
+from support.md_tables import section, table_rows
+from support.mlflow_runs import METRICS, Store, log_job
 
 from mcu_exp.report.cli import make_report
 from mcu_exp.report.identity import NOT_CONFIGURATION, is_configuration

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from md_tables import section, table_rows
+from support.md_tables import section, table_rows
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 from support.mlflow_store import seed_store

@@ -8,9 +8,9 @@ import csv
 import math
 from pathlib import Path
 
-from md_tables import section, table_rows
+from support.md_tables import section, table_rows
 from mlflow.tracking import MlflowClient
-from mlflow_helpers import METRICS, Store, log_job
+from support.mlflow_runs import METRICS, Store, log_job
 
 from mcu_exp.names import TAG_CLASS_WARNING, TAG_VERDICT, UNDEFINED, mlflow_series
 from mcu_exp.report.cli import make_report

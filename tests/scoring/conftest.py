@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from scorer_data import scorer_config
+from support.scorer_data import scorer_config
 
 from mcu_exp.scoring import BertScorer
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scorer_data import EMPTY, LONG, SUMMARIES, scorer_config
+from support.scorer_data import EMPTY, LONG, SUMMARIES, scorer_config
 
 from mcu_exp.scoring import BertScorer
 from mcu_exp.scoring.matching import greedy_f1, pad

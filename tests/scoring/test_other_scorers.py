@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scorer_data import EMPTY, REPO, SUMMARIES, scorer_config
+from support.scorer_data import EMPTY, REPO, SUMMARIES, scorer_config
 
 from mcu_exp.scoring import (
     BertScorer,

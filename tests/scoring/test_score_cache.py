@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scorer_data import LONG, REPO, SUMMARIES, scorer_config
+from support.scorer_data import LONG, REPO, SUMMARIES, scorer_config
 
 from mcu_exp.scoring import BertScorer, ScoreCache, pair_key, text_key
 
@@ -41,7 +41,7 @@ def test_spec_hash_names_everything_that_changes_scores(minilm_cfg: Any) -> None
 
 _WARM_JOB = """
 import json, sys
-from scorer_data import scorer_config
+from support.scorer_data import scorer_config
 from mcu_exp.scoring import BertScorer
 s = BertScorer(scorer_config(), cache=sys.argv[1])
 values = s.ssc_many(json.loads(sys.argv[2]))
@@ -60,7 +60,7 @@ def test_second_job_is_served_from_cache_without_the_encoder(minilm_cfg: Any,
     job = subprocess.run(
         [sys.executable, "-c", _WARM_JOB, str(tmp_path), json.dumps(GROUPS)],
         cwd=Path(__file__).parent, capture_output=True, text=True, timeout=120,
-        env={"PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": f"{REPO / 'src'}:{REPO / 'tests'}", "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
     )
     assert job.returncode == 0, job.stderr
     warm = json.loads(job.stdout.strip().splitlines()[-1])

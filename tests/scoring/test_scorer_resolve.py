@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from scorer_data import LONG, SUMMARIES, scorer_config
+from support.scorer_data import LONG, SUMMARIES, scorer_config
 
 from mcu_exp.scoring import BertScorer, ScorerUnavailableError
 from mcu_exp.scoring.resolve import max_length

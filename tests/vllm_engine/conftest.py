@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vllm_support import Server, model_config, timed  # type: ignore[import-not-found]
+from support.vllm import Server, model_config, timed  # type: ignore[import-not-found]
 
 # A few GiB of KV cache is vLLM's CPU default; 135M parameters at 2,048 tokens need far less,
 # and the 2-core CI machines share their memory with the main suite's leftovers.

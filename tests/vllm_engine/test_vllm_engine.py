@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vllm_support import MODEL, QUICK, cache_identities, finished_runs, timed  # type: ignore[import-not-found]
+from support.vllm import MODEL, QUICK, cache_identities, finished_runs, timed  # type: ignore[import-not-found]
 
 from mcu_exp.llm import CachedGenerator, GenerationRequest, Message
 from mcu_exp.llm.contract import SampleJob

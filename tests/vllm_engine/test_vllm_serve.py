@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from vllm_support import (  # type: ignore[import-not-found]
+from support.vllm import (  # type: ignore[import-not-found]
     MODEL,
     QUICK,
     REPO,

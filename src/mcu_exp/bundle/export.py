@@ -101,7 +101,7 @@ def cache_rows(keys: Mapping[str, Sequence[Any]], spec_hashes: Sequence[str], ca
                cache_url: str | None = None) -> RowSet:
     """The rows of ``keys`` (``{table: keys}`` as recorded) from a job's caches, with the
     requests their samples name and the scorer specs; copied as ``mcu-exp cache`` copies."""
-    from mcu_exp.cache_cli import copy_tables
+    from mcu_exp.store.cli import copy_tables
     from mcu_exp.llm.cache import open_generation_cache
     from mcu_exp.scoring.score_cache import ScoreCache
 

@@ -86,7 +86,7 @@ def _replay(path: Path, manifest: Mapping[str, Any], members: Mapping[str, bytes
 
 def import_rows(rows: RowSet, cache_dir: Path) -> None:
     """The bundle's rows into fresh SQLite caches in ``cache_dir``, as ``mcu-exp cache import`` copies."""
-    from mcu_exp.cache_cli import copy_tables
+    from mcu_exp.store.cli import copy_tables
     from mcu_exp.llm.cache import CACHE_FILE, GenerationCache
     from mcu_exp.scoring.score_cache import ScoreCache
 

@@ -98,7 +98,7 @@ def report(config_dir: str, overrides: Sequence[str]) -> str:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from mcu_exp.checks import check_config
+    from mcu_exp.config.checks import check_config
     from mcu_exp.data import load_dataset
     from mcu_exp.data.reliability import reliabilities
 

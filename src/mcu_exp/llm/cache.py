@@ -8,7 +8,7 @@ the text (timeouts, retries). The samples of each response are committed togethe
 arrive (:meth:`GenerationCache.put_responses`), so a crash loses at most the samples in
 flight. WAL mode plus a busy timeout let several processes of a sweep read and write the
 same file at once; on PostgreSQL, processes on any host share the tables the same way
-(:mod:`mcu_exp.sql_store` runs the same SQL on both).
+(:mod:`mcu_exp.store.sql` runs the same SQL on both).
 
 What a key is made of is kept for inspection: a request's parts (backend, decoding, messages)
 once in ``requests`` (under ``id``, the first 16 hex digits of their sha256), each sample's
@@ -49,7 +49,7 @@ from mcu_exp.llm.claims import ClaimOwner, holder_name, lease_free
 from mcu_exp.llm.contract import Sample
 from mcu_exp.llm.errors import CacheCorrupt
 from mcu_exp.llm.stored_text import escape_rows, storable, storable_json, unescape
-from mcu_exp.sql_store import (
+from mcu_exp.store.sql import (
     POSTGRESQL,
     SQLITE,
     Store,
@@ -58,7 +58,7 @@ from mcu_exp.sql_store import (
     open_store,
     postgres_schema,
 )
-from mcu_exp.store_faults import check_sqlite_path, sqlite_fault
+from mcu_exp.store.faults import check_sqlite_path, sqlite_fault
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS samples (

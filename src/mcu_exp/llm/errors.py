@@ -8,7 +8,7 @@ the provider's HTTP status or exception type.
 
 from __future__ import annotations
 
-from mcu_exp.store_faults import StoreFault
+from mcu_exp.store.faults import StoreFault
 
 
 class BackendError(RuntimeError):

@@ -4,7 +4,7 @@ Each expert writes ``m`` intent summaries of a program (the same summary prompt 
 target); its ``top_n`` most central summaries (highest mean BERTScore-F1 to that expert's
 other summaries, ties broken by sample index) are kept, the experts' kept summaries are
 pooled, and one pooled summary is drawn as the reference ``r*`` from the program's
-``reference`` stream under ``experts.reference_seed`` (:mod:`mcu_exp.streams`): a program's
+``reference`` stream under ``experts.reference_seed`` (:mod:`mcu_exp.rng_streams`): a program's
 reference does not move when other programs are added or dropped, and is independent of
 P3's judge. Each expert's summary requests are seeded from the program's own
 ``expert summaries:<label>`` stream under the member's ``seed``. Each member's model config
@@ -23,7 +23,7 @@ import pandas as pd
 from mcu_exp.config import ExpertsConfig
 from mcu_exp.proxies.base import ProxyContext
 from mcu_exp.proxies.stages import Stage, StageResults, summary_requests
-from mcu_exp.streams import REFERENCE, draw_index, expert_summaries
+from mcu_exp.rng_streams import REFERENCE, draw_index, expert_summaries
 
 RANKINGS = ("centrality",)
 EXPERT_SUMMARIES = "P2 expert summaries"

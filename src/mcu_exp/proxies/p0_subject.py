@@ -5,7 +5,7 @@ options and ``proxy.rotate=true`` it is asked in ``q`` runs that rotate the opti
 cyclically so that the correct one sits at each position exactly once (run ``j`` shows the
 correct option at position ``j``); ``proxy.samples`` samples per run, each run's request
 seeded from the program's ``answers:<question id>:<run>`` stream under ``proxy.sample_seed``
-(:mod:`mcu_exp.streams`; the rotations themselves are fixed, not drawn). Every sample is
+(:mod:`mcu_exp.rng_streams`; the rotations themselves are fixed, not drawn). Every sample is
 parsed (:func:`mcu_exp.scoring.parsing.parse_choice`) and mapped back to the ORIGINAL option
 index; the question's answer is the option chosen most often over all samples of all runs,
 where the samples without an answer form a block the winner must strictly outnumber (they
@@ -44,8 +44,8 @@ from mcu_exp.proxies.prompts import question_messages
 from mcu_exp.proxies.stages import Stage, StageResults
 from mcu_exp.proxies.voting import plurality, too_few
 from mcu_exp.scoring.parsing import option_letters, parse_choice
-from mcu_exp.streams import answers as answer_stream
-from mcu_exp.streams import program_seed
+from mcu_exp.rng_streams import answers as answer_stream
+from mcu_exp.rng_streams import program_seed
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 For each program the target model writes ``k`` intent summaries (the request seeded from
 the program's own ``target summaries`` stream under ``proxy.sample_seed``); a split drawn
 from its ``split`` stream under ``proxy.split_seed`` gives ``k_cal`` calibration and
-``k - k_cal`` test summaries (streams: :mod:`mcu_exp.streams`). SSC = mean pairwise BERTScore-F1,
+``k - k_cal`` test summaries (streams: :mod:`mcu_exp.rng_streams`). SSC = mean pairwise BERTScore-F1,
 α = 1 − SSC. τ = the (1 − ε) quantile of α_cal over programs; High iff α_test ≤ τ.
 
 ``proxy.measure`` picks another uncertainty of the same k × k BERTScore matrices as α
@@ -35,7 +35,7 @@ from mcu_exp.proxies.base import Proxy, ProxyOutcome
 from mcu_exp.proxies.prompts import TEMPLATES
 from mcu_exp.proxies.stages import TARGET_SUMMARIES, Stage, StageResults, summary_requests
 from mcu_exp.scoring import PairScorer, build_scorer
-from mcu_exp.streams import SPLIT, program_rng
+from mcu_exp.rng_streams import SPLIT, program_rng
 
 
 @dataclass

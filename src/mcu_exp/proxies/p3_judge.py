@@ -1,7 +1,7 @@
 """P3, LLM as judge: does an expert accept the target's summaries as correct?
 
 For each program one judge is drawn from the expert pool, from the program's ``judge``
-stream under ``proxy.judge_seed`` (:mod:`mcu_exp.streams`; independent of P2's r*). The
+stream under ``proxy.judge_seed`` (:mod:`mcu_exp.rng_streams`; independent of P2's r*). The
 judge sees the program and each of the target's ``k`` summaries (all of them: P1's requests,
 so P1's cache entries) and answers CORRECT or INCORRECT, ``proxy.r`` times under sampling
 (``r`` samples of one request, at most ``proxy.judge_max_new_tokens`` tokens each, seeded
@@ -37,7 +37,7 @@ from mcu_exp.proxies.prompts import judge_messages
 from mcu_exp.proxies.stages import Stage, StageResults
 from mcu_exp.proxies.voting import decided_share, program_high, summary_verdict, too_few
 from mcu_exp.scoring.parsing import CORRECT, INCORRECT, UNPARSEABLE, parse_verdict
-from mcu_exp.streams import JUDGE, draw_index, judgments, program_seed
+from mcu_exp.rng_streams import JUDGE, draw_index, judgments, program_seed
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from mcu_exp.llm.contract import FAILURE_KINDS
 from mcu_exp.llm.errors import GenerationFailed
 from mcu_exp.llm.factory import backend_identity
 from mcu_exp.proxies.prompts import summary_messages
-from mcu_exp.streams import TARGET_SUMMARIES as TARGET_STREAM
-from mcu_exp.streams import program_seed
+from mcu_exp.rng_streams import TARGET_SUMMARIES as TARGET_STREAM
+from mcu_exp.rng_streams import program_seed
 
 if TYPE_CHECKING:
     from mcu_exp.proxies.base import Proxy
@@ -175,7 +175,7 @@ def summary_requests(model: ModelConfig, dataset: Dataset, program_ids: Sequence
     """One request per program for ``n`` intent summaries (the target's and the experts').
 
     Each program's request seed is drawn from its own ``stream`` under ``seed`` (see
-    :mod:`mcu_exp.streams`), so no two programs' samples share one random stream.
+    :mod:`mcu_exp.rng_streams`), so no two programs' samples share one random stream.
     """
     requests = []
     for pid in program_ids:

@@ -1,5 +1,5 @@
 """Cache of BERTScore-F1 values, content-addressed: one SQLite file (WAL mode), or a
-PostgreSQL database shared by many machines (``cache.url``; :mod:`mcu_exp.sql_store`).
+PostgreSQL database shared by many machines (``cache.url``; :mod:`mcu_exp.store.sql`).
 
 A pair's key is the sha256 of canonical JSON ``{"a": text, "b": text, "spec": spec_hash}``,
 where the spec hash names the encoder's identity, layer, idf, rescaling, baseline and library
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mcu_exp.bundle import reads
-from mcu_exp.sql_store import (
+from mcu_exp.store.sql import (
     POSTGRESQL,
     SQLITE,
     database_errors,
@@ -28,7 +28,7 @@ from mcu_exp.sql_store import (
     open_store,
     postgres_schema,
 )
-from mcu_exp.store_faults import check_sqlite_path, sqlite_fault
+from mcu_exp.store.faults import check_sqlite_path, sqlite_fault
 
 SCHEMA_VERSION = "1"
 _CHUNK = 900  # bound parameters per query (old SQLite builds allow 999)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from batch_server import BatchServer
-from batch_support import batch_cfg, batch_states, cached_rows, generator, requests
+from support.batch import batch_cfg, batch_states, cached_rows, generator, requests
 
 from mcu_exp.llm.providers._errors import RetriesExhausted
 

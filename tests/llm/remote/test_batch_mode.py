@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from batch_server import BatchServer
-from batch_support import batch_cfg, batch_states, cached_rows, generator, requests
+from support.batch import batch_cfg, batch_states, cached_rows, generator, requests
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import CachedGenerator, GenerationRequest, Message

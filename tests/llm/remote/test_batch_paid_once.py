@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from batch_server import BatchServer
-from batch_support import batch_cfg, batch_states, cached_rows, generator, requests
+from support.batch import batch_cfg, batch_states, cached_rows, generator, requests
 
 from mcu_exp.llm import SampleJob
 from mcu_exp.llm.factory import build_backend

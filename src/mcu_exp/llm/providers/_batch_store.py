@@ -27,7 +27,7 @@ from typing import Any
 
 from mcu_exp.llm.cache_keys import canonical_json
 from mcu_exp.llm.contract import GenerationRequest, Message
-from mcu_exp.sqlite_store import open_shared
+from mcu_exp.store.sqlite import open_shared
 
 STORE_FILE = "batches.sqlite"
 _SCHEMA = """

@@ -15,8 +15,8 @@ from mcu_exp.config import ModelConfig
 from mcu_exp.llm import GenerationRequest, request_for
 from mcu_exp.proxies.prompts import summary_messages
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
+REPO = Path(__file__).resolve().parents[2]
+HERE = REPO / "tests" / "llm"  # the local-backend tests and their worker script
 K = 4
 MAX_NEW_TOKENS = 10
 
@@ -63,5 +63,5 @@ def row_count(db: Path) -> int:
 
 def worker_env() -> dict[str, str]:
     """Environment of a worker subprocess: offline, one thread, this checkout's sources first."""
-    path = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p)
+    path = os.pathsep.join(p for p in (str(REPO / "src"), str(REPO / "tests"), os.environ.get("PYTHONPATH", "")) if p)
     return {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": path}

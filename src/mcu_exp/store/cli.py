@@ -109,10 +109,10 @@ def render(counts: dict[str, tuple[int, int]]) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry: ``mcu-exp cache export|import FOLDER [--url URL]``."""
     args = build_parser().parse_args(argv)
-    from mcu_exp.postgres_store import StoreError, check_url
+    from mcu_exp.store.postgres import StoreError, check_url
     from mcu_exp.redact import mask_known, redact_url, remember, secret_values
-    from mcu_exp.sql_store import is_url
-    from mcu_exp.store_faults import StoreFault, is_disk_full
+    from mcu_exp.store.sql import is_url
+    from mcu_exp.store.faults import StoreFault, is_disk_full
 
     remember(secret_values({"url": args.url or ""}))  # a password in --url is masked in every message
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from proxy_support import compose_cfg, make_proxy, synthetic_dataset, walk_stages
+from support.proxies import compose_cfg, make_proxy, synthetic_dataset, walk_stages
 
 from mcu_exp.data import Dataset
 from mcu_exp.data.scalabrino import read_scalabrino

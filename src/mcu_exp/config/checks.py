@@ -78,8 +78,8 @@ def config_problems(cfg: Config) -> Iterator[str]:
 
 def _cache_url_problems(url: str) -> Iterator[str]:
     """What is wrong with ``cache.url`` (its scheme, a password in it, psycopg missing)."""
-    from mcu_exp.postgres_store import StoreError, check_url
-    from mcu_exp.sql_store import is_url
+    from mcu_exp.store.postgres import StoreError, check_url
+    from mcu_exp.store.sql import is_url
 
     if not is_url(url):
         yield f"cache.url={url}: expected postgresql://user@host:port/database (or null for SQLite files in cache.dir)"

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.sqlite_store import open_shared
+from mcu_exp.store.sqlite import open_shared
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 SQLITE, POSTGRESQL = "sqlite", "postgresql"
@@ -110,7 +110,7 @@ def open_store(location: str | Path, schemas: Mapping[str, str]) -> Store:
     """A :class:`Store` on ``location`` (a SQLite path, ``":memory:"``, or a ``postgresql://``
     URL) with the schema of its dialect applied (idempotent DDL)."""
     if is_url(location):
-        from mcu_exp.postgres_store import connect
+        from mcu_exp.store.postgres import connect
 
         return Store(connect(str(location), schemas[POSTGRESQL]), POSTGRESQL, str(location), schemas[POSTGRESQL])
     return Store(open_shared(location, schemas[SQLITE], autocommit=True), SQLITE, location, schemas[SQLITE])

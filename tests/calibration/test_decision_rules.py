@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from proxy_support import compose_cfg, context, make_proxy, synthetic_dataset
+from support.proxies import compose_cfg, context, make_proxy, synthetic_dataset
 
 from mcu_exp.calibration import RULES, Scores, apply_rule, check_rule, decide
 from mcu_exp.config import DecisionConfig
