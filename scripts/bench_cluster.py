@@ -38,8 +38,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the throwaway PostgreSQL of the service tests
 
 
-def job(url: str | None, cache_dir: str, api_url: str, requests: int, n: int, concurrency: int,
-        seed: int) -> dict[str, Any]:
+def job(
+    url: str | None, cache_dir: str, api_url: str, requests: int, n: int, concurrency: int, seed: int
+) -> dict[str, Any]:
     """One job (in a worker process): every sample of the shared request set through the cache."""
     from mcu_exp.llm import CachedGenerator
 
@@ -52,8 +53,15 @@ def job(url: str | None, cache_dir: str, api_url: str, requests: int, n: int, co
     return {"wall": time.perf_counter() - start, "usable": usable, **generator.stats}
 
 
-def run_jobs(args: argparse.Namespace, api: FakeAPI, work: Path, url: str | None, count: int,
-             seed: int, requests: int | None = None) -> dict[str, Any]:
+def run_jobs(
+    args: argparse.Namespace,
+    api: FakeAPI,
+    work: Path,
+    url: str | None,
+    count: int,
+    seed: int,
+    requests: int | None = None,
+) -> dict[str, Any]:
     """``count`` jobs at once (shared store when ``url``, else a SQLite file each); the figures.
     Each scenario has its own ``seed``, so its request bodies are new to the fake API."""
     from joblib import Parallel, delayed
@@ -62,9 +70,11 @@ def run_jobs(args: argparse.Namespace, api: FakeAPI, work: Path, url: str | None
     start = time.perf_counter()
     tag = uuid.uuid4().hex[:6]
     outs = Parallel(n_jobs=args.jobs, backend="loky")(  # one pool for every scenario: its workers stay warm
-        delayed(job)(url, str(work / f"{tag}-job{i}"), api.url, requests or args.requests, args.n,
-                     args.concurrency, seed)
-        for i in range(count))
+        delayed(job)(
+            url, str(work / f"{tag}-job{i}"), api.url, requests or args.requests, args.n, args.concurrency, seed
+        )
+        for i in range(count)
+    )
     wall = time.perf_counter() - start
     after = api.stats()
     served, distinct = after["requests"] - before["requests"], after["distinct"] - before["distinct"]
@@ -77,12 +87,16 @@ def report(name: str, args: argparse.Namespace, got: dict[str, Any], baseline: f
     duplicates = got["served"] - got["distinct"]
     per_job = ", ".join(f"{o['generated']}/{o['from_peers']}/{o['hits']}" for o in got["jobs"])
     ratio = f" ({got['wall'] / baseline:.2f}x the single job)" if baseline else ""
-    print(f"{name}: {len(got['jobs'])} jobs x {args.requests} requests x n={args.n}: wall {got['wall']:.1f} s{ratio}; "
-          f"server answered {got['served']:,} requests ({got['distinct']:,} distinct) -> duplicate requests "
-          f"{duplicates:,}, duplicate samples {duplicates * args.n:,}; {samples / got['wall']:,.0f} unique samples/s, "
-          f"{len(got['jobs']) * samples / got['wall']:,.0f} samples delivered to jobs/s")
-    print(f"  per job generated/from peers/cache hits: {per_job}; usable samples per job: "
-          f"{sorted({o['usable'] for o in got['jobs']})}; slowest job {max(o['wall'] for o in got['jobs']):.1f} s")
+    print(
+        f"{name}: {len(got['jobs'])} jobs x {args.requests} requests x n={args.n}: wall {got['wall']:.1f} s{ratio}; "
+        f"server answered {got['served']:,} requests ({got['distinct']:,} distinct) -> duplicate requests "
+        f"{duplicates:,}, duplicate samples {duplicates * args.n:,}; {samples / got['wall']:,.0f} unique samples/s, "
+        f"{len(got['jobs']) * samples / got['wall']:,.0f} samples delivered to jobs/s"
+    )
+    print(
+        f"  per job generated/from peers/cache hits: {per_job}; usable samples per job: "
+        f"{sorted({o['usable'] for o in got['jobs']})}; slowest job {max(o['wall'] for o in got['jobs']):.1f} s"
+    )
     return duplicates
 
 
@@ -92,14 +106,36 @@ def sweep(args: argparse.Namespace, api: FakeAPI, work: Path, url: str | None, s
     epsilons = ",".join(f"{0.05 + 0.05 * i:.2f}" for i in range(args.jobs))
     cache = [f"cache.url={url}"] if url else ["cache.dir=${paths.outputs}/cache/job${hydra:job.num}"]
     outputs = work / ("sweep-shared" if url else "sweep-sqlite")
-    env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs), "OPENAI_API_KEY": "sk-bench-not-a-real-key",
-           "MCU_EXP_CACHE_URL": "", "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "MCU_EXP_OUTPUTS": str(outputs),
+        "OPENAI_API_KEY": "sk-bench-not-a-real-key",
+        "MCU_EXP_CACHE_URL": "",
+        "OMP_NUM_THREADS": "1",
+    }
     env.pop("MLFLOW_TRACKING_URI", None)
-    cmd = [sys.executable, "-m", "mcu_exp", "-m", "hydra/launcher=joblib", f"hydra.launcher.n_jobs={args.jobs}",
-           "model=gpt-4o", f"model.base_url={api.url}/v1", "model.requests_per_minute=null",
-           "model.tokens_per_minute=null", f"model.max_concurrency={args.concurrency}", "scorer=rougel",
-           f"dataset.limit={args.sweep_programs}", "proxy.k=10", "proxy.k_cal=5", "evaluation.plots=false",
-           "quiet=true", f"proxy.sample_seed={seed}", f"decision.epsilon={epsilons}", *cache]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mcu_exp",
+        "-m",
+        "hydra/launcher=joblib",
+        f"hydra.launcher.n_jobs={args.jobs}",
+        "model=gpt-4o",
+        f"model.base_url={api.url}/v1",
+        "model.requests_per_minute=null",
+        "model.tokens_per_minute=null",
+        f"model.max_concurrency={args.concurrency}",
+        "scorer=rougel",
+        f"dataset.limit={args.sweep_programs}",
+        "proxy.k=10",
+        "proxy.k_cal=5",
+        "evaluation.plots=false",
+        "quiet=true",
+        f"proxy.sample_seed={seed}",
+        f"decision.epsilon={epsilons}",
+        *cache,
+    ]
     before = api.stats()
     start = time.perf_counter()
     res = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
@@ -107,8 +143,11 @@ def sweep(args: argparse.Namespace, api: FakeAPI, work: Path, url: str | None, s
     if res.returncode:
         raise SystemExit(f"sweep failed:\n{(res.stdout + res.stderr)[-3000:]}")
     after = api.stats()
-    return {"wall": wall, "served": after["requests"] - before["requests"],
-            "distinct": after["distinct"] - before["distinct"]}
+    return {
+        "wall": wall,
+        "served": after["requests"] - before["requests"],
+        "distinct": after["distinct"] - before["distinct"],
+    }
 
 
 def main() -> None:
@@ -138,23 +177,30 @@ def main() -> None:
             one = run_jobs(args, api, work, None, 1, seed=1)
             base = report("baseline, one job, its own SQLite file", args, one, None)
             db = url or cluster.database(f"bench_{uuid.uuid4().hex[:8]}")  # type: ignore[union-attr]
-            shared = report("shared PostgreSQL cache", args, run_jobs(args, api, work, db, args.jobs, seed=2),
-                            one["wall"])
-            per_job = report("a SQLite file per job", args, run_jobs(args, api, work, None, args.jobs, seed=3),
-                             one["wall"])
+            shared = report(
+                "shared PostgreSQL cache", args, run_jobs(args, api, work, db, args.jobs, seed=2), one["wall"]
+            )
+            per_job = report(
+                "a SQLite file per job", args, run_jobs(args, api, work, None, args.jobs, seed=3), one["wall"]
+            )
             ok = shared == 0 and base == 0
-            print(f"  [{'PASS' if ok else 'FAIL'}] shared store: duplicate work {shared} (must be 0); "
-                  f"per-job SQLite files: {per_job:,} duplicate requests "
-                  f"({per_job / max(args.requests, 1):.1f}x the requests of one job, paid again)")
+            print(
+                f"  [{'PASS' if ok else 'FAIL'}] shared store: duplicate work {shared} (must be 0); "
+                f"per-job SQLite files: {per_job:,} duplicate requests "
+                f"({per_job / max(args.requests, 1):.1f}x the requests of one job, paid again)"
+            )
             if args.sweep:
                 sweep_db = url or cluster.database(f"sweep_{uuid.uuid4().hex[:8]}")  # type: ignore[union-attr]
-                for seed, (name, where) in enumerate((("shared PostgreSQL cache", sweep_db),
-                                                      ("a cache folder per job", None)), start=11):
+                for seed, (name, where) in enumerate(
+                    (("shared PostgreSQL cache", sweep_db), ("a cache folder per job", None)), start=11
+                ):
                     got = sweep(args, api, work, where, seed)
                     dup = got["served"] - got["distinct"]
-                    print(f"mcu-exp joblib sweep, {args.jobs} jobs (decision.epsilon), {name}: wall {got['wall']:.1f} s; "
-                          f"server answered {got['served']:,} requests ({got['distinct']:,} distinct) -> "
-                          f"duplicate requests {dup:,}")
+                    print(
+                        f"mcu-exp joblib sweep, {args.jobs} jobs (decision.epsilon), {name}: wall {got['wall']:.1f} s; "
+                        f"server answered {got['served']:,} requests ({got['distinct']:,} distinct) -> "
+                        f"duplicate requests {dup:,}"
+                    )
                     if where is not None:
                         ok = ok and dup == 0
                         print(f"  [{'PASS' if dup == 0 else 'FAIL'}] sweep on the shared store: duplicate work {dup}")

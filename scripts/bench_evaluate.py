@@ -20,7 +20,6 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
-
 from benchlib import timed
 
 MAX_SECONDS = 0.5  # evaluate() on 50 programs with 2000 recalibrating resamples and 10,000 permutations
@@ -40,8 +39,7 @@ def case(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     return y, alpha_cal, alpha_test, pred, human
 
 
-def sklearn_loop(y: np.ndarray, pred: np.ndarray, score: np.ndarray,
-                 indices: np.ndarray) -> dict[str, np.ndarray]:
+def sklearn_loop(y: np.ndarray, pred: np.ndarray, score: np.ndarray, indices: np.ndarray) -> dict[str, np.ndarray]:
     """The metrics of every resample row, one scikit-learn call per metric and row."""
     from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score, roc_auc_score
 
@@ -66,8 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--programs", type=int, default=50, help="programs (default 50)")
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats of evaluate(); best kept")
-    parser.add_argument("--sklearn-rows", type=int, default=100,
-                        help="resamples the scikit-learn loop scores (default 100; scaled to all)")
+    parser.add_argument(
+        "--sklearn-rows",
+        type=int,
+        default=100,
+        help="resamples the scikit-learn loop scores (default 100; scaled to all)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
@@ -84,8 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         return rule.relabel(scores, decision, indices)  # type: ignore[misc]
 
     def job_evaluate() -> object:
-        return evaluate(y, pred, score, resamples=args.resamples, seed=args.seed, human=human,
-                        relabel=relabel, permutations=10_000)
+        return evaluate(
+            y, pred, score, resamples=args.resamples, seed=args.seed, human=human, relabel=relabel, permutations=10_000
+        )
 
     times: dict[str, tuple[float, float]] = {}
     with warnings.catch_warnings():
@@ -106,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     diff = max(float(np.nanmax(np.abs(ours[name][:rows] - reference[name]), initial=0.0)) for name in reference)
     same_nan = all(np.array_equal(np.isnan(ours[name][:rows]), np.isnan(reference[name])) for name in reference)
 
-    print(f"{args.programs} programs, {args.resamples} stratified resamples; load average (1 min) "
-          f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(
+        f"{args.programs} programs, {args.resamples} stratified resamples; load average (1 min) "
+        f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+    )
     for name, (wall, cpu) in times.items():
         print(f"{name:40s} wall {wall:8.4f} s   cpu {cpu:8.4f} s")
     ratio = times["scikit-learn loop, scaled to every row"][1] / times["evaluate()"][1]
@@ -116,10 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     seconds = times["evaluate()"][0]
     checks = [
         (f"evaluate() <= {MAX_SECONDS} s wall: {seconds:.3f} s", seconds <= MAX_SECONDS),
-        (f"evaluate() >= {MIN_SPEEDUP:g}x faster than the scikit-learn loop (CPU): {ratio:.0f}x",
-         ratio >= MIN_SPEEDUP),
-        (f"vectorised metrics equal scikit-learn within {TOL:g}, undefined in the same rows: {diff:.2e}",
-         diff <= TOL and same_nan),
+        (f"evaluate() >= {MIN_SPEEDUP:g}x faster than the scikit-learn loop (CPU): {ratio:.0f}x", ratio >= MIN_SPEEDUP),
+        (
+            f"vectorised metrics equal scikit-learn within {TOL:g}, undefined in the same rows: {diff:.2e}",
+            diff <= TOL and same_nan,
+        ),
     ]
     for label, ok in checks:
         print(f"  [{'PASS' if ok else 'FAIL'}] {label}")

@@ -107,10 +107,17 @@ def run_generate(backend: LocalBackend, prompt: list[int], request: GenerationRe
     ids = torch.tensor([prompt] * k, device=backend.device)
     start = time.perf_counter()
     with torch.inference_mode():
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=True,
-                             temperature=request.temperature, top_p=request.top_p, top_k=0,
-                             max_new_tokens=request.max_new_tokens, min_new_tokens=request.max_new_tokens,
-                             pad_token_id=backend.tokenizer.eos_token_id)
+        out = model.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=True,
+            temperature=request.temperature,
+            top_p=request.top_p,
+            top_k=0,
+            max_new_tokens=request.max_new_tokens,
+            min_new_tokens=request.max_new_tokens,
+            pad_token_id=backend.tokenizer.eos_token_id,
+        )
     return time.perf_counter() - start, int(out.shape[0] * (out.shape[1] - ids.shape[1]))
 
 
@@ -145,8 +152,7 @@ def verdict(what: str, seconds: float, target: float, extra: str = "") -> None:
 def fresh_process_load(cache: Path, threads: int | None) -> float:
     """Seconds of a warm load in a new process, imports included (this script's --time-one-load)."""
     command = [sys.executable, __file__, "--time-one-load"] + ([] if threads is None else ["--threads", str(threads)])
-    res = subprocess.run(command, env={**os.environ, CACHE_ENV: str(cache)}, capture_output=True, text=True,
-                         check=True)
+    res = subprocess.run(command, env={**os.environ, CACHE_ENV: str(cache)}, capture_output=True, text=True, check=True)
     return float(res.stdout.strip().splitlines()[-1])
 
 
@@ -173,13 +179,17 @@ def measure_loads(cfg: ModelConfig, cache: Path, baseline: bool) -> LocalBackend
         finally:
             del os.environ[CONVERT_ENV]
         del old
-        print(f"baseline: transformers' GGUF load (the cold load before the converter): {old_s:.2f} s "
-              f"({old_cpu:.2f} s CPU)")
+        print(
+            f"baseline: transformers' GGUF load (the cold load before the converter): {old_s:.2f} s "
+            f"({old_cpu:.2f} s CPU)"
+        )
         versus = f" ({old_s / cold_s:.1f}x faster than transformers' GGUF load, {old_cpu / cold_cpu:.1f}x in CPU)"
     print(f"load average {load_average()} after the loads")
     if os.getloadavg()[0] > (os.cpu_count() or 1):
-        print("note: the machine is busier than its CPU count, so the wall-clock times include waiting for "
-              "other processes; the CPU seconds are what the loads themselves cost")
+        print(
+            "note: the machine is busier than its CPU count, so the wall-clock times include waiting for "
+            "other processes; the CPU seconds are what the loads themselves cost"
+        )
     verdict("cold load", cold_s, COLD_TARGET_S, versus)
     verdict("warm load", warm_s, WARM_TARGET_S, f" ({cold_s / warm_s:.0f}x faster than the cold load)")
     return warm
@@ -192,11 +202,17 @@ def main() -> None:
     parser.add_argument("--target-prompt", type=int, default=500)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: automatic)")
     parser.add_argument("--load-only", action="store_true", help="measure the load times only")
-    parser.add_argument("--no-baseline", action="store_true",
-                        help="skip timing transformers' own GGUF load (the cold load before the converter)")
+    parser.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="skip timing transformers' own GGUF load (the cold load before the converter)",
+    )
     parser.add_argument("--vllm", action="store_true", help="also time the vllm backend (vLLM's environment)")
-    parser.add_argument("--vllm-python", default=str(REPO / ".venv-vllm" / "bin" / "python"),
-                        help="the python of vLLM's environment (default: .venv-vllm, `make vllm-env`)")
+    parser.add_argument(
+        "--vllm-python",
+        default=str(REPO / ".venv-vllm" / "bin" / "python"),
+        help="the python of vLLM's environment (default: .venv-vllm, `make vllm-env`)",
+    )
     parser.add_argument("--time-one-load", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--vllm-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -206,7 +222,9 @@ def main() -> None:
         return
     os.environ.pop(CONVERT_ENV, None)
     if args.vllm and not Path(args.vllm_python).is_file():
-        raise SystemExit(f"--vllm: no python at {args.vllm_python}: run `make vllm-env`, or name one with --vllm-python")
+        raise SystemExit(
+            f"--vllm: no python at {args.vllm_python}: run `make vllm-env`, or name one with --vllm-python"
+        )
 
     raw = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "model" / "smollm2-135m.yaml"))
     cfg = dataclasses.replace(ModelConfig(**raw), num_threads=args.threads)
@@ -226,14 +244,19 @@ def decode(backend: LocalBackend, cfg: ModelConfig, args: argparse.Namespace) ->
     """Tokens/s of the backend's decoder vs ``model.generate`` on the same loaded model."""
     import torch
 
-    print(f"torch threads {torch.get_num_threads()}; "
-          f"shared-prefix attention {backend.decoder.shared_prefix}; peak RSS {peak_rss_gb():.2f} GB")
+    print(
+        f"torch threads {torch.get_num_threads()}; "
+        f"shared-prefix attention {backend.decoder.shared_prefix}; peak RSS {peak_rss_gb():.2f} GB"
+    )
     name, code, length = pick_snippet(backend, args.target_prompt)
-    request = dataclasses.replace(request_for(cfg, summary_messages(code, "Java"), n=max(args.k), seed=0),
-                                  max_new_tokens=args.new_tokens, stop=())
+    request = dataclasses.replace(
+        request_for(cfg, summary_messages(code, "Java"), n=max(args.k), seed=0), max_new_tokens=args.new_tokens, stop=()
+    )
     prompt = backend.prompt_ids(request.messages)
-    print(f"prompt: {name}, {length} tokens; temperature {request.temperature}, top_p {request.top_p}, "
-          f"{args.new_tokens} new tokens per sample")
+    print(
+        f"prompt: {name}, {length} tokens; temperature {request.temperature}, top_p {request.top_p}, "
+        f"{args.new_tokens} new tokens per sample"
+    )
 
     ours = {k: run_backend(backend, request, k) for k in args.k}
     rss_ours = peak_rss_gb()
@@ -243,9 +266,11 @@ def decode(backend: LocalBackend, cfg: ModelConfig, args: argparse.Namespace) ->
     for k in args.k:
         (t_ours, n_ours), (t_plain, n_plain) = ours[k], plain[k]
         rate_ours, rate_plain = n_ours / t_ours, n_plain / t_plain
-        print(f"k={k:3d}: backend {n_ours} tokens in {t_ours:6.1f} s = {rate_ours:6.1f} tok/s | "
-              f"model.generate {n_plain} tokens in {t_plain:6.1f} s = {rate_plain:6.1f} tok/s | "
-              f"ratio {rate_ours / rate_plain:.2f}x")
+        print(
+            f"k={k:3d}: backend {n_ours} tokens in {t_ours:6.1f} s = {rate_ours:6.1f} tok/s | "
+            f"model.generate {n_plain} tokens in {t_plain:6.1f} s = {rate_plain:6.1f} tok/s | "
+            f"ratio {rate_ours / rate_plain:.2f}x"
+        )
     print(f"peak RSS: {rss_ours:.2f} GB after the backend runs, {rss_all:.2f} GB after model.generate")
     if args.vllm:
         compare_vllm(args, request, ours)
@@ -254,22 +279,34 @@ def decode(backend: LocalBackend, cfg: ModelConfig, args: argparse.Namespace) ->
 def compare_vllm(args: argparse.Namespace, request: GenerationRequest, ours: dict[int, tuple[float, int]]) -> None:
     """Run the k values through the vllm backend in vLLM's environment (a child process: vLLM
     pins its own torch and transformers); print its tokens/s against the local backend's."""
-    job = {"messages": [[m.role, m.content] for m in request.messages], "k": args.k,
-           "new_tokens": args.new_tokens, "temperature": request.temperature, "top_p": request.top_p}
+    job = {
+        "messages": [[m.role, m.content] for m in request.messages],
+        "k": args.k,
+        "new_tokens": args.new_tokens,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+    }
     print(f"vllm: starting the engine with {args.vllm_python} (load average {load_average()})", flush=True)
-    res = subprocess.run([args.vllm_python, __file__, "--vllm-worker"], input=json.dumps(job), text=True,
-                         capture_output=True, env={**os.environ, "VLLM_LOGGING_LEVEL": "WARNING"})
+    res = subprocess.run(
+        [args.vllm_python, __file__, "--vllm-worker"],
+        input=json.dumps(job),
+        text=True,
+        capture_output=True,
+        env={**os.environ, "VLLM_LOGGING_LEVEL": "WARNING"},
+    )
     if res.returncode != 0:
         raise SystemExit(f"vllm run failed:\n{res.stderr[-3000:]}")
-    result = json.loads([line for line in res.stdout.splitlines() if line.startswith(RESULT)][-1][len(RESULT):])
+    result = json.loads([line for line in res.stdout.splitlines() if line.startswith(RESULT)][-1][len(RESULT) :])
     print(f"vllm {result['version']}: engine start-up {result['startup_s']:.1f} s; load average {load_average()}")
     for k in args.k:
         t_vllm, n_vllm = result["runs"][str(k)]
         t_ours, n_ours = ours[k]
         rate_vllm, rate_ours = n_vllm / t_vllm, n_ours / t_ours
-        print(f"k={k:3d}: vllm {n_vllm} tokens in {t_vllm:6.1f} s = {rate_vllm:6.1f} tok/s | "
-              f"local backend {n_ours} tokens in {t_ours:6.1f} s = {rate_ours:6.1f} tok/s | "
-              f"ratio vllm/local {rate_vllm / rate_ours:.2f}x")
+        print(
+            f"k={k:3d}: vllm {n_vllm} tokens in {t_vllm:6.1f} s = {rate_vllm:6.1f} tok/s | "
+            f"local backend {n_ours} tokens in {t_ours:6.1f} s = {rate_ours:6.1f} tok/s | "
+            f"ratio vllm/local {rate_vllm / rate_ours:.2f}x"
+        )
 
 
 def vllm_worker() -> None:
@@ -284,17 +321,25 @@ def vllm_worker() -> None:
     job = json.loads(sys.stdin.read())
     raw = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "model" / "smollm2-135m-vllm.yaml"))
     cfg = ModelConfig(**raw)
-    request = GenerationRequest(messages=tuple(Message(r, c) for r, c in job["messages"]), n=max(job["k"]),
-                                temperature=job["temperature"], top_p=job["top_p"],
-                                max_new_tokens=job["new_tokens"], stop=(), seed=0)
+    request = GenerationRequest(
+        messages=tuple(Message(r, c) for r, c in job["messages"]),
+        n=max(job["k"]),
+        temperature=job["temperature"],
+        top_p=job["top_p"],
+        max_new_tokens=job["new_tokens"],
+        stop=(),
+        seed=0,
+    )
     start = time.perf_counter()
     backend = vllm_p.create_backend(cfg, progress=False)
     startup = time.perf_counter() - start
     messages = vllm_p.chat_messages(request)
 
     def run(k: int, chat: list[dict[str, str]]) -> tuple[float, int]:
-        params = [backend.vllm.SamplingParams(**{**vllm_p.sampling_kwargs(request, cfg, i), "ignore_eos": True})
-                  for i in range(k)]
+        params = [
+            backend.vllm.SamplingParams(**{**vllm_p.sampling_kwargs(request, cfg, i), "ignore_eos": True})
+            for i in range(k)
+        ]
         backend.llm.reset_prefix_cache()
         begin = time.perf_counter()
         outputs = backend.llm.chat([chat] * k, params, use_tqdm=False)

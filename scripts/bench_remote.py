@@ -42,6 +42,7 @@ CODE = "\n".join(f"    int step{i}(int x) {{ return x * {i} + helper(x, {i}); }}
 
 # ---------------------------------------------------------------- the fake API (own process)
 
+
 def _verdict(seed: int, k: int) -> str:
     return "CORRECT" if (seed + k) % 3 else "INCORRECT"
 
@@ -64,22 +65,43 @@ def _serve(conn: Any, latency_s: float) -> None:
         if latency_s:
             await asyncio.sleep(latency_s)
         n, seed = int(body.get("n") or 1), int(body.get("seed") or 0)
-        choices = [{"index": k, "message": {"role": "assistant", "content": _verdict(seed, k)},
-                    "finish_reason": "stop", "logprobs": None} for k in range(n)]
-        return web.json_response({"id": "chatcmpl-bench", "object": "chat.completion", "created": 0,
-                                  "model": body.get("model"), "choices": choices,
-                                  "usage": {"prompt_tokens": 400, "completion_tokens": 2 * n,
-                                            "total_tokens": 400 + 2 * n}})
+        choices = [
+            {
+                "index": k,
+                "message": {"role": "assistant", "content": _verdict(seed, k)},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+            for k in range(n)
+        ]
+        return web.json_response(
+            {
+                "id": "chatcmpl-bench",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model"),
+                "choices": choices,
+                "usage": {"prompt_tokens": 400, "completion_tokens": 2 * n, "total_tokens": 400 + 2 * n},
+            }
+        )
 
     async def anthropic(request: web.Request) -> web.Response:
         body = await request.json()
         count(body)
         if latency_s:
             await asyncio.sleep(latency_s)
-        return web.json_response({"id": "msg_bench", "type": "message", "role": "assistant",
-                                  "model": body.get("model"), "stop_reason": "end_turn", "stop_sequence": None,
-                                  "content": [{"type": "text", "text": _verdict(counts["requests"], 0)}],
-                                  "usage": {"input_tokens": 400, "output_tokens": 2}})
+        return web.json_response(
+            {
+                "id": "msg_bench",
+                "type": "message",
+                "role": "assistant",
+                "model": body.get("model"),
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "content": [{"type": "text", "text": _verdict(counts["requests"], 0)}],
+                "usage": {"input_tokens": 400, "output_tokens": 2},
+            }
+        )
 
     async def stats(_: web.Request) -> web.Response:
         return web.json_response(counts)
@@ -130,13 +152,24 @@ class FakeAPI:
 
 # ---------------------------------------------------------------- the client side
 
+
 def model_cfg(provider: str, url: str, n: int, concurrency: int) -> Any:
     from mcu_exp.config import ModelConfig
 
-    return ModelConfig(name=f"bench-{provider}", backend=provider, model_id="bench-judge",
-                       base_url=url + "/v1" if provider == "openai" else url, n_per_request=n,
-                       max_concurrency=concurrency, timeout_s=60.0, max_retries=0, max_new_tokens=4,
-                       temperature=1.0, top_p=1.0, stop=[])
+    return ModelConfig(
+        name=f"bench-{provider}",
+        backend=provider,
+        model_id="bench-judge",
+        base_url=url + "/v1" if provider == "openai" else url,
+        n_per_request=n,
+        max_concurrency=concurrency,
+        timeout_s=60.0,
+        max_retries=0,
+        max_new_tokens=4,
+        temperature=1.0,
+        top_p=1.0,
+        stop=[],
+    )
 
 
 def judge_requests(cfg: Any, count: int, n: int, seed: int = 0) -> list[Any]:
@@ -144,9 +177,17 @@ def judge_requests(cfg: Any, count: int, n: int, seed: int = 0) -> list[Any]:
     from mcu_exp.llm import request_for
     from mcu_exp.proxies.prompts import judge_messages
 
-    return [request_for(cfg, judge_messages(CODE, "Java", f"Computes step {i} of the helper chain "
-                                            f"for input x and returns it (summary {i})."), n=n, seed=seed)
-            for i in range(count)]
+    return [
+        request_for(
+            cfg,
+            judge_messages(
+                CODE, "Java", f"Computes step {i} of the helper chain for input x and returns it (summary {i})."
+            ),
+            n=n,
+            seed=seed,
+        )
+        for i in range(count)
+    ]
 
 
 def warm_up(cfg: Any, cache_dir: Path) -> None:
@@ -199,13 +240,17 @@ def bench_store(args: argparse.Namespace, work: Path) -> tuple[bool, tuple[int, 
         api.close()
     samples = args.requests * args.n
     rate = samples / wall
-    print(f"(a) openai, latency 0, n={args.n}, {args.requests} requests ({served} served), concurrency "
-          f"{args.concurrency}: {samples} samples in {wall:.2f} s = {rate:,.0f} samples/s, "
-          f"{served / wall:,.0f} requests/s; CPU {cpu:.2f} s = {1000 * cpu / served:.2f} ms/request, "
-          f"{1e6 * cpu / samples:.1f} us/sample")
+    print(
+        f"(a) openai, latency 0, n={args.n}, {args.requests} requests ({served} served), concurrency "
+        f"{args.concurrency}: {samples} samples in {wall:.2f} s = {rate:,.0f} samples/s, "
+        f"{served / wall:,.0f} requests/s; CPU {cpu:.2f} s = {1000 * cpu / served:.2f} ms/request, "
+        f"{1e6 * cpu / samples:.1f} us/sample"
+    )
     ok = rate >= 2000
-    print(f"  [{'PASS' if ok else 'FAIL'}] (a) >= 2,000 samples/s stored end to end: {rate:,.0f} "
-          f"({rate / 2000:.2f}x target)")
+    print(
+        f"  [{'PASS' if ok else 'FAIL'}] (a) >= 2,000 samples/s stored end to end: {rate:,.0f} "
+        f"({rate / 2000:.2f}x target)"
+    )
     return ok, file_bytes(work / "a"), samples
 
 
@@ -223,12 +268,15 @@ def bench_latency(args: argparse.Namespace, work: Path, provider: str) -> bool:
         api.close()
     ideal = args.concurrency / (args.latency_ms / 1000.0)
     rate = served / wall
-    print(f"(b) {provider}, latency {args.latency_ms:.0f} ms, concurrency {args.concurrency}: {served} requests "
-          f"in {wall:.2f} s = {rate:,.0f} requests/s (ideal {ideal:,.0f}); CPU {cpu:.2f} s = "
-          f"{1000 * cpu / served:.2f} ms/request")
+    print(
+        f"(b) {provider}, latency {args.latency_ms:.0f} ms, concurrency {args.concurrency}: {served} requests "
+        f"in {wall:.2f} s = {rate:,.0f} requests/s (ideal {ideal:,.0f}); CPU {cpu:.2f} s = "
+        f"{1000 * cpu / served:.2f} ms/request"
+    )
     ok = rate >= 0.9 * ideal
-    print(f"  [{'PASS' if ok else 'FAIL'}] (b) {provider} >= 90 % of {ideal:,.0f} requests/s: "
-          f"{100 * rate / ideal:.0f} %")
+    print(
+        f"  [{'PASS' if ok else 'FAIL'}] (b) {provider} >= 90 % of {ideal:,.0f} requests/s: {100 * rate / ideal:.0f} %"
+    )
     return ok
 
 
@@ -259,8 +307,18 @@ def cached_read(cache_dir: Path, count: int, n: int) -> None:
     requests = judge_requests(cfg, count, n)
     base = rss_gb()
     wall, cpu, generator = generate(cfg, cache_dir, requests)
-    print(json.dumps({"wall": wall, "cpu": cpu, "rss_gb": rss_gb(), "base_rss_gb": base,
-                      "backend": generator.backend_created, "hits": generator.stats["hits"]}))
+    print(
+        json.dumps(
+            {
+                "wall": wall,
+                "cpu": cpu,
+                "rss_gb": rss_gb(),
+                "base_rss_gb": base,
+                "backend": generator.backend_created,
+                "hits": generator.stats["hits"],
+            }
+        )
+    )
 
 
 def bench_cached(args: argparse.Namespace, work: Path) -> tuple[bool, tuple[int, int], int]:
@@ -272,17 +330,31 @@ def bench_cached(args: argparse.Namespace, work: Path) -> tuple[bool, tuple[int,
     samples = args.cached_requests * args.n
     size = file_bytes(cache_dir)
     print(f"(c) filled {samples:,} samples in {time.perf_counter() - start:.1f} s; file {size[0] / 2**20:.0f} MiB")
-    child = subprocess.run([sys.executable, __file__, "--cached-read", str(cache_dir), "--n", str(args.n),
-                            "--cached-requests", str(args.cached_requests)], capture_output=True, text=True)
+    child = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--cached-read",
+            str(cache_dir),
+            "--n",
+            str(args.n),
+            "--cached-requests",
+            str(args.cached_requests),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if child.returncode:
         raise SystemExit(f"(c) reader failed:\n{child.stderr[-3000:]}")
     got = json.loads(child.stdout.strip().splitlines()[-1])
     full = 22_500 * 50
     scale = full / samples
-    print(f"(c) {args.cached_requests:,} requests x {args.n} = {samples:,} samples from the cache in "
-          f"{got['wall']:.2f} s (CPU {got['cpu']:.2f} s, {samples / got['wall']:,.0f} samples/s); peak RSS "
-          f"{got['rss_gb']:.2f} GB (imports {got['base_rss_gb']:.2f} GB); hits {got['hits']:,}; "
-          f"backend created: {got['backend']}")
+    print(
+        f"(c) {args.cached_requests:,} requests x {args.n} = {samples:,} samples from the cache in "
+        f"{got['wall']:.2f} s (CPU {got['cpu']:.2f} s, {samples / got['wall']:,.0f} samples/s); peak RSS "
+        f"{got['rss_gb']:.2f} GB (imports {got['base_rss_gb']:.2f} GB); hits {got['hits']:,}; "
+        f"backend created: {got['backend']}"
+    )
     ok = got["hits"] == samples and not got["backend"]
     if scale > 1.01:
         wall = got["wall"] * scale
@@ -291,8 +363,10 @@ def bench_cached(args: argparse.Namespace, work: Path) -> tuple[bool, tuple[int,
     else:
         wall, rss = got["wall"], got["rss_gb"]
     ok = ok and wall <= 60 and rss <= 1.5
-    print(f"  [{'PASS' if ok else 'FAIL'}] (c) P3-sized cached stage <= 60 s and <= 1.5 GB: {wall:.1f} s, "
-          f"{rss:.2f} GB{' (scaled)' if scale > 1.01 else ''}")
+    print(
+        f"  [{'PASS' if ok else 'FAIL'}] (c) P3-sized cached stage <= 60 s and <= 1.5 GB: {wall:.1f} s, "
+        f"{rss:.2f} GB{' (scaled)' if scale > 1.01 else ''}"
+    )
     return ok, size, samples
 
 
@@ -334,11 +408,15 @@ def main() -> None:
         for name, (size, free), samples in sizes:
             per, live = size / samples, (size - free) / samples
             verdicts.append(live <= 200)
-            print(f"  [{'PASS' if live <= 200 else 'FAIL'}] (d) {name}: {size:,} bytes / {samples:,} judge samples "
-                  f"= {per:,.0f} bytes per sample; {live:,.0f} without the {free:,} free-list bytes (aim <= 200)")
+            print(
+                f"  [{'PASS' if live <= 200 else 'FAIL'}] (d) {name}: {size:,} bytes / {samples:,} judge samples "
+                f"= {per:,.0f} bytes per sample; {live:,.0f} without the {free:,} free-list bytes (aim <= 200)"
+            )
     show("load", open("/proc/loadavg").read().strip())
-    print(f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GB; "
-          f"{sum(verdicts)} of {len(verdicts)} targets met")
+    print(
+        f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GB; "
+        f"{sum(verdicts)} of {len(verdicts)} targets met"
+    )
 
 
 if __name__ == "__main__":

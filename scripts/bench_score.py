@@ -48,8 +48,7 @@ def summaries(programs: int, k: int, seed: int, cache_dir: Path) -> tuple[list[l
     dataset = load_dataset(load_config(DatasetConfig, REPO / "conf/dataset/scalabrino.yaml"))
     model_cfg = load_config(ModelConfig, REPO / "conf/model/smollm2-135m.yaml")
     chosen = dataset.programs[:programs]
-    requests = [request_for(model_cfg, summary_messages(p.code, "Java"), n=k, seed=seed)
-                for p in chosen]
+    requests = [request_for(model_cfg, summary_messages(p.code, "Java"), n=k, seed=seed) for p in chosen]
     generator = CachedGenerator(model_cfg, cache_dir, progress=True)
     texts = [r.texts for r in generator.generate(requests)]
     generator.close()
@@ -74,17 +73,19 @@ def encoder_floor(model: Any, tokenizer: Any, texts: list[str], batch_size: int)
     import torch
     from bert_score.utils import sent_encode
 
-    ids = sorted((sent_encode(tokenizer, t) if t.strip() else [tokenizer.cls_token_id,
-                  tokenizer.sep_token_id] for t in texts), key=len)
+    ids = sorted(
+        (sent_encode(tokenizer, t) if t.strip() else [tokenizer.cls_token_id, tokenizer.sep_token_id] for t in texts),
+        key=len,
+    )
     with torch.inference_mode():
         for start in range(0, len(ids), batch_size):
-            chunk = ids[start:start + batch_size]
+            chunk = ids[start : start + batch_size]
             width = max(len(x) for x in chunk)
             tensor = torch.full((len(chunk), width), tokenizer.pad_token_id, dtype=torch.long)
             mask = torch.zeros_like(tensor)
             for row, x in enumerate(chunk):
-                tensor[row, :len(x)] = torch.tensor(x)
-                mask[row, :len(x)] = 1
+                tensor[row, : len(x)] = torch.tensor(x)
+                mask[row, : len(x)] = 1
             model(tensor, attention_mask=mask)
 
 
@@ -97,8 +98,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scorer", default=str(REPO / "conf/scorer/minilm.yaml"))
     parser.add_argument("--repeat", type=int, default=2, help="timings keep the best of N runs")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads (1 gives steadier figures on a shared machine)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (1 gives steadier figures on a shared machine)"
+    )
     args = parser.parse_args()
 
     groups, generated = summaries(args.programs, args.k, args.seed, Path(args.cache_dir))
@@ -119,20 +121,24 @@ def main() -> int:
     subsets = split(groups, args.k_cal, args.seed)
     distinct = list(dict.fromkeys(t for g in subsets for t in g))
     pairs = [(g[i], g[j]) for g in subsets for i in range(len(g)) for j in range(i + 1, len(g))]
-    print(f"{len(groups)} programs, {len(subsets)} subsets, {len(distinct)} distinct summaries, "
-          f"{len(pairs)} pairs; torch threads {torch.get_num_threads()}")
+    print(
+        f"{len(groups)} programs, {len(subsets)} subsets, {len(distinct)} distinct summaries, "
+        f"{len(pairs)} pairs; torch threads {torch.get_num_threads()}"
+    )
     times: dict[str, tuple[float, float]] = {}
 
     with timed(times, "ours: build + load encoder"):
         BertScorer(cfg).embed(["warm up"])  # loads the encoder this process's scorers share
     with timed(times, "BERTScorer: build"):
-        reference = BERTScorer(model_type=str(BertScorer(cfg).resolved.path),
-                               num_layers=int(cfg.num_layers), batch_size=int(cfg.batch_size),
-                               device="cpu")
+        reference = BERTScorer(
+            model_type=str(BertScorer(cfg).resolved.path),
+            num_layers=int(cfg.num_layers),
+            batch_size=int(cfg.batch_size),
+            device="cpu",
+        )
     if any(not t.strip() for t in distinct):  # bert-score 0.3.13 crashes on "" (transformers 5)
         tok = reference._tokenizer
-        tok.build_inputs_with_special_tokens = lambda ids: [tok.cls_token_id, *ids,
-                                                            tok.sep_token_id]
+        tok.build_inputs_with_special_tokens = lambda ids: [tok.cls_token_id, *ids, tok.sep_token_id]
         print("empty summaries present: gave bert-score's tokenizer the method it needs for them")
     scratch = tempfile.TemporaryDirectory(prefix="bench_score_")
     for run in range(max(1, args.repeat)):
@@ -141,8 +147,7 @@ def main() -> int:
         with timed(times, "ours: cold ssc_many"):
             ssc_cold = cold.ssc_many(subsets)
         with timed(times, "BERTScorer: score"):
-            _, _, theirs = reference.score([a for a, _ in pairs], [b for _, b in pairs],
-                                           batch_size=int(cfg.batch_size))
+            _, _, theirs = reference.score([a for a, _ in pairs], [b for _, b in pairs], batch_size=int(cfg.batch_size))
         with timed(times, "encoder-only floor"):
             encoder_floor(reference._model, reference._tokenizer, distinct, int(cfg.batch_size))
         with timed(times, "ours: warm, fresh scorer + ssc_many"):
@@ -161,8 +166,7 @@ def main() -> int:
     over = np.flatnonzero(diff > TOL)
     alone_diff = 0.0
     if over.size:  # bert-score matches tokens against padding in a batch; rescore those alone
-        _, _, alone = reference.score([pairs[i][0] for i in over], [pairs[i][1] for i in over],
-                                      batch_size=1)
+        _, _, alone = reference.score([pairs[i][0] for i in over], [pairs[i][1] for i in over], batch_size=1)
         alone_diff = float(np.abs(ours[over] - alone.numpy()).max())
     rss_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20)
     spec = cold.spec()
@@ -171,10 +175,14 @@ def main() -> int:
 
     for name, (wall, cpu) in times.items():
         print(f"{name:38s} wall {wall:8.3f} s   cpu {cpu:8.3f} s")
-    print(f"n_truncated {spec['n_truncated']} of {spec['n_inputs']} inputs; "
-          f"warm loaded encoder: {warm_loaded}; SSC cold == warm: {ssc_cold == ssc_warm}")
-    print(f"max |ours - BERTScorer| {diff.max():.2e} over {len(pairs)} pairs; {over.size} pairs "
-          f"over {TOL:g}, which bert-score scoring each pair alone matches within {alone_diff:.2e}")
+    print(
+        f"n_truncated {spec['n_truncated']} of {spec['n_inputs']} inputs; "
+        f"warm loaded encoder: {warm_loaded}; SSC cold == warm: {ssc_cold == ssc_warm}"
+    )
+    print(
+        f"max |ours - BERTScorer| {diff.max():.2e} over {len(pairs)} pairs; {over.size} pairs "
+        f"over {TOL:g}, which bert-score scoring each pair alone matches within {alone_diff:.2e}"
+    )
     print(f"peak RSS {rss_gb:.2f} GB")
     checks = _targets(times, diff.max(), alone_diff, rss_gb, warm_loaded)
     for label, ok in checks:
@@ -182,25 +190,25 @@ def main() -> int:
     return 0 if all(ok for _, ok in checks) else 1
 
 
-def _targets(times: dict[str, tuple[float, float]], max_diff: float, alone_diff: float,
-             rss_gb: float, warm_loaded: bool) -> list[tuple[str, bool]]:
+def _targets(
+    times: dict[str, tuple[float, float]], max_diff: float, alone_diff: float, rss_gb: float, warm_loaded: bool
+) -> list[tuple[str, bool]]:
     cold, ref = times["ours: cold ssc_many"], times["BERTScorer: score"]
     floor, warm = times["encoder-only floor"], times["ours: warm, fresh scorer + ssc_many"]
     checks = [
         (f"max |diff| <= {TOL:g} (batched BERTScorer): {max_diff:.2e}", max_diff <= TOL),
-        (f"max |diff| <= {TOL:g} (BERTScorer on the differing pairs alone): {alone_diff:.2e}",
-         alone_diff <= TOL),
+        (f"max |diff| <= {TOL:g} (BERTScorer on the differing pairs alone): {alone_diff:.2e}", alone_diff <= TOL),
         ("warm run loaded no encoder", not warm_loaded),
         (f"peak RSS <= 1.5 GB: {rss_gb:.2f}", rss_gb <= 1.5),
     ]
     for kind, i in (("wall", 0), ("cpu", 1)):
         checks += [
-            (f"cold <= 0.8 x BERTScorer ({kind}): {cold[i] / ref[i]:.2f}x",
-             cold[i] <= 0.8 * ref[i]),
-            (f"cold <= 1.25 x encoder floor ({kind}): {cold[i] / floor[i]:.2f}x",
-             cold[i] <= 1.25 * floor[i]),
-            (f"warm >= 20x faster than BERTScorer ({kind}): {ref[i] / max(warm[i], 1e-9):.0f}x",
-             warm[i] * 20 <= ref[i]),
+            (f"cold <= 0.8 x BERTScorer ({kind}): {cold[i] / ref[i]:.2f}x", cold[i] <= 0.8 * ref[i]),
+            (f"cold <= 1.25 x encoder floor ({kind}): {cold[i] / floor[i]:.2f}x", cold[i] <= 1.25 * floor[i]),
+            (
+                f"warm >= 20x faster than BERTScorer ({kind}): {ref[i] / max(warm[i], 1e-9):.0f}x",
+                warm[i] * 20 <= ref[i],
+            ),
         ]
     return checks
 

@@ -80,24 +80,61 @@ def job_seconds(outputs: Path) -> list[float]:
     exp = client.get_experiment_by_name("mcu_exp")
     if exp is None:
         return []
-    return [r.data.metrics["job_seconds"] for r in client.search_runs([exp.experiment_id], max_results=5000)
-            if "job_seconds" in r.data.metrics]
+    return [
+        r.data.metrics["job_seconds"]
+        for r in client.search_runs([exp.experiment_id], max_results=5000)
+        if "job_seconds" in r.data.metrics
+    ]
 
 
 STAGES: dict[str, tuple[str, ...]] = {
     "data and human labels": ("typed_config", "check_config", "load_dataset", "human_labels", "subgroup_labels"),
-    "proxy (cached stages, scores, decision)": ("build_proxies", "preview", "render_preview", "check_models",
-                                                "run_stages", "outcome", "relabeller"),
-    "alignment (bootstrap, tests, ceiling)": ("evaluate_groups", "reference_report", "attach_ceilings",
-                                              "class_warnings"),
+    "proxy (cached stages, scores, decision)": (
+        "build_proxies",
+        "preview",
+        "render_preview",
+        "check_models",
+        "run_stages",
+        "outcome",
+        "relabeller",
+    ),
+    "alignment (bootstrap, tests, ceiling)": (
+        "evaluate_groups",
+        "reference_report",
+        "attach_ceilings",
+        "class_warnings",
+    ),
     "measure table and PRR": ("measures_and_baselines", "write_rejection"),
-    "outputs (CSVs, tables printed)": ("write_outputs", "save_config", "render_table", "render_group_table",
-                                       "render_measures", "measure_line", "print_decision", "to_csv",
-                                       "write_text", "dumps", "print"),
-    "MLflow (run, params, metrics, tables)": ("__enter__", "__exit__", "log_params", "log_inputs",
-                                              "log_metrics_and_series", "set_tags", "log_artifacts",
-                                              "log_tables", "flatten_config", "dataset_input", "source_tags",
-                                              "run_name", "run_tags", "headline", "finish_job"),
+    "outputs (CSVs, tables printed)": (
+        "write_outputs",
+        "save_config",
+        "render_table",
+        "render_group_table",
+        "render_measures",
+        "measure_line",
+        "print_decision",
+        "to_csv",
+        "write_text",
+        "dumps",
+        "print",
+    ),
+    "MLflow (run, params, metrics, tables)": (
+        "__enter__",
+        "__exit__",
+        "log_params",
+        "log_inputs",
+        "log_metrics_and_series",
+        "set_tags",
+        "log_artifacts",
+        "log_tables",
+        "flatten_config",
+        "dataset_input",
+        "source_tags",
+        "run_name",
+        "run_tags",
+        "headline",
+        "finish_job",
+    ),
 }
 HYDRA = "Hydra (compose, launch) and the rest"
 CALLBACKS = "sweep callbacks (parent run, report)"
@@ -125,8 +162,12 @@ def profile_parts(profile: Path) -> dict[str, float]:
             cumulative = callers[run_job][3]
             stage = next((s for s, functions in STAGES.items() if key[2] in functions), "pipeline, other")
             parts[stage] += cumulative
-        if key[0].endswith("mcu_exp/tracking/sweep.py") and key[2] in ("on_multirun_start", "on_multirun_end",
-                                                                        "on_job_start", "on_job_end"):
+        if key[0].endswith("mcu_exp/tracking/sweep.py") and key[2] in (
+            "on_multirun_start",
+            "on_multirun_end",
+            "on_job_start",
+            "on_job_end",
+        ):
             parts[CALLBACKS] += stats[key][3]
     parts[HYDRA] = total - stats[job][3] - parts[CALLBACKS]
     return parts
@@ -165,12 +206,18 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=50, help="jobs of the large sweep (default 50)")
     parser.add_argument("--real", action="store_true", help="the embedded P1 (warm caches) instead of the stand-in")
-    parser.add_argument("--outputs", type=Path, default=None, help="outputs folder (default: a fresh temp folder; "
-                        "with --real pass the folder whose cache/ is warm)")
-    parser.add_argument("--profile", type=Path, default=None, help="keep the K-job profile in this file and "
-                        "print its hotspots")
-    parser.add_argument("--breakdown-jobs", type=int, default=5, help="K, jobs of the profiled sweep that gives "
-                        "the breakdown (0: none)")
+    parser.add_argument(
+        "--outputs",
+        type=Path,
+        default=None,
+        help="outputs folder (default: a fresh temp folder; with --real pass the folder whose cache/ is warm)",
+    )
+    parser.add_argument(
+        "--profile", type=Path, default=None, help="keep the K-job profile in this file and print its hotspots"
+    )
+    parser.add_argument(
+        "--breakdown-jobs", type=int, default=5, help="K, jobs of the profiled sweep that gives the breakdown (0: none)"
+    )
     parser.add_argument("--target", type=float, default=0.5, help="CPU seconds per job to PASS (default 0.5)")
     parser.add_argument("--top", type=int, default=25, help="hotspots to print with --profile")
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for every job")
@@ -205,11 +252,14 @@ def main(argv: list[str] | None = None) -> None:
     print(f"added seconds per job:     {per_job:7.2f} s wall, {cpu_per_job:6.2f} s CPU")
     if inside:
         inside.sort()
-        print(f"job_seconds (pipeline):    median {inside[len(inside) // 2]:.2f} s, max {inside[-1]:.2f} s "
-              f"over {len(inside)} runs")
+        print(
+            f"job_seconds (pipeline):    median {inside[len(inside) // 2]:.2f} s, max {inside[-1]:.2f} s "
+            f"over {len(inside)} runs"
+        )
     if k >= 2:
-        print(render_breakdown(breakdown(profiles / "one.prof", args.profile or profiles / "many.prof", k),
-                               cpu_per_job))
+        print(
+            render_breakdown(breakdown(profiles / "one.prof", args.profile or profiles / "many.prof", k), cpu_per_job)
+        )
     if args.profile:
         print(hotspots(args.profile, args.top))
     verdict = "PASS" if cpu_per_job <= args.target else "FAIL"

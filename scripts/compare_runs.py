@@ -92,8 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
     parser.add_argument("--ignore-metric", action="append", default=[], help="metric name to leave out")
-    parser.add_argument("--tolerance", type=float, default=0.0,
-                        help="numbers differing by at most this count as equal (default 0: byte for byte)")
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.0,
+        help="numbers differing by at most this count as equal (default 0: byte for byte)",
+    )
     args = parser.parse_args(argv)
     left, right = run_dirs(args.before), run_dirs(args.after)
     if set(left) != set(right) or not left:
@@ -103,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in left:
         problems, close = compare_run(left[name], right[name], set(args.ignore_metric), args.tolerance)
         files = len(list((left[name] / "results").glob("*.csv")))
-        new = sorted({p.name for p in (right[name] / "results").glob("*.csv")}
-                     - {p.name for p in (left[name] / "results").glob("*.csv")})
+        new = sorted(
+            {p.name for p in (right[name] / "results").glob("*.csv")}
+            - {p.name for p in (left[name] / "results").glob("*.csv")}
+        )
         label = name or args.before.name
         if new:
             print(f"{label}: new outputs {', '.join(new)}")
@@ -121,8 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"{label}: {files} CSV files identical, metrics equal")
     same = len(left) - failed - within
-    print(f"{'FAIL' if failed else 'PASS'}: of {len(left)} runs, {same} identical, {within} equal within "
-          f"{args.tolerance:g}, {failed} different")
+    print(
+        f"{'FAIL' if failed else 'PASS'}: of {len(left)} runs, {same} identical, {within} equal within "
+        f"{args.tolerance:g}, {failed} different"
+    )
     return 1 if failed else 0
 
 

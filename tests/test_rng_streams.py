@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.proxies import compose_cfg, make_proxy, synthetic_dataset, walk_stages
 
 from mcu_exp.data import Dataset
 from mcu_exp.data.scalabrino import read_scalabrino
@@ -16,6 +15,7 @@ from mcu_exp.proxies.experts import EXPERT_SUMMARIES, build_pools
 from mcu_exp.proxies.p0_subject import ANSWERS
 from mcu_exp.proxies.p3_judge import JUDGMENTS
 from mcu_exp.proxies.stages import TARGET_SUMMARIES, Stage, StageResults
+from support.proxies import compose_cfg, make_proxy, synthetic_dataset, walk_stages
 
 ONE_PER_EXPERT = ("experts=local", "experts.m=1", "experts.top_n=1")  # pool = one summary of each of 3 experts
 
@@ -36,8 +36,9 @@ def reference_authors(proxy: Proxy) -> dict[str, str]:
 
 @pytest.mark.filterwarnings("ignore::mcu_exp.data.types.DatasetWarning")  # the study's repeated rows
 @pytest.mark.parametrize("seed", [0, 7])
-def test_the_judge_is_not_the_reference_author_more_often_than_chance(tmp_path: Path, data_root: Path,
-                                                                       seed: int) -> None:
+def test_the_judge_is_not_the_reference_author_more_often_than_chance(
+    tmp_path: Path, data_root: Path, seed: int
+) -> None:
     dataset = read_scalabrino(data_root / "scalabrino")
     assert len(dataset.program_ids) == 50
     seeds = (f"experts.reference_seed={seed}", f"proxy.judge_seed={seed}")
@@ -87,8 +88,13 @@ def draws(proxy: Proxy, pid: str) -> tuple[object, ...]:
     stages = list(walk_stages(proxy, texts_for))
     pos = proxy.ctx.program_ids.index(pid)
     judge = proxy.judges()[pid]
-    own_judgments = [r.seed for s in stages if s.key == f"{JUDGMENTS}:{judge}" for r in s.requests
-                     if f"return x + {pid[1:]};" in r.messages[-1].content]
+    own_judgments = [
+        r.seed
+        for s in stages
+        if s.key == f"{JUDGMENTS}:{judge}"
+        for r in s.requests
+        if f"return x + {pid[1:]};" in r.messages[-1].content
+    ]
     return tuple(cal), tuple(test), judge, stages[0].requests[pos].seed, tuple(own_judgments)
 
 
@@ -99,5 +105,7 @@ def test_a_programs_draws_do_not_depend_on_the_other_programs(tmp_path: Path, da
     assert draws(make_proxy(cfg, dataset, tmp_path), "p2") == alone
     assert draws(make_proxy(cfg, dataset, tmp_path, program_ids=list(reversed(ids))), "p2") == alone
     p2 = compose_cfg("proxy=p2", *ONE_PER_EXPERT)
-    assert (reference_authors(make_proxy(p2, dataset, tmp_path))["p2"]
-            == reference_authors(make_proxy(p2, dataset, tmp_path, program_ids=["p2"]))["p2"])
+    assert (
+        reference_authors(make_proxy(p2, dataset, tmp_path))["p2"]
+        == reference_authors(make_proxy(p2, dataset, tmp_path, program_ids=["p2"]))["p2"]
+    )

@@ -29,8 +29,13 @@ log = logging.getLogger("mcu_exp")
 
 # Mistakes in the input (config values, data files, missing models or keys) and remote failures
 # (rejected key, retries exhausted, budget reached): one line, no traceback.
-USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, FileNotFoundError, ImportError, BackendError,
-                                                OmegaConfBaseException)
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,
+    FileNotFoundError,
+    ImportError,
+    BackendError,
+    OmegaConfBaseException,
+)
 HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
 
 
@@ -238,16 +243,22 @@ def _subcommand_lines() -> str:
 
 
 from mcu_exp.bundle.cli import main as bundle_main  # noqa: E402  (light: argparse only)
-from mcu_exp.store.cli import main as cache_main  # noqa: E402  (light: argparse only)
 from mcu_exp.compare.cli import main as compare_main  # noqa: E402  (light: argparse only)
 from mcu_exp.data.reliability_cli import main as reliability_main  # noqa: E402  (light: argparse only)
 from mcu_exp.llm.model_cli import main as model_main  # noqa: E402  (light: argparse only)
 from mcu_exp.report.cli import main as report_main  # noqa: E402  (light: argparse only)
+from mcu_exp.store.cli import main as cache_main  # noqa: E402  (light: argparse only)
 from mcu_exp.tune.cli import main as tune_main  # noqa: E402
 
-SUBCOMMANDS: dict = {"report": report_main, "compare": compare_main, "tune": tune_main,
-                     "model": lambda argv: model_main(argv, config_dir()), "cache": cache_main,
-                     "bundle": bundle_main, "reliability": lambda argv: reliability_main(argv, config_dir())}
+SUBCOMMANDS: dict = {
+    "report": report_main,
+    "compare": compare_main,
+    "tune": tune_main,
+    "model": lambda argv: model_main(argv, config_dir()),
+    "cache": cache_main,
+    "bundle": bundle_main,
+    "reliability": lambda argv: reliability_main(argv, config_dir()),
+}
 SUBCOMMAND_HELP: dict[str, str] = {
     "report": "tables and figures comparing finished MLflow runs (its own --help)",
     "compare": "two runs on their shared programs: paired CIs, DeLong, McNemar, PRR (its own --help)",

@@ -168,8 +168,15 @@ def step(text: str, progress: bool | None = None, logger: logging.Logger | None 
     stream = sys.stderr
     live = progress_enabled(progress) and _is_tty(stream)
     started = time.perf_counter()
-    bar = tqdm(total=None, desc=_plain(f"{text}…", stream), bar_format="{desc}", file=stream,
-               disable=not live, leave=True, dynamic_ncols=True)
+    bar = tqdm(
+        total=None,
+        desc=_plain(f"{text}…", stream),
+        bar_format="{desc}",
+        file=stream,
+        disable=not live,
+        leave=True,
+        dynamic_ncols=True,
+    )
     outcome = "failed"
     try:
         yield
@@ -185,8 +192,14 @@ def step(text: str, progress: bool | None = None, logger: logging.Logger | None 
         to_log_files(logger or log, line, logging.INFO if outcome != "failed" else logging.ERROR)
 
 
-def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                  file: TextIO | None = None, line: str | None = None) -> None:
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
     """:func:`warnings.showwarning` through ``tqdm.write``: a warning never breaks a bar."""
     text = warnings.formatwarning(message, category, filename, lineno, line)
     try:
@@ -196,8 +209,9 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 
 @contextlib.contextmanager
-def job_console(*, progress: bool = True, verbose: Any = False,
-                loggers: Sequence[logging.Logger] | None = None) -> Iterator[None]:
+def job_console(
+    *, progress: bool = True, verbose: Any = False, loggers: Sequence[logging.Logger] | None = None
+) -> Iterator[None]:
     """The console of one job: settings from ``quiet`` and ``hydra.verbose``, libraries quiet,
     and log lines (of ``loggers``' console handlers, the root's by default) and warnings
     written through ``tqdm.write`` so they print above the progress bars instead of through them."""

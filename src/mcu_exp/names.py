@@ -69,6 +69,7 @@ def group_prefix(group: str) -> str:
     """Prefix of a reader subgroup's alignment metrics (none for all readers)."""
     return "" if group == ALL_READERS else f"group.{group}."
 
+
 # Run tags a reader (report, UI filter) looks up besides the identity tags.
 TAG_DEBUG = "mcu.debug"  # "true" on smoke runs (debug=quick, any dataset.limit)
 TAG_UNDEFINED = "mcu.undefined"  # comma-separated metrics that are undefined (NaN) on all readers

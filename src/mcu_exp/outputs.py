@@ -21,7 +21,6 @@ import pandas as pd
 from mcu_exp import names
 from mcu_exp.config import DecisionConfig, EvaluationConfig
 from mcu_exp.data import HumanLabels
-from mcu_exp.redact import redact_tree
 from mcu_exp.evaluation import (
     DegenerateMetricWarning,
     epsilon_sweep,
@@ -29,9 +28,9 @@ from mcu_exp.evaluation import (
     threshold_sweep,
 )
 from mcu_exp.proxies.base import ProxyOutcome
+from mcu_exp.redact import redact_tree
 
 log = logging.getLogger(__name__)
-
 
 
 @dataclass
@@ -109,8 +108,7 @@ def sensitivity(
     return pd.concat(thresholds, ignore_index=True), pd.concat(epsilons, ignore_index=True)
 
 
-def theta_sensitivity(ev: EvaluationConfig, outcome: ProxyOutcome,
-                      groups: dict[str, HumanLabels]) -> pd.DataFrame:
+def theta_sensitivity(ev: EvaluationConfig, outcome: ProxyOutcome, groups: dict[str, HumanLabels]) -> pd.DataFrame:
     """The fixed rule High iff similarity_test ≥ θ (P2: SSC_meta(test)) over
     ``evaluation.theta_grid``, per group."""
     if outcome.scores is None or outcome.scores.similarity_test is None:
@@ -121,16 +119,20 @@ def theta_sensitivity(ev: EvaluationConfig, outcome: ProxyOutcome,
         common = [p for p in similarity.index if p in labels.labels.index]
         if not common:
             continue
-        frame = similarity_sweep(labels.labels.loc[common].to_numpy(), similarity.loc[common].to_numpy(),
-                                 list(ev.theta_grid))
+        frame = similarity_sweep(
+            labels.labels.loc[common].to_numpy(), similarity.loc[common].to_numpy(), list(ev.theta_grid)
+        )
         frame.insert(0, "group", name)
         frame.insert(1, "n", len(common))
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
 
 
-SERIES_COLUMNS = {names.THRESHOLD_GRID: ("f1", "auc_binary"), names.EPSILON_GRID: ("coverage", "nominal"),
-                  names.THETA_GRID: ("f1", "auc_binary")}  # charted in MLflow, all readers only
+SERIES_COLUMNS = {
+    names.THRESHOLD_GRID: ("f1", "auc_binary"),
+    names.EPSILON_GRID: ("coverage", "nominal"),
+    names.THETA_GRID: ("f1", "auc_binary"),
+}  # charted in MLflow, all readers only
 
 
 def grid_series(frame: pd.DataFrame, grid: str) -> dict[str, list[tuple[int, float]]]:
@@ -141,8 +143,11 @@ def grid_series(frame: pd.DataFrame, grid: str) -> dict[str, list[tuple[int, flo
     rows = frame[frame["group"] == names.ALL_READERS]
     steps = [round(float(x) * names.SERIES_SCALE) for x in rows[grid]]
     first = [i for i, step in enumerate(steps) if step not in steps[:i]]
-    return {names.mlflow_series(grid, col): [(steps[i], float(rows[col].iloc[i])) for i in first]
-            for col in SERIES_COLUMNS[grid] if col in rows.columns}
+    return {
+        names.mlflow_series(grid, col): [(steps[i], float(rows[col].iloc[i])) for i in first]
+        for col in SERIES_COLUMNS[grid]
+        if col in rows.columns
+    }
 
 
 def write_outputs(
@@ -158,8 +163,9 @@ def write_outputs(
     folder = run_dir / names.RESULTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     per_program_table(outcome, groups[names.ALL_READERS]).to_csv(folder / names.PER_PROGRAM_FILE)
-    summary = pd.concat([rep.to_frame().reset_index().assign(group=name) for name, rep in reports.items()],
-                        ignore_index=True)
+    summary = pd.concat(
+        [rep.to_frame().reset_index().assign(group=name) for name, rep in reports.items()], ignore_index=True
+    )
     summary.to_csv(folder / names.ALIGNMENT_FILE, index=False)
     for name, frame in outcome.records.items():
         frame.to_csv(folder / names.records_file(name), index=False)
@@ -190,7 +196,12 @@ def write_outputs(
         if ev.plots:
             from mcu_exp.report.plots import plot_threshold_curves
 
-            plot_threshold_curves(theta, folder / "sensitivity_theta.png", tau=decision.theta,
-                                  x="theta", xlabel="θ on SSC_meta(test) (High iff SSC_meta ≥ θ)")
+            plot_threshold_curves(
+                theta,
+                folder / "sensitivity_theta.png",
+                tau=decision.theta,
+                x="theta",
+                xlabel="θ on SSC_meta(test) (High iff SSC_meta ≥ θ)",
+            )
         artifacts.series.update(grid_series(theta, names.THETA_GRID))
     return artifacts

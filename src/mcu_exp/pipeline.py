@@ -15,17 +15,16 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
-
-import numpy as np
 
 from mcu_exp import names
 from mcu_exp.bundle import reads
 from mcu_exp.bundle.job import finish_job
 from mcu_exp.calibration import get_rule
-from mcu_exp.config.checks import check_config
 from mcu_exp.config import Config, EvaluationConfig, ModelConfig
+from mcu_exp.config.checks import check_config
 from mcu_exp.data import HumanLabels, human_labels, load_dataset, subgroup_labels
 from mcu_exp.data.labels import class_size_warning
 from mcu_exp.evaluation import (
@@ -40,6 +39,7 @@ from mcu_exp.evaluation.bootstrap import Calibration, Relabel
 from mcu_exp.evaluation.ceiling import attach_ceilings, measure_line
 from mcu_exp.evaluation.groups_table import class_counts, render_group_table
 from mcu_exp.evaluation.report import CI_RECALIBRATE
+from mcu_exp.evaluation.verdict import outcomes as verdict_outcomes
 from mcu_exp.llm.cache import GenerationCache, open_generation_cache, sample_key
 from mcu_exp.llm.factory import backend_identity, check_backend
 from mcu_exp.outputs import write_outputs
@@ -47,7 +47,6 @@ from mcu_exp.proxies.base import OPTIONAL_SECTIONS, Proxy, ProxyContext, ProxyOu
 from mcu_exp.proxies.preview import preview, render_preview
 from mcu_exp.proxies.stages import Generators, Stage, StageResults, run_stages
 from mcu_exp.redact import redact_tree
-from mcu_exp.evaluation.verdict import outcomes as verdict_outcomes
 from mcu_exp.tracking import RunLogger, flatten_config, mlflow_run, run_name, run_tags, ui_command
 from mcu_exp.tracking.conventions import NOTE_TAG, dataset_input, description, source_tags
 from mcu_exp.tracking.headline import headline, metric_table
@@ -93,8 +92,14 @@ def relabeller(proxy: Proxy, outcome: ProxyOutcome, ev: EvaluationConfig) -> Rel
     return lambda positions: relabel(scores, decision, positions)
 
 
-def alignment(table: pd.DataFrame, labels: pd.Series, ev: EvaluationConfig, relabel: Relabel | None = None,
-              human: pd.Series | None = None, panel: pd.Series | None = None) -> AlignmentReport | None:
+def alignment(
+    table: pd.DataFrame,
+    labels: pd.Series,
+    ev: EvaluationConfig,
+    relabel: Relabel | None = None,
+    human: pd.Series | None = None,
+    panel: pd.Series | None = None,
+) -> AlignmentReport | None:
     """Metrics, CIs, baselines and tests of the proxy's labels against ``labels`` (None: no
     overlap). ``relabel`` works on positions in ``table``: each resample recalibrates τ on a
     draw of *all* the table's programs (stratified by ``panel``, the whole panel's labels;
@@ -107,21 +112,31 @@ def alignment(table: pd.DataFrame, labels: pd.Series, ev: EvaluationConfig, rela
     calibration = None
     if relabel is not None:
         strata = (labels if panel is None else panel).reindex(table.index)
-        calibration = Calibration(strata=strata.fillna(-1).to_numpy(dtype=int),
-                                  scored=table.index.get_indexer(y_true.index), relabel=relabel)
+        calibration = Calibration(
+            strata=strata.fillna(-1).to_numpy(dtype=int), scored=table.index.get_indexer(y_true.index), relabel=relabel
+        )
     continuous = None
     if human is not None:
         values = human.reindex(y_true.index).to_numpy(dtype=float)
         continuous = values if np.isfinite(values).all() else None
     with warnings.catch_warnings():  # kept in report.warnings and printed under the table
         warnings.simplefilter("ignore", DegenerateMetricWarning)
-        return evaluate(y_true.to_numpy(), y_pred.to_numpy(), score.to_numpy(),
-                        resamples=ev.bootstrap_resamples, confidence=ev.confidence, seed=ev.seed,
-                        human=continuous, calibration=calibration, permutations=ev.permutations)
+        return evaluate(
+            y_true.to_numpy(),
+            y_pred.to_numpy(),
+            score.to_numpy(),
+            resamples=ev.bootstrap_resamples,
+            confidence=ev.confidence,
+            seed=ev.seed,
+            human=continuous,
+            calibration=calibration,
+            permutations=ev.permutations,
+        )
 
 
-def evaluate_groups(outcome: ProxyOutcome, groups: dict[str, HumanLabels],
-                    ev: EvaluationConfig, relabel: Relabel | None = None) -> dict[str, AlignmentReport]:
+def evaluate_groups(
+    outcome: ProxyOutcome, groups: dict[str, HumanLabels], ev: EvaluationConfig, relabel: Relabel | None = None
+) -> dict[str, AlignmentReport]:
     """The alignment report against each human label set (all readers and each subgroup);
     recalibrating intervals draw τ from all programs, stratified by all readers' labels."""
     panel = groups[names.ALL_READERS].labels if names.ALL_READERS in groups else None
@@ -135,28 +150,35 @@ def evaluate_groups(outcome: ProxyOutcome, groups: dict[str, HumanLabels],
     return reports
 
 
-def reference_report(proxy: Proxy, reference: Proxy | None, outcome: ProxyOutcome,
-                     ev: EvaluationConfig, relabel: Relabel | None = None,
-                     max_failed_share: float = 0.0, panel: pd.Series | None = None) -> AlignmentReport | None:
+def reference_report(
+    proxy: Proxy,
+    reference: Proxy | None,
+    outcome: ProxyOutcome,
+    ev: EvaluationConfig,
+    relabel: Relabel | None = None,
+    max_failed_share: float = 0.0,
+    panel: pd.Series | None = None,
+) -> AlignmentReport | None:
     """The proxy's labels scored against the reference proxy's (cross-proxy reliability, P0 by
     default), when the reference applies to these programs; None otherwise. What generating
     the reference cost goes into ``outcome.metrics`` as ``reference.*``; its stages stop the
     job above ``max_failed_share`` failed samples, like the proxy's own."""
     if reference is None or not reference.applies():
         return None
-    generators = Generators(reference.ctx.cache_dir, reference.ctx.progress, max_failed_share,
-                            reference.ctx.cache_url)
+    generators = Generators(reference.ctx.cache_dir, reference.ctx.progress, max_failed_share, reference.ctx.cache_url)
     labels = reference.outcome(run_stages(reference, generators)).table[names.LABEL]
     outcome.metrics.update({f"reference.{k}": v for k, v in {**generators.stats(), **generators.usage()}.items()})
     report = alignment(outcome.table, labels, ev, relabel, panel=panel)
     if report is None:
-        log.warning("no program has both %s labels and %s labels; cross-proxy report skipped",
-                    reference.name, proxy.name)
+        log.warning(
+            "no program has both %s labels and %s labels; cross-proxy report skipped", reference.name, proxy.name
+        )
     return report
 
 
-def class_warnings(reports: dict[str, AlignmentReport], vs_ref: AlignmentReport | None,
-                   min_per_class: int) -> dict[str, str | None]:
+def class_warnings(
+    reports: dict[str, AlignmentReport], vs_ref: AlignmentReport | None, min_per_class: int
+) -> dict[str, str | None]:
     """The class-size warning of every label set evaluated: each reader group's and, as
     ``reference``, the reference proxy's labels (None where both classes are large enough)."""
     found = {name: class_size_warning(*class_counts(rep), min_per_class) for name, rep in reports.items()}
@@ -192,8 +214,9 @@ def _cached_texts(stage: Stage, cache: GenerationCache | None) -> list[list[str]
     return [[found[k].text for k in ks] for ks in keys]
 
 
-def stage_models(cache_dir: Path, *proxies: Proxy | None, cache_url: str | None = None
-                 ) -> list[tuple[ModelConfig, bool]]:
+def stage_models(
+    cache_dir: Path, *proxies: Proxy | None, cache_url: str | None = None
+) -> list[tuple[ModelConfig, bool]]:
     """Every distinct model the proxies' stages call, and whether it has samples to generate
     (some are not in the cache). Walked as the preview walks them: a later stage is built
     from the cached texts of the earlier ones, or from stand-ins."""
@@ -224,13 +247,21 @@ def check_models(cache_dir: Path, *proxies: Proxy | None, cache_url: str | None 
 
 
 SHOWN_PREFIXES = (names.MEASURE_PREFIX, names.CODE_PREFIX)  # rows printed; dataset.* only in the CSV
-MEASURE_CODE = ("mcu_exp.evaluation.measure_table", "mcu_exp.evaluation.rejection", "mcu_exp.evaluation.bootstrap",
-                "mcu_exp.evaluation.registry", "mcu_exp.evaluation.definitions", "mcu_exp.evaluation.metrics",
-                "mcu_exp.evaluation.significance", "mcu_exp.data.code_metrics")  # the measure table's code
+MEASURE_CODE = (
+    "mcu_exp.evaluation.measure_table",
+    "mcu_exp.evaluation.rejection",
+    "mcu_exp.evaluation.bootstrap",
+    "mcu_exp.evaluation.registry",
+    "mcu_exp.evaluation.definitions",
+    "mcu_exp.evaluation.metrics",
+    "mcu_exp.evaluation.significance",
+    "mcu_exp.data.code_metrics",
+)  # the measure table's code
 
 
-def measures_and_baselines(outcome: ProxyOutcome, dataset: Any, labels: HumanLabels,
-                           ev: EvaluationConfig, cache_dir: Path | None = None) -> pd.DataFrame | None:
+def measures_and_baselines(
+    outcome: ProxyOutcome, dataset: Any, labels: HumanLabels, ev: EvaluationConfig, cache_dir: Path | None = None
+) -> pd.DataFrame | None:
     """AUC(score), Spearman and PRR, with bootstrap CIs (and PRR's permutation p), of each of the
     proxy's uncertainty measures (P1's ``measure.*`` columns) and of the code-metric baselines
     ``evaluation.baselines`` asks for (``code.*``, in their declared direction; with ``all``
@@ -248,13 +279,13 @@ def measures_and_baselines(outcome: ProxyOutcome, dataset: Any, labels: HumanLab
         frame = frame.join(metrics, how="left")
     if not measure_columns(frame):
         return None
-    args = (frame, labels.labels, labels.correctness, ev.bootstrap_resamples, ev.confidence, ev.seed,
-            ev.permutations)
+    args = (frame, labels.labels, labels.correctness, ev.bootstrap_resamples, ev.confidence, ev.seed, ev.permutations)
     return cached_result(cache_dir, "measure_table", args, lambda: measure_table(*args), code=MEASURE_CODE)
 
 
-def write_rejection(outcome: ProxyOutcome, labels: HumanLabels, results: Path, ev: EvaluationConfig,
-                    cache_dir: Path | None = None) -> dict[str, float] | None:
+def write_rejection(
+    outcome: ProxyOutcome, labels: HumanLabels, results: Path, ev: EvaluationConfig, cache_dir: Path | None = None
+) -> dict[str, float] | None:
     """For a proxy with a score on every labelled program: the prediction-rejection curves
     against all readers' labels (``rejection.csv``, ``rejection.png``); return the PRR with its
     stratified bootstrap interval and two-sided permutation p against 0 (``prr``,
@@ -276,6 +307,7 @@ def write_rejection(outcome: ProxyOutcome, labels: HumanLabels, results: Path, e
         plot_rejection(found.curves, found.prr, results / "rejection.png")
     low = high = p = float("nan")
     if np.isfinite(found.prr):
+
         def interval_and_p() -> tuple[float, float, float]:
             indices = stratified_indices(y, ev.bootstrap_resamples, np.random.default_rng(ev.seed))
             return prr_interval_and_p(y, s, indices, ev.confidence, ev.permutations, ev.seed)
@@ -311,16 +343,22 @@ def unused_sections(proxy: Proxy, reference: Proxy | None) -> tuple[str, ...]:
 
 def run_facts(cfg: Config, proxy: Proxy, dataset: str, n: int) -> dict[str, Any]:
     """The settings a reader of the run description needs, in words."""
-    facts: dict[str, Any] = {"model": cfg.model.name, "proxy": proxy.name, "dataset": f"{dataset} (n={n})",
-                             "labels": f"{cfg.labels.rule} ≥ {cfg.labels.min_fraction:g}, group {cfg.labels.group}, "
-                                       f"readers {cfg.labels.readers}"}
+    facts: dict[str, Any] = {
+        "model": cfg.model.name,
+        "proxy": proxy.name,
+        "dataset": f"{dataset} (n={n})",
+        "labels": f"{cfg.labels.rule} ≥ {cfg.labels.min_fraction:g}, group {cfg.labels.group}, "
+        f"readers {cfg.labels.readers}",
+    }
     if proxy.calibrated:
         facts["decision"] = f"{cfg.decision.rule}, ε={cfg.decision.epsilon:g}, quantile {cfg.decision.quantile}"
     if "scorer" in proxy.sections:
         facts["scorer"] = cfg.scorer.name
     if "experts" in proxy.sections:
         facts["experts"] = cfg.experts.name
-    facts["CIs"] = f"{cfg.evaluation.bootstrap_resamples} bootstrap resamples ({cfg.evaluation.ci}), seed {cfg.evaluation.seed}"
+    facts["CIs"] = (
+        f"{cfg.evaluation.bootstrap_resamples} bootstrap resamples ({cfg.evaluation.ci}), seed {cfg.evaluation.seed}"
+    )
     return facts
 
 
@@ -345,9 +383,17 @@ def run_job(raw: DictConfig) -> float:
     groups: dict[str, HumanLabels] = {names.ALL_READERS: labels}
     groups.update(subgroup_labels(dataset, cfg.labels, cfg.evaluation.subgroups))
 
-    ctx = ProxyContext(dataset=dataset, program_ids=list(labels.labels.index), model=cfg.model,
-                       scorer=cfg.scorer, experts=cfg.experts, decision=cfg.decision,
-                       cache_dir=Path(cfg.cache.dir), progress=not cfg.quiet, cache_url=cfg.cache.url or None)
+    ctx = ProxyContext(
+        dataset=dataset,
+        program_ids=list(labels.labels.index),
+        model=cfg.model,
+        scorer=cfg.scorer,
+        experts=cfg.experts,
+        decision=cfg.decision,
+        cache_dir=Path(cfg.cache.dir),
+        progress=not cfg.quiet,
+        cache_url=cfg.cache.url or None,
+    )
     proxy, reference = build_proxies(cfg, ctx)
     print(render_preview(preview(proxy, reference, cache_dir=ctx.cache_dir, cache_url=ctx.cache_url)))
     if cfg.preview_only:
@@ -375,8 +421,9 @@ def run_job(raw: DictConfig) -> float:
         reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel)
         reports = attach_ceilings(reports, dataset, cfg.labels, cfg.evaluation, results)
         main = reports[names.ALL_READERS]
-        vs_ref = reference_report(proxy, reference, outcome, cfg.evaluation, relabel,
-                                  cfg.generation.max_failed_share, labels.labels)
+        vs_ref = reference_report(
+            proxy, reference, outcome, cfg.evaluation, relabel, cfg.generation.max_failed_share, labels.labels
+        )
         small = class_warnings(reports, vs_ref, cfg.evaluation.min_per_class)
         artifacts = write_outputs(cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports)
         measures = measures_and_baselines(outcome, dataset, labels, cfg.evaluation, ctx.cache_dir)
@@ -404,26 +451,41 @@ def run_job(raw: DictConfig) -> float:
         if outcome.params:
             tracker.log_params({f"result.{k}": str(v) for k, v in outcome.params.items()})
         primary = main.metrics[PRIMARY]
-        result_tags = {"mcu.f1": names.UNDEFINED if np.isnan(primary) else f"{primary:.4f}",
-                       names.TAG_VERDICT: main.verdict}
+        result_tags = {
+            "mcu.f1": names.UNDEFINED if np.isnan(primary) else f"{primary:.4f}",
+            names.TAG_VERDICT: main.verdict,
+        }
         if main.undefined:
             result_tags[names.TAG_UNDEFINED] = ",".join(main.undefined)
-        result_tags.update({f"{names.TAG_CLASS_WARNING}.{name}": text for name, text in small.items()
-                            if text and name != names.ALL_READERS})
+        result_tags.update(
+            {
+                f"{names.TAG_CLASS_WARNING}.{name}": text
+                for name, text in small.items()
+                if text and name != names.ALL_READERS
+            }
+        )
         result_tags[NOTE_TAG] = description(title, main.verdict, run_facts(cfg, proxy, dataset.name, main.n))
         tracker.set_tags(result_tags)
         tracker.log_artifacts(artifacts.folder)
         log_tables(tracker, metrics, artifacts.folder)
         bundle_line = finish_job(cfg, tracker, run_dir, dataset, title)
 
-        print(render_table(main, title=f"{title} vs human labels ({cfg.labels.group}, n={main.n})",
-                           ceiling_splits=cfg.evaluation.ceiling_splits))
+        print(
+            render_table(
+                main,
+                title=f"{title} vs human labels ({cfg.labels.group}, n={main.n})",
+                ceiling_splits=cfg.evaluation.ceiling_splits,
+            )
+        )
         if len(reports) > 1:
             shown = {k: v for k, v in small.items() if k in reports and k != names.ALL_READERS}
             print(render_group_table(reports, shown, title=f"{title} per reader group"))
         if vs_ref is not None:
-            print(render_table(vs_ref, title=f"{title} vs {reference.name.upper()} labels "
-                                            f"(cross-proxy reliability, n={vs_ref.n})"))
+            print(
+                render_table(
+                    vs_ref, title=f"{title} vs {reference.name.upper()} labels (cross-proxy reliability, n={vs_ref.n})"
+                )
+            )
             if small.get("reference"):
                 print(f"warning: {reference.name.upper()} labels: {small['reference']}")
         if measures is not None:
@@ -466,10 +528,14 @@ def print_decision(metrics: dict[str, Any]) -> None:
     if "tau" not in metrics:
         return
     kept = metrics.get("calibration_fraction", float("nan"))
-    print(f"  τ = {metrics['tau']:.4f}: the calibrated threshold on the nonconformity score α; a program is "
-          f"High when its α_test ≤ τ ({kept:.1%} of the calibration scores lie at or below it)")
+    print(
+        f"  τ = {metrics['tau']:.4f}: the calibrated threshold on the nonconformity score α; a program is "
+        f"High when its α_test ≤ τ ({kept:.1%} of the calibration scores lie at or below it)"
+    )
     if "coverage" in metrics:
         low, high = metrics.get("coverage_ci_low", float("nan")), metrics.get("coverage_ci_high", float("nan"))
-        print(f"  coverage = {metrics['coverage']:.4f} [{low:.4f}, {high:.4f}]: the share of test scores at or "
-              f"below τ (95 % Clopper–Pearson interval); calibration aims at 1 − ε = "
-              f"{metrics.get('nominal_coverage', float('nan')):.4f}")
+        print(
+            f"  coverage = {metrics['coverage']:.4f} [{low:.4f}, {high:.4f}]: the share of test scores at or "
+            f"below τ (95 % Clopper–Pearson interval); calibration aims at 1 − ε = "
+            f"{metrics.get('nominal_coverage', float('nan')):.4f}"
+        )

@@ -25,25 +25,49 @@ from pathlib import Path
 from typing import Any
 
 REDACTED = "***"
-SECRET_WORDS = frozenset({"apikey", "key", "secret", "token", "password", "passwd", "pwd", "credential",
-                          "credentials", "bearer", "auth", "oauth", "authorization", "authentication",
-                          "authn", "authz", "authtoken", "cookie", "cookies", "signature", "sig"})
+SECRET_WORDS = frozenset(
+    {
+        "apikey",
+        "key",
+        "secret",
+        "token",
+        "password",
+        "passwd",
+        "pwd",
+        "credential",
+        "credentials",
+        "bearer",
+        "auth",
+        "oauth",
+        "authorization",
+        "authentication",
+        "authn",
+        "authz",
+        "authtoken",
+        "cookie",
+        "cookies",
+        "signature",
+        "sig",
+    }
+)
 # "<q>_key" names a key that is no secret: an identifier of a row, a cache entry, a request.
-PUBLIC_KEY_QUALIFIERS = frozenset({"cache", "sort", "group", "partition", "primary", "foreign", "idempotency",
-                                   "public"})
+PUBLIC_KEY_QUALIFIERS = frozenset(
+    {"cache", "sort", "group", "partition", "primary", "foreign", "idempotency", "public"}
+)
 AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate"})  # "Bearer <token>"
 DEFAULT_KEY_ENVS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 MIN_SECRET_CHARS = 6  # shorter remembered values would mask ordinary words in log lines
 
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.\-]*://)[^\s/?#'\"<>@]+(?:@[^\s/?#'\"<>@]*)*@",
-                           re.IGNORECASE)
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.\-]*://)[^\s/?#'\"<>@]+(?:@[^\s/?#'\"<>@]*)*@", re.IGNORECASE)
 _URL = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s'\"<>]+", re.IGNORECASE)
 _QUERY_PAIR = re.compile(r"(?P<sep>[?&;])(?P<key>[^=&#;\s]+)=(?P<value>[^&#;\s]*)")
 _PAIR = re.compile(r"(?P<key>[A-Za-z_+~][\w.\-]*)=(?P<value>'[^']*'|\"[^\"]*\"|[^\s,'\"\]&]+)")
 # "key: value" of an indented YAML line (Hydra's config dump) and "'key': 'value'" of a dict or JSON;
 # never a line's first word (an error's "AuthenticationFailed: …" keeps its message).
 _YAML_PAIR = re.compile(r"(?m)^(?P<head>[ \t]+(?:- )?(?P<key>[A-Za-z_][\w.\-]*):[ \t]+)(?P<value>\S.*)$")
-_QUOTED_PAIR = re.compile(r"""(?P<head>(?P<q>['"])(?P<key>[A-Za-z_][\w.\-]*)(?P=q)\s*:\s*)(?P<value>'[^'\n]*'|"[^"\n]*")""")
+_QUOTED_PAIR = re.compile(
+    r"""(?P<head>(?P<q>['"])(?P<key>[A-Za-z_][\w.\-]*)(?P=q)\s*:\s*)(?P<value>'[^'\n]*'|"[^"\n]*")"""
+)
 _known: set[str] = set()
 
 
@@ -60,8 +84,10 @@ def is_secret_key(key: str) -> bool:
         return False
     if "apikey" in "".join(words):
         return True
-    return any(w in SECRET_WORDS and not (w == "key" and i > 0 and words[i - 1] in PUBLIC_KEY_QUALIFIERS)
-               for i, w in enumerate(words))
+    return any(
+        w in SECRET_WORDS and not (w == "key" and i > 0 and words[i - 1] in PUBLIC_KEY_QUALIFIERS)
+        for i, w in enumerate(words)
+    )
 
 
 def _mask_query(match: re.Match[str]) -> str:
@@ -124,7 +150,7 @@ def redact_tree(node: Any, key: str = "") -> Any:
 
 def _url_secrets(text: str) -> Iterable[str]:
     for match in _URL_USERINFO.finditer(text):
-        userinfo = match.group(0)[len(match.group("scheme")):-1]
+        userinfo = match.group(0)[len(match.group("scheme")) : -1]
         yield userinfo
         yield from userinfo.split(":", 1)[1:]
     for url in _URL.finditer(text):

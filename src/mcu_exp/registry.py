@@ -75,8 +75,10 @@ class Registry(Generic[T]):
 
     def _claim(self, name: str, replace: bool) -> None:
         if self._frozen:
-            raise FrozenRegistry(f"cannot add {self.kind} {name!r}: registries are frozen after start-up "
-                                 f"(register it at import time or from a {PLUGIN_GROUP} entry point)")
+            raise FrozenRegistry(
+                f"cannot add {self.kind} {name!r}: registries are frozen after start-up "
+                f"(register it at import time or from a {PLUGIN_GROUP} entry point)"
+            )
         if not name or not isinstance(name, str):
             raise ValueError(f"a {self.kind} name must be a non-empty string, got {name!r}")
         if name in self._order and not replace:

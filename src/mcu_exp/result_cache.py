@@ -28,7 +28,7 @@ import math
 import os
 import pickle
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,7 +44,7 @@ FORMAT = "mcu-exp-result/1"
 LIBRARIES = ("numpy", "pandas", "scipy")  # their versions are part of every key
 
 
-@lru_cache(maxsize=None)
+@cache
 def _library_versions() -> tuple[str, ...]:
     found = []
     for name in LIBRARIES:
@@ -55,7 +55,7 @@ def _library_versions() -> tuple[str, ...]:
     return tuple(found)
 
 
-@lru_cache(maxsize=None)
+@cache
 def source_digest(module: str) -> str:
     """SHA-256 of a module's source file (found without importing it); raises ValueError for
     a module with no source file."""
@@ -107,8 +107,10 @@ def _feed(h: Any, value: Any) -> None:
         for item in value:
             _feed(h, item)
     else:
-        raise TypeError(f"result cache: cannot key on a {type(value).__name__}; pass its content "
-                        "(numbers, strings, arrays, frames, lists or dicts of them)")
+        raise TypeError(
+            f"result cache: cannot key on a {type(value).__name__}; pass its content "
+            "(numbers, strings, arrays, frames, lists or dicts of them)"
+        )
 
 
 def content_hash(*parts: Any) -> str:
@@ -125,8 +127,13 @@ def result_path(cache_dir: str | Path, key: str) -> Path:
     return Path(cache_dir) / RESULTS_DIR / key[:2] / f"{key}.pkl"
 
 
-def cached_result(cache_dir: str | Path | None, name: str, key_parts: Sequence[Any] | Mapping[str, Any],
-                  compute: Callable[[], T], code: Sequence[str] = ()) -> T:
+def cached_result(
+    cache_dir: str | Path | None,
+    name: str,
+    key_parts: Sequence[Any] | Mapping[str, Any],
+    compute: Callable[[], T],
+    code: Sequence[str] = (),
+) -> T:
     """``compute()``, stored under ``cache_dir`` the first time and read back afterwards.
 
     Use it for a value that a sweep's jobs share because it does not depend on what the

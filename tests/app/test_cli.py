@@ -16,10 +16,17 @@ pytestmark = pytest.mark.slow  # whole jobs, stores or encoders: scheduled first
 REPO = Path(__file__).resolve().parents[2]
 
 
-def mcu_exp(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-            python: str = sys.executable) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([python, "-m", "mcu_exp", *args], cwd=cwd or REPO, env=env or os.environ.copy(),
-                          capture_output=True, text=True, timeout=300)
+def mcu_exp(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, python: str = sys.executable
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [python, "-m", "mcu_exp", *args],
+        cwd=cwd or REPO,
+        env=env or os.environ.copy(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_bad_config_fails_at_startup_with_hydras_message(outputs: Path) -> None:
@@ -34,24 +41,52 @@ def test_bad_config_fails_at_startup_with_hydras_message(outputs: Path) -> None:
 def test_installed_wheel_ships_configs(tmp_path: Path) -> None:
     """Build the wheel, install it into a fresh venv, run `mcu-exp --cfg job` outside the repo."""
     dist = tmp_path / "dist"
-    build = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist)],
-                           cwd=REPO, capture_output=True, text=True, timeout=300)
+    build = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == 0, build.stderr[-2000:]
     wheel = next(dist.glob("mcu_exp-*.whl"))
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     vpy = venv / "bin" / "python"
-    site = Path(subprocess.check_output([str(vpy), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                        text=True).strip())
+    site = Path(
+        subprocess.check_output(
+            [str(vpy), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()
+    )
     # Install the wheel with this venv's pip, into the new venv; dependencies come from ours.
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet",
-                    "--target", str(site), str(wheel)], check=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--quiet",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        check=True,
+        timeout=300,
+    )
     (site / "_deps_from_dev_venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     env = {**os.environ, "MCU_EXP_OUTPUTS": str(tmp_path / "out")}
-    where = subprocess.run([str(vpy), "-c", "import mcu_exp.app as a; print(a.config_dir())"],
-                           cwd=outside, env=env, capture_output=True, text=True, timeout=120)
+    where = subprocess.run(
+        [str(vpy), "-c", "import mcu_exp.app as a; print(a.config_dir())"],
+        cwd=outside,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert where.returncode == 0, where.stderr
     assert where.stdout.strip().startswith(str(site)), where.stdout
     res = mcu_exp("--cfg", "job", cwd=outside, env=env, python=str(vpy))

@@ -26,10 +26,17 @@ def per_program(seed: int, noise: float, n: int = N, cut: float = 0.5, ids_from:
     (the human labels depend on the program only, so two runs share them)."""
     human = np.random.default_rng(100).integers(0, 2, n + ids_from)[ids_from:]
     score = np.round(human + np.random.default_rng(seed).normal(0, noise, n), 3)
-    return pd.DataFrame({
-        names.HUMAN_LABEL: human, names.HUMAN_FRACTION: 0.5, names.N_EVALUATORS: 3,
-        names.SCORE: score, names.LABEL: (score > cut).astype(int), "extra": "x",
-    }, index=pd.Index([f"prog{i:02d}" for i in range(ids_from, ids_from + n)], name=names.PROGRAM_ID))
+    return pd.DataFrame(
+        {
+            names.HUMAN_LABEL: human,
+            names.HUMAN_FRACTION: 0.5,
+            names.N_EVALUATORS: 3,
+            names.SCORE: score,
+            names.LABEL: (score > cut).astype(int),
+            "extra": "x",
+        },
+        index=pd.Index([f"prog{i:02d}" for i in range(ids_from, ids_from + n)], name=names.PROGRAM_ID),
+    )
 
 
 def run_folder(root: Path, frame: pd.DataFrame) -> Path:
@@ -47,27 +54,41 @@ def calibrated_run(root: Path, seed: int, noise: float, epsilon: float) -> tuple
     tau = np.sort(alpha_cal)[round(N * (1 - epsilon)) - 1]
     frame[names.LABEL] = (alpha_test <= tau).astype(int)
     run_folder(root, frame)
-    pd.DataFrame({names.HUMAN_LABEL: frame[names.HUMAN_LABEL], "alpha_cal": alpha_cal, "alpha_test": alpha_test},
-                 index=frame.index).to_csv(root / names.RESULTS_DIR / names.SCORES_FILE)
+    pd.DataFrame(
+        {names.HUMAN_LABEL: frame[names.HUMAN_LABEL], "alpha_cal": alpha_cal, "alpha_test": alpha_test},
+        index=frame.index,
+    ).to_csv(root / names.RESULTS_DIR / names.SCORES_FILE)
     (root / names.RESULTS_DIR / names.CONFIG_FILE).write_text(
-        f"decision:\n  epsilon: {epsilon}\n  quantile: empirical\n  rule: conformal\n  theta: 0.45\n")
+        f"decision:\n  epsilon: {epsilon}\n  quantile: empirical\n  rule: conformal\n  theta: 0.45\n"
+    )
     scores = pd.read_csv(root / names.RESULTS_DIR / names.SCORES_FILE, index_col=names.PROGRAM_ID)
     return root, scores
 
 
 def expected_lines(cmp: Comparison) -> tuple[str, str, str, str]:
     """The cells the table must show, formatted here independently of the CLI's helpers."""
+
     def pts(d: Any) -> str:
         return f"{100 * d.value:+.1f} pts [{100 * d.low:+.1f}, {100 * d.high:+.1f}]"
 
     f1 = (f"{100 * cmp.f1_a:.1f}%", f"{100 * cmp.f1_b:.1f}%", pts(cmp.delta_f1), "│")
-    accuracy = (f"{100 * cmp.accuracy_a:.1f}%", f"{100 * cmp.accuracy_b:.1f}%", pts(cmp.delta_accuracy),
-                f"b = {cmp.mcnemar.b}, c = {cmp.mcnemar.c}, p = {cmp.mcnemar.p:.3f} (exact binomial)")
-    auc = (f"{cmp.auc_a:.3f}", f"{cmp.auc_b:.3f}",
-           f"{cmp.delta_auc.value:+.3f} [{cmp.delta_auc.low:+.3f}, {cmp.delta_auc.high:+.3f}]",
-           f"DeLong z = {cmp.delong.z:+.2f}, p = {cmp.delong.p:.3f}")  # type: ignore[union-attr]
-    prr = (f"{cmp.prr_a:.3f}", f"{cmp.prr_b:.3f}",
-           f"{cmp.delta_prr.value:+.3f} [{cmp.delta_prr.low:+.3f}, {cmp.delta_prr.high:+.3f}]")
+    accuracy = (
+        f"{100 * cmp.accuracy_a:.1f}%",
+        f"{100 * cmp.accuracy_b:.1f}%",
+        pts(cmp.delta_accuracy),
+        f"b = {cmp.mcnemar.b}, c = {cmp.mcnemar.c}, p = {cmp.mcnemar.p:.3f} (exact binomial)",
+    )
+    auc = (
+        f"{cmp.auc_a:.3f}",
+        f"{cmp.auc_b:.3f}",
+        f"{cmp.delta_auc.value:+.3f} [{cmp.delta_auc.low:+.3f}, {cmp.delta_auc.high:+.3f}]",
+        f"DeLong z = {cmp.delong.z:+.2f}, p = {cmp.delong.p:.3f}",
+    )  # type: ignore[union-attr]
+    prr = (
+        f"{cmp.prr_a:.3f}",
+        f"{cmp.prr_b:.3f}",
+        f"{cmp.delta_prr.value:+.3f} [{cmp.delta_prr.low:+.3f}, {cmp.delta_prr.high:+.3f}]",
+    )
     return " │ ".join(f1), " │ ".join(accuracy), " │ ".join(auc), " │ ".join(prr)
 
 
@@ -84,9 +105,14 @@ def squash(cells: str) -> str:
 def test_two_run_folders_in_a_subprocess(tmp_path: Path) -> None:
     a = run_folder(tmp_path / "A", per_program(seed=1, noise=0.8))
     b = run_folder(tmp_path / "B", per_program(seed=2, noise=1.6, n=N + 5))  # 5 programs A lacks
-    res = subprocess.run([sys.executable, "-m", "mcu_exp", "compare", str(a), str(b), "--seed", "3",
-                          "--out", str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True,
-                         timeout=300, env={**os.environ, "MCU_EXP_OUTPUTS": str(tmp_path / "outputs")})
+    res = subprocess.run(
+        [sys.executable, "-m", "mcu_exp", "compare", str(a), str(b), "--seed", "3", "--out", str(tmp_path / "out")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "MCU_EXP_OUTPUTS": str(tmp_path / "outputs")},
+    )
     assert res.returncode == 0, res.stderr
     frames = [pd.read_csv(d / "results" / "per_program.csv", index_col="program_id") for d in (a, b)]
     cmp = compare_runs(*frames, resamples=2000, seed=3)
@@ -95,8 +121,10 @@ def test_two_run_folders_in_a_subprocess(tmp_path: Path) -> None:
     assert squash(accuracy) in row_of(res.stdout, "McNemar (accuracy)")
     assert squash(auc) in row_of(res.stdout, "AUC (score)")
     assert squash(prr) in row_of(res.stdout, "PRR")
-    assert f"n = {N} shared programs ({cmp.n_pos} understood, {N - cmp.n_pos} not); left out: 0 scored only " \
-           "by A, 5 only by B." in res.stdout
+    assert (
+        f"n = {N} shared programs ({cmp.n_pos} understood, {N - cmp.n_pos} not); left out: 0 scored only "
+        "by A, 5 only by B." in res.stdout
+    )
     assert "2000 paired bootstrap resamples" in res.stdout and "seed 3" in res.stdout
     saved = pd.read_csv(tmp_path / "out" / "comparison.csv").iloc[0]
     for key, value in cmp.row().items():
@@ -107,9 +135,9 @@ def test_two_run_folders_in_a_subprocess(tmp_path: Path) -> None:
 
 def test_two_mlflow_runs_of_a_local_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from mlflow.tracking import MlflowClient
-    from support.mlflow_store import seed_store
 
     from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location
+    from support.mlflow_store import seed_store
 
     uri = f"sqlite:///{seed_store(tmp_path / 'outputs') / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
@@ -119,8 +147,9 @@ def test_two_mlflow_runs_of_a_local_store(tmp_path: Path, capsys: pytest.Capture
         if name == "p1 run":  # calibrated: scores.csv among its artifacts, its decision in its params
             _, scores = calibrated_run(tmp_path / name, seed, noise, epsilon=0.2)
             (tmp_path / name / names.RESULTS_DIR / names.CONFIG_FILE).unlink()
-            frame = pd.read_csv(tmp_path / name / names.RESULTS_DIR / names.PER_PROGRAM_FILE,
-                                index_col=names.PROGRAM_ID)
+            frame = pd.read_csv(
+                tmp_path / name / names.RESULTS_DIR / names.PER_PROGRAM_FILE, index_col=names.PROGRAM_ID
+            )
         else:
             frame = per_program(seed, noise)
             run_folder(tmp_path / name, frame)
@@ -148,8 +177,7 @@ def test_two_mlflow_runs_of_a_local_store(tmp_path: Path, capsys: pytest.Capture
     assert squash(accuracy) in row_of(printed, "McNemar (accuracy)")
 
 
-def test_calibrated_runs_are_recalibrated_in_the_resamples(tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_calibrated_runs_are_recalibrated_in_the_resamples(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A run folder with scores.csv and its config is recalibrated on each resample (its ΔF1
     interval is compare_runs' with its calibration); one without keeps its labels fixed and
     the table says so; the caption calls the intervals unadjusted and counts the family."""
@@ -189,8 +217,7 @@ def test_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     a = run_folder(tmp_path / "A", per_program(seed=1, noise=1.0))
     uri = f"sqlite:///{seed_store(tmp_path / 'outputs') / 'mlflow.db'}"
     assert "unknown run 'abc123'" in fails([str(a), "abc123", "--tracking-uri", uri], capsys)
-    assert "no MLflow store at" in fails([str(a), "abc123", "--tracking-uri", f"sqlite:///{tmp_path}/none.db"],
-                                         capsys)
+    assert "no MLflow store at" in fails([str(a), "abc123", "--tracking-uri", f"sqlite:///{tmp_path}/none.db"], capsys)
     (tmp_path / "empty").mkdir()
     assert "no per_program.csv in run folder" in fails([str(a), str(tmp_path / "empty")], capsys)
     elsewhere = run_folder(tmp_path / "C", per_program(seed=2, noise=1.0, ids_from=N))
@@ -204,7 +231,9 @@ def test_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_the_command_module_stays_light() -> None:
-    code = ("import sys, mcu_exp.compare.cli; "
-            "print([m for m in ('pandas', 'scipy', 'mlflow', 'numpy', 'rich') if m in sys.modules])")
+    code = (
+        "import sys, mcu_exp.compare.cli; "
+        "print([m for m in ('pandas', 'scipy', 'mlflow', 'numpy', 'rich') if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr

@@ -20,8 +20,9 @@ def write_run(folder: Path, auc: float, extra: bool = False, seconds: float = 1.
 
 
 def compare(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(REPO / "scripts" / "compare_runs.py"), *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "compare_runs.py"), *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_identical_runs_pass_and_new_files_are_listed(tmp_path: Path) -> None:

@@ -18,15 +18,17 @@ from support.concurrent_jobs import expected_input, start_together
 JOBS, ROUNDS = 4, 3  # without the fix 8 rounds in 10 failed (4 jobs, load 5 on 2 cores)
 
 
-def test_jobs_started_together_all_finish_with_one_dataset_row(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_jobs_started_together_all_finish_with_one_dataset_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     db = tmp_path / "mlflow.db"
 
     def dataset_rows(experiment_id: str) -> int:
         with sqlite3.connect(db) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM datasets WHERE experiment_id = ?",
-                                    (int(experiment_id),)).fetchone()[0])
+            return int(
+                conn.execute("SELECT COUNT(*) FROM datasets WHERE experiment_id = ?", (int(experiment_id),)).fetchone()[
+                    0
+                ]
+            )
 
     for number in range(ROUNDS):  # a new experiment each round: its creation races as well
         result = start_together(f"sqlite:///{db}", tmp_path, f"together-{number}", JOBS, dataset_rows)

@@ -9,8 +9,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from mcu_exp.config.checks import config_problems
 from mcu_exp.config import Config, ExpertsConfig, ModelConfig, ScorerConfig, register_configs
+from mcu_exp.config.checks import config_problems
 from mcu_exp.data import Dataset, Program
 from mcu_exp.data.types import evaluations_frame
 from mcu_exp.pipeline import build_proxies, typed_config
@@ -33,10 +33,23 @@ def options() -> list[tuple[str, str]]:
 
 
 def context(cfg: Config) -> ProxyContext:
-    dataset = Dataset(name="tiny", programs=[Program(id="a", language="java", code="int f() { return 1; }")],
-                      evaluations=evaluations_frame([], [], [], []), questions=[], source="test")
-    return ProxyContext(dataset=dataset, program_ids=["a"], model=cfg.model, scorer=cfg.scorer,
-                        experts=cfg.experts, decision=cfg.decision, cache_dir=Path("/nonexistent"), progress=False)
+    dataset = Dataset(
+        name="tiny",
+        programs=[Program(id="a", language="java", code="int f() { return 1; }")],
+        evaluations=evaluations_frame([], [], [], []),
+        questions=[],
+        source="test",
+    )
+    return ProxyContext(
+        dataset=dataset,
+        program_ids=["a"],
+        model=cfg.model,
+        scorer=cfg.scorer,
+        experts=cfg.experts,
+        decision=cfg.decision,
+        cache_dir=Path("/nonexistent"),
+        progress=False,
+    )
 
 
 def test_every_group_has_options() -> None:
@@ -63,7 +76,11 @@ def test_each_option_composes_types_and_builds(group: str, option: str) -> None:
 def test_default_job_is_p1_on_the_embedded_stack() -> None:
     cfg = typed_config(compose_cfg())
     assert (cfg.dataset.name, cfg.model.name, cfg.proxy["name"], cfg.scorer.name) == (
-        "scalabrino", "smollm2-135m", "p1", "minilm")
+        "scalabrino",
+        "smollm2-135m",
+        "p1",
+        "minilm",
+    )
     assert cfg.decision.epsilon == 0.1 and cfg.reference["name"] == "p0"
     assert "r" not in cfg.proxy and "samples" not in cfg.proxy  # P1 carries only its own settings
 
@@ -90,12 +107,15 @@ def test_expert_member_overrides_reach_its_model() -> None:
     assert [m.model.temperature for m in members.values()] == [0.7, 0.9, 1.0]
 
 
-@pytest.mark.parametrize(("override", "needle"), [
-    ("decision.epsilon=1.5", "decision.epsilon=1.5: expected a value in (0, 1)"),
-    ("labels.group=students", "labels.group='students'"),
-    ("evaluation.bootstrap_resamples=10", "evaluation.bootstrap_resamples=10: expected at least 1000"),
-    ("decision.rule=majority", "decision.rule='majority': expected one of conformal, theta, p1_and_theta"),
-])
+@pytest.mark.parametrize(
+    ("override", "needle"),
+    [
+        ("decision.epsilon=1.5", "decision.epsilon=1.5: expected a value in (0, 1)"),
+        ("labels.group=students", "labels.group='students'"),
+        ("evaluation.bootstrap_resamples=10", "evaluation.bootstrap_resamples=10: expected at least 1000"),
+        ("decision.rule=majority", "decision.rule='majority': expected one of conformal, theta, p1_and_theta"),
+    ],
+)
 def test_out_of_range_values_are_named_by_key(override: str, needle: str) -> None:
     problems = list(config_problems(typed_config(compose_cfg(override))))
     assert len(problems) == 1 and needle in problems[0]

@@ -53,8 +53,9 @@ def mcu_exp(*args: str, outputs: Path | None = None) -> subprocess.CompletedProc
     if outputs is not None:
         env["MCU_EXP_OUTPUTS"] = str(outputs)
         env.pop("MLFLOW_TRACKING_URI", None)
-    return subprocess.run([sys.executable, "-m", "mcu_exp", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "mcu_exp", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.parametrize(
@@ -109,8 +110,19 @@ def test_help_lists_the_subcommands_and_hydras_help() -> None:
     ],
 )
 def test_suggest_key(key: str, expected: str | None) -> None:
-    keys = ["hydra", "hydra.job", "hydra.job.chdir", "decision", "decision.epsilon", "decision.theta",
-            "proxy", "proxy.k", "proxy.k_cal", "model", "model.temperature"]
+    keys = [
+        "hydra",
+        "hydra.job",
+        "hydra.job.chdir",
+        "decision",
+        "decision.epsilon",
+        "decision.theta",
+        "proxy",
+        "proxy.k",
+        "proxy.k_cal",
+        "model",
+        "model.temperature",
+    ]
     assert keys_module.suggest_key(key, keys) == expected
 
 
@@ -178,19 +190,29 @@ def micro_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     vocab = {w: i for i, w in enumerate("<unk> <s> </s> the quick brown fox jumps over".split())}
     words = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     words.pre_tokenizer = pre_tokenizers.Whitespace()
-    PreTrainedTokenizerFast(tokenizer_object=words, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
-                            pad_token="<unk>").save_pretrained(folder)
-    config = LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64,
-                         bos_token_id=1, eos_token_id=2)
+    PreTrainedTokenizerFast(
+        tokenizer_object=words, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<unk>"
+    ).save_pretrained(folder)
+    config = LlamaConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         LlamaForCausalLM(config).save_pretrained(folder)
     return folder
 
 
-def test_local_model_load_is_one_step_line_without_library_bars(micro_llama: Path,
-                                                               capfd: pytest.CaptureFixture[str]) -> None:
+def test_local_model_load_is_one_step_line_without_library_bars(
+    micro_llama: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     import torch
 
     from mcu_exp.config import ModelConfig
@@ -217,16 +239,21 @@ def _scorer_config() -> Any:
     return OmegaConf.to_object(OmegaConf.merge(schema, OmegaConf.load(REPO / "conf" / "scorer" / "minilm.yaml")))
 
 
-def test_scoring_has_progress_bars_that_quiet_turns_off(capfd: pytest.CaptureFixture[str],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_scoring_has_progress_bars_that_quiet_turns_off(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import torch
 
     from mcu_exp.scoring import BertScorer, bertscore
 
     monkeypatch.setattr(bertscore, "BAR_DELAY_S", 0.0)  # these few texts take far less than the delay
 
-    texts = ["Returns the sum of the list.", "Adds up the values of the list.", "Closes the stream.",
-             "Sorts the array in place."]
+    texts = [
+        "Returns the sum of the list.",
+        "Adds up the values of the list.",
+        "Closes the stream.",
+        "Sorts the array in place.",
+    ]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -304,10 +331,10 @@ from mcu_exp import console
 console.configure(verbose=False)
 console.quiet_libraries()
 from mlflow.tracking import MlflowClient
-MlflowClient(tracking_uri="sqlite:///{tmp_path / 'quiet.db'}").search_experiments()
+MlflowClient(tracking_uri="sqlite:///{tmp_path / "quiet.db"}").search_experiments()
 print("--- verbose ---", file=__import__("sys").stderr, flush=True)
 logging.getLogger("mlflow").setLevel(logging.INFO)
-MlflowClient(tracking_uri="sqlite:///{tmp_path / 'loud.db'}").search_experiments()
+MlflowClient(tracking_uri="sqlite:///{tmp_path / "loud.db"}").search_experiments()
 """
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]

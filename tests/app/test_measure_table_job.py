@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
+from test_published_numbers import job, run_dir
 
 from mcu_exp import names
 from mcu_exp.data import human_labels, load_dataset
@@ -19,8 +20,6 @@ from mcu_exp.data.code_metrics import code_metrics
 from mcu_exp.evaluation.rejection import prediction_rejection_ratio
 from mcu_exp.pipeline import measures_and_baselines, run_job, typed_config
 from mcu_exp.proxies.base import ProxyOutcome
-
-from test_published_numbers import job, run_dir
 
 pytestmark = pytest.mark.slow  # whole jobs
 
@@ -63,8 +62,9 @@ def test_code_metrics_are_scored_beside_the_proxy(tmp_path: Path, capsys: pytest
     assert metrics["prr_ci_low"] <= metrics["prr"] <= metrics["prr_ci_high"] and 0 < metrics["prr_perm_p"] <= 1
 
 
-def test_all_adds_the_datasets_own_metrics_and_none_leaves_nothing(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_all_adds_the_datasets_own_metrics_and_none_leaves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     outputs = tmp_path / "all"
     run_job(job(outputs, "evaluation.baselines=all"))
     printed = capsys.readouterr().out

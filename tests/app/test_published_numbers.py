@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
-from support.mlflow_store import all_metrics, seed_store
 from omegaconf import DictConfig
 
 from mcu_exp import names
@@ -22,6 +21,7 @@ from mcu_exp.calibration import Scores, get_rule
 from mcu_exp.config import DecisionConfig, register_configs
 from mcu_exp.evaluation import evaluate
 from mcu_exp.pipeline import run_job
+from support.mlflow_store import all_metrics, seed_store
 from support.standin_proxy import TARGET
 
 pytestmark = pytest.mark.slow  # whole jobs, stores or encoders: scheduled first under xdist
@@ -35,9 +35,17 @@ def job(outputs: Path, *overrides: str) -> DictConfig:
     seed_store(outputs)
     register_configs()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("config", overrides=[TARGET, "quiet=true", "evaluation.plots=false",
-                                            f"paths.outputs={outputs}", "evaluation.bootstrap_resamples=1000",
-                                            *overrides])
+        return compose(
+            "config",
+            overrides=[
+                TARGET,
+                "quiet=true",
+                "evaluation.plots=false",
+                f"paths.outputs={outputs}",
+                "evaluation.bootstrap_resamples=1000",
+                *overrides,
+            ],
+        )
 
 
 def only_run(outputs: Path):  # noqa: ANN201  (an mlflow Run)
@@ -52,7 +60,8 @@ def run_dir(outputs: Path) -> Path:
 
 
 def test_job_reports_recalibrated_cis_correlations_permutation_test_and_verdict(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     outputs = tmp_path / "outputs"
     run_job(job(outputs))
     printed = capsys.readouterr().out
@@ -67,8 +76,15 @@ def test_job_reports_recalibrated_cis_correlations_permutation_test_and_verdict(
     m, tags = all_metrics(MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}"), run), run.data.tags
     assert " ".join(tags[names.TAG_VERDICT].split()) in flat  # the printed sentence, whole
     assert tags[names.TAG_VERDICT].startswith("Verdict (95 % CIs): F1 ")
-    assert {"spearman", "kendall", "spearman_ci_low", "auc_score_perm_p", "calibration_fraction",
-            "coverage_ci_low", "coverage_ci_high"} <= set(m)
+    assert {
+        "spearman",
+        "kendall",
+        "spearman_ci_low",
+        "auc_score_perm_p",
+        "calibration_fraction",
+        "coverage_ci_low",
+        "coverage_ci_high",
+    } <= set(m)
     assert m["calibration_fraction"] >= 0.9  # the empirical rule keeps at least 1 − ε
     assert m["coverage_ci_low"] <= m["coverage"] <= m["coverage_ci_high"]
     assert (m["human.duplicate_pairs_identical"], m["human.duplicate_pairs_conflicting"]) == (5, 2)
@@ -80,18 +96,29 @@ def test_job_reports_recalibrated_cis_correlations_permutation_test_and_verdict(
     table = pd.read_csv(results / names.PER_PROGRAM_FILE, index_col=names.PROGRAM_ID)
     arrays = Scores(alpha_cal=scores["alpha_cal"].to_numpy(), alpha_test=scores["alpha_test"].to_numpy())
     rule = get_rule("conformal")
-    again = evaluate(table[names.HUMAN_LABEL].to_numpy(int), table[names.LABEL].to_numpy(),
-                     table[names.SCORE].to_numpy(), resamples=1000, seed=0,
-                     relabel=lambda rows: rule.relabel(arrays, DecisionConfig(), rows))  # type: ignore[misc]
+    again = evaluate(
+        table[names.HUMAN_LABEL].to_numpy(int),
+        table[names.LABEL].to_numpy(),
+        table[names.SCORE].to_numpy(),
+        resamples=1000,
+        seed=0,
+        relabel=lambda rows: rule.relabel(arrays, DecisionConfig(), rows),
+    )  # type: ignore[misc]
     assert (m["f1_ci_low"], m["f1_ci_high"]) == pytest.approx(again.ci["f1"])
     assert m["auc_score_perm_p"] == pytest.approx(again.tests["auc_score_perm_p"])
-    conditional = evaluate(table[names.HUMAN_LABEL].to_numpy(int), table[names.LABEL].to_numpy(),
-                           table[names.SCORE].to_numpy(), resamples=1000, seed=0)
+    conditional = evaluate(
+        table[names.HUMAN_LABEL].to_numpy(int),
+        table[names.LABEL].to_numpy(),
+        table[names.SCORE].to_numpy(),
+        resamples=1000,
+        seed=0,
+    )
     assert (m["f1_ci_low"], m["f1_ci_high"]) != pytest.approx(conditional.ci["f1"])
 
 
-def test_one_human_class_is_undefined_and_flagged_everywhere(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_one_human_class_is_undefined_and_flagged_everywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     outputs = tmp_path / "outputs"
     run_job(job(outputs, "labels.min_fraction=0"))  # every program understandable: one class
     printed = capsys.readouterr().out

@@ -22,7 +22,7 @@ def results_table(text: str) -> list[str]:
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("AUC (score) vs 0.5"))
     decision = [line for line in lines if line.lstrip().startswith(("τ = ", "coverage = "))]
     assert len(decision) == 2, decision
-    return lines[start:end + 1] + decision
+    return lines[start : end + 1] + decision
 
 
 def readme_output() -> str:
@@ -32,8 +32,9 @@ def readme_output() -> str:
     return next(block.split("```", 1)[0] for block in blocks if "vs human labels (" in block)
 
 
-def test_replaying_the_readme_bundle_prints_the_readme_table(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_replaying_the_readme_bundle_prints_the_readme_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     checks = replay(BUNDLE, tmp_path)
     printed = capsys.readouterr().out
     assert [check.difference for check in checks] == [None], [check.line() for check in checks]

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support.proxies import compose_cfg, context, make_proxy, synthetic_dataset
 
 from mcu_exp.calibration import RULES, Scores, apply_rule, check_rule, decide
 from mcu_exp.config import DecisionConfig
 from mcu_exp.pipeline import build_proxies, typed_config
+from support.proxies import compose_cfg, context, make_proxy, synthetic_dataset
 
 # Small arrays chosen by hand. τ at ε = 0.2 over ALPHA_CAL: empirical = the ⌈5 × 0.8⌉ = 4th
 # smallest = 0.4 (linear would interpolate 0.42); conformal = the ⌈6 × 0.8⌉ = 5th smallest = 0.5.
@@ -31,15 +31,20 @@ def test_conformal_by_hand() -> None:
     assert d.params["tau"] == 0.4 and d.params["quantile"] == "empirical"
     assert d.metrics["coverage"] == 0.5 and d.metrics["nominal_coverage"] == pytest.approx(0.8)
     assert d.metrics["calibration_fraction"] == 0.8
-    linear = apply_rule("conformal", Scores(alpha_cal=ALPHA_CAL, alpha_test=ALPHA_TEST),
-                        rule_cfg("conformal", quantile="linear"))
+    linear = apply_rule(
+        "conformal", Scores(alpha_cal=ALPHA_CAL, alpha_test=ALPHA_TEST), rule_cfg("conformal", quantile="linear")
+    )
     assert linear.params["tau"] == pytest.approx(0.42)
-    conformal = apply_rule("conformal", Scores(alpha_cal=ALPHA_CAL, alpha_test=ALPHA_TEST),
-                           rule_cfg("conformal", quantile="conformal"))
+    conformal = apply_rule(
+        "conformal", Scores(alpha_cal=ALPHA_CAL, alpha_test=ALPHA_TEST), rule_cfg("conformal", quantile="conformal")
+    )
     assert conformal.labels.tolist() == [1, 1, 1, 0] and conformal.params["tau"] == 0.5
     # ε = 0.1: rank ⌈6 × 0.9⌉ = 6 > 5 calibration scores, so τ = +∞ and every program is High.
-    everything = apply_rule("conformal", Scores(alpha_cal=ALPHA_CAL, alpha_test=ALPHA_TEST),
-                            rule_cfg("conformal", epsilon=0.1, quantile="conformal"))
+    everything = apply_rule(
+        "conformal",
+        Scores(alpha_cal=ALPHA_CAL, alpha_test=ALPHA_TEST),
+        rule_cfg("conformal", epsilon=0.1, quantile="conformal"),
+    )
     assert everything.labels.tolist() == [1, 1, 1, 1] and math.isinf(everything.params["tau"])
 
 
@@ -48,8 +53,12 @@ def test_theta_by_hand() -> None:
     assert d.labels.tolist() == [0, 1, 1, 0]  # θ itself is High (≥)
     assert d.params == {"theta": 0.45} and "tau" not in d.metrics
     assert d.prefixed == {"theta": 0.45, "above_theta_share": 0.5}
-    assert apply_rule("theta", Scores(similarity_test=SIMILARITY), rule_cfg("theta", theta=0.0)).labels.tolist() \
-        == [1, 1, 1, 1]
+    assert apply_rule("theta", Scores(similarity_test=SIMILARITY), rule_cfg("theta", theta=0.0)).labels.tolist() == [
+        1,
+        1,
+        1,
+        1,
+    ]
 
 
 def test_p1_and_theta_by_hand() -> None:
@@ -66,8 +75,13 @@ RNG = np.random.default_rng(7)
 N = 40
 P1_CAL, P1_TEST = RNG.uniform(0.1, 0.5, N), RNG.uniform(0.1, 0.5, N)
 META_CAL, META_TEST = RNG.uniform(0.2, 0.9, N), RNG.uniform(0.2, 0.9, N)
-P2_SCORES = Scores(alpha_cal=1 - META_CAL, alpha_test=1 - META_TEST, similarity_test=META_TEST,
-                   p1_alpha_cal=P1_CAL, p1_alpha_test=P1_TEST)
+P2_SCORES = Scores(
+    alpha_cal=1 - META_CAL,
+    alpha_test=1 - META_TEST,
+    similarity_test=META_TEST,
+    p1_alpha_cal=P1_CAL,
+    p1_alpha_test=P1_TEST,
+)
 
 
 def test_p1_and_theta_at_theta_zero_is_p1() -> None:
@@ -117,6 +131,7 @@ def test_registry_names_what_each_rule_needs() -> None:
 
 
 # What each proxy offers its rule, checked before anything is generated.
+
 
 @pytest.mark.parametrize("rule", ["theta", "p1_and_theta"])
 def test_p1_rejects_a_rule_it_cannot_feed(tmp_path: Path, rule: str) -> None:

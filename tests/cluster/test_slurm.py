@@ -34,14 +34,35 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 # Sizes that fit the test node (4 CPUs, 2 GB) instead of conf/hydra/launcher/slurm.yaml's GPU jobs.
-SLURM = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.cpus_per_task=1",
-         "hydra.launcher.gpus_per_node=null", "hydra.launcher.mem_gb=1", "hydra.launcher.timeout_min=5"]
+SLURM = [
+    "hydra/launcher=slurm",
+    "hydra.launcher.partition=debug",
+    "hydra.launcher.cpus_per_task=1",
+    "hydra.launcher.gpus_per_node=null",
+    "hydra.launcher.mem_gb=1",
+    "hydra.launcher.timeout_min=5",
+]
 EPSILONS = (0.05, 0.2)
-SWEEP = [STANDIN, "quiet=true", "evaluation.bootstrap_resamples=1000", "evaluation.plots=false",
-         "tracking.sweep_report=false", f"decision.epsilon={','.join(map(str, EPSILONS))}"]
+SWEEP = [
+    STANDIN,
+    "quiet=true",
+    "evaluation.bootstrap_resamples=1000",
+    "evaluation.plots=false",
+    "tracking.sweep_report=false",
+    f"decision.epsilon={','.join(map(str, EPSILONS))}",
+]
 PROGRAMS, SUMMARIES = 2, 4
-GENERATE = ["debug=quick", f"dataset.limit={PROGRAMS}", f"proxy.k={SUMMARIES}", "proxy.k_cal=2",
-            "model.max_new_tokens=12", "model.num_threads=1", "quiet=true", "evaluation.plots=false", "tracking.sweep_report=false"]
+GENERATE = [
+    "debug=quick",
+    f"dataset.limit={PROGRAMS}",
+    f"proxy.k={SUMMARIES}",
+    "proxy.k_cal=2",
+    "model.max_new_tokens=12",
+    "model.num_threads=1",
+    "quiet=true",
+    "evaluation.plots=false",
+    "tracking.sweep_report=false",
+]
 TIMEOUT_S = 300  # submitit cannot see a job die without a result (no slurmdbd): fail, don't hang
 TIMING = "job_seconds"  # the one metric that measures the machine, not the data
 
@@ -66,8 +87,9 @@ def start_app(args: list[str], env: dict[str, str], log: Path) -> subprocess.Pop
 
 
 @pytest.fixture(scope="module")
-def launched(slurm_cluster: Cluster, postgres_cluster: PostgresCluster,
-             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launched]:
+def launched(
+    slurm_cluster: Cluster, postgres_cluster: PostgresCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Launched]:
     """The three runs, started together (the local sweep first, while the tracking server
     starts; the three SLURM jobs run at once on the node's CPUs); returns once all have ended."""
     root = tmp_path_factory.mktemp("slurm_runs")
@@ -81,8 +103,9 @@ def launched(slurm_cluster: Cluster, postgres_cluster: PostgresCluster,
             envs[name]["MLFLOW_TRACKING_URI"] = url
         procs["slurm"] = start_app(["-m", *SLURM, *SWEEP], envs["slurm"], root / "slurm")
         cache_url = postgres_cluster.database("slurm_cache")  # the generating job's shared cache
-        procs["generate"] = start_app(["-m", *SLURM, *GENERATE, f"cache.url={cache_url}"], envs["generate"],
-                                      root / "generate")
+        procs["generate"] = start_app(
+            ["-m", *SLURM, *GENERATE, f"cache.url={cache_url}"], envs["generate"], root / "generate"
+        )
         results = {}
         deadline = time.monotonic() + TIMEOUT_S
         for name, proc in procs.items():
@@ -123,8 +146,7 @@ def slurm_job_of(run: object, url: str, cluster: Cluster) -> dict[str, str]:
     if folders:  # a job array: one folder per task
         (folder,) = [f for f in folders if f.name.split("_")[1] == tags["mcu.job_num"]]
         array_job, task = folder.name.split("_")
-        records = [r for r in cluster.completed()
-                   if (r.get("ArrayJobId"), r.get("ArrayTaskId")) == (array_job, task)]
+        records = [r for r in cluster.completed() if (r.get("ArrayJobId"), r.get("ArrayTaskId")) == (array_job, task)]
     else:
         (folder,) = [f for f in submitit.iterdir() if f.is_dir()]
         records = [r for r in cluster.completed() if r["JobId"] == folder.name]
@@ -151,8 +173,12 @@ def test_decision_sweep_ran_as_slurm_jobs_on_the_tracking_server(launched: Launc
     assert len({j["JobID"] for j in jobs}) == len(runs)
     assert len({j["submitit"].split("_")[0] for j in jobs}) == 1  # one job array
     for job in jobs:
-        assert (job["State"], job["ExitCode"], job["NodeList"], job["Partition"]) == \
-            ("COMPLETED", "0:0", "localhost", "debug")
+        assert (job["State"], job["ExitCode"], job["NodeList"], job["Partition"]) == (
+            "COMPLETED",
+            "0:0",
+            "localhost",
+            "debug",
+        )
     # The server keeps them in PostgreSQL: the sweep's runs are rows of MLflow's tables there.
     stored = dict(launched.postgres.query("slurm_tracking", "SELECT run_uuid, status FROM runs"))
     assert {r.info.run_id: "FINISHED" for r in (parent, *runs)}.items() <= stored.items()
@@ -173,8 +199,7 @@ def test_slurm_sweep_equals_the_local_sweep(launched: Launched) -> None:
         assert comparable(run.data.metrics) == comparable(twin.data.metrics)
         ours, theirs = all_metrics(server, run), all_metrics(local, twin)
         assert len(ours) > 100 and comparable(ours) == comparable(theirs)
-        tables = [pd.read_csv(Path(r.data.tags["mcu.output_dir"]) / "results" / "per_program.csv")
-                  for r in (run, twin)]
+        tables = [pd.read_csv(Path(r.data.tags["mcu.output_dir"]) / "results" / "per_program.csv") for r in (run, twin)]
         pd.testing.assert_frame_equal(*tables)
     # The runs differ in the metrics they should differ in: ε moves the threshold.
     taus = {float(r.data.params["decision.epsilon"]): r.data.metrics["tau"] for r in on_slurm}

@@ -28,8 +28,21 @@ from mcu_exp.data.scalabrino import NOT_PROGRAM_METRICS, read_scalabrino
 # Columns of evaluations.csv that are about the participant or their answers, spelled out here
 # independently of the loader's list.
 NOT_METRICS = {
-    "participant_id", "system_name", "file_name", "snippet_signature", "developer_position",
-    "PE gen", "PE spec (java)", "PBU", "TNPU", "AU", "TAU", "ABU50", "ABU", "BD50", "BD",
+    "participant_id",
+    "system_name",
+    "file_name",
+    "snippet_signature",
+    "developer_position",
+    "PE gen",
+    "PE spec (java)",
+    "PBU",
+    "TNPU",
+    "AU",
+    "TAU",
+    "ABU50",
+    "ABU",
+    "BD50",
+    "BD",
 }
 
 
@@ -55,9 +68,7 @@ def test_hand_checked_values_of_a_small_method(scalabrino: Dataset) -> None:
     assert row["code.lines"] == len(lines) == 30
     # NLOC: lines that are neither blank nor only a // comment (the method has no /* */).
     assert "/*" not in code
-    assert row["code.nloc"] == sum(
-        1 for line in lines if line.strip() and not line.strip().startswith("//")
-    ) == 23
+    assert row["code.nloc"] == sum(1 for line in lines if line.strip() and not line.strip().startswith("//")) == 23
     # removeFast: 1 + if (obj == null) + if (bucket == null) + for + if (e == null)
     # + if (comparator.equals(e, obj)); no && / || / ?: / case.
     assert row["code.functions"] == 1
@@ -93,16 +104,14 @@ def test_scalabrino_dataset_metrics_are_its_program_columns(
     # Every row of a program carries the value the frame gives it (constant per program).
     for row in scalabrino_rows:
         for column in ("Cyclomatic complexity", "Readability", "LOC", "#identifiers (max)"):
-            assert frame.loc[row["file_name"], f"dataset.{column}"] == pytest.approx(
-                float(row[column])
-            )
+            assert frame.loc[row["file_name"], f"dataset.{column}"] == pytest.approx(float(row[column]))
 
 
 def test_program_metrics_join_both(scalabrino: Dataset) -> None:
     frame = program_metrics(scalabrino)
     assert frame.shape == (50, len(CODE_COLUMNS) + 117)
     assert frame.columns.tolist()[: len(CODE_COLUMNS)] == list(CODE_COLUMNS)
-    assert all(c.startswith("dataset.") for c in frame.columns[len(CODE_COLUMNS):])
+    assert all(c.startswith("dataset.") for c in frame.columns[len(CODE_COLUMNS) :])
     assert frame.dtypes.eq("float64").all()
     # Raw orientation: the study's LOC grows with ours.
     assert frame["code.nloc"].corr(frame["dataset.LOC"], method="spearman") > 0.5
@@ -130,9 +139,7 @@ def _small_scalabrino(scalabrino_dir: Path, root: Path, programs: int = 2) -> Pa
     return root
 
 
-def test_a_column_varying_within_a_program_is_left_out(
-    scalabrino_dir: Path, tmp_path: Path
-) -> None:
+def test_a_column_varying_within_a_program_is_left_out(scalabrino_dir: Path, tmp_path: Path) -> None:
     root = _small_scalabrino(scalabrino_dir, tmp_path / "s")
     path = root / "evaluations.csv"
     rows = list(csv.reader(path.open(newline="", encoding="utf-8")))
@@ -233,16 +240,14 @@ def test_unknown_language_gives_nan_and_one_warning(custom_dir: Path) -> None:
     )
     with (custom_dir / "evaluations.csv").open("w", newline="", encoding="utf-8") as handle:
         csv.writer(handle).writerows(
-            [["program_id", "participant_id", "correct", "total"]]
-            + [[p, "p1", 1, 1] for p in "abc"]
+            [["program_id", "participant_id", "correct", "total"]] + [[p, "p1", 1, 1] for p in "abc"]
         )
     (custom_dir / "questions.jsonl").unlink()
     dataset = load_custom(custom_dir)
     with pytest.warns(DatasetWarning, match="lizard has no reader") as caught:
         frame = code_metrics(dataset)
     assert len([w for w in caught if "lizard" in str(w.message)]) == 1
-    assert re.search(r"'pseudocode' \(1 program\), 'Pseudocode' \(1 program\)",
-                     str(caught[-1].message))
+    assert re.search(r"'pseudocode' \(1 program\), 'Pseudocode' \(1 program\)", str(caught[-1].message))
     assert frame.loc[["a", "b"], list(LIZARD_COLUMNS)].isna().all().all()
     assert frame.loc["a", "code.lines"] == 2 and frame.loc["a", "code.characters"] == 18
     assert frame.loc["c", "code.cyclomatic_sum"] == 2
@@ -251,8 +256,17 @@ def test_unknown_language_gives_nan_and_one_warning(custom_dir: Path) -> None:
 
 @pytest.mark.parametrize(
     ("language", "suffix"),
-    [("Java", "java"), ("python", "py"), ("C#", "cs"), ("c++", "c"), ("golang", "go"),
-     ("JavaScript", "js"), ("ts", "ts"), ("rust", "rs"), ("cobol", None)],
+    [
+        ("Java", "java"),
+        ("python", "py"),
+        ("C#", "cs"),
+        ("c++", "c"),
+        ("golang", "go"),
+        ("JavaScript", "js"),
+        ("ts", "ts"),
+        ("rust", "rs"),
+        ("cobol", None),
+    ],
 )
 def test_language_names_reach_lizard_readers(language: str, suffix: str | None) -> None:
     name = lizard_file_name(language)

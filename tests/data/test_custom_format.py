@@ -41,9 +41,7 @@ def test_valid_folder_loads_every_value(custom_dir: Path) -> None:
     assert [None if pd.isna(v) else bool(v) for v in evaluations["perceived"]] == [
         None if r["perceived"] == "" else r["perceived"] == "1" for r in expected
     ]
-    assert [None if pd.isna(v) else v for v in evaluations["group"]] == [
-        r["group"] or None for r in expected
-    ]
+    assert [None if pd.isna(v) else v for v in evaluations["group"]] == [r["group"] or None for r in expected]
 
     line = json.loads((custom_dir / "questions.jsonl").read_text().splitlines()[0])
     (question,) = dataset.questions
@@ -53,9 +51,7 @@ def test_valid_folder_loads_every_value(custom_dir: Path) -> None:
     assert dataset.questions_for("double") == []
 
 
-def test_line_numbers_count_physical_lines_of_multiline_code(
-    custom_dir: Path, write_csv: Any
-) -> None:
+def test_line_numbers_count_physical_lines_of_multiline_code(custom_dir: Path, write_csv: Any) -> None:
     code = "a();\nb();\nc();"
     write_csv(
         custom_dir / "programs.csv",
@@ -214,15 +210,11 @@ BREAKAGES: dict[str, tuple[Callable[[Path], object], str]] = {
         r"questions\.jsonl:1: options must be a list of strings",
     ),
     "missing question key": (
-        lambda r: (r / "questions.jsonl").write_text(
-            '{"program_id": "add", "question_id": "q1"}\n'
-        ),
+        lambda r: (r / "questions.jsonl").write_text('{"program_id": "add", "question_id": "q1"}\n'),
         r"questions\.jsonl:1: missing key\(s\) text, options$",
     ),
     "malformed json": (
-        lambda r: (r / "questions.jsonl").write_text(
-            (r / "questions.jsonl").read_text() + "\n{not json\n"
-        ),
+        lambda r: (r / "questions.jsonl").write_text((r / "questions.jsonl").read_text() + "\n{not json\n"),
         r"questions\.jsonl:3: malformed JSON",
     ),
     "json not an object": (
@@ -233,9 +225,7 @@ BREAKAGES: dict[str, tuple[Callable[[Path], object], str]] = {
 
 
 @pytest.mark.parametrize("breakage", sorted(BREAKAGES))
-def test_broken_folder_fails_with_file_line_and_expectation(
-    custom_dir: Path, breakage: str
-) -> None:
+def test_broken_folder_fails_with_file_line_and_expectation(custom_dir: Path, breakage: str) -> None:
     load_custom(custom_dir)  # the folder is valid before the breakage
     break_it, message = BREAKAGES[breakage]
     break_it(custom_dir)

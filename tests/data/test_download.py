@@ -41,9 +41,7 @@ def server(mirror: Path) -> Iterator[str]:
     """Base URL of an HTTP server on 127.0.0.1 serving the mirror."""
     handler = functools.partial(_QuietHandler, directory=str(mirror))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-    )
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}/"
@@ -73,15 +71,11 @@ def test_pinned_urls_point_at_the_commit_with_dollar_encoded() -> None:
         assert "$" not in url
     snippet_urls = [u for k, u in urls.items() if k.startswith("snippets/")]
     assert all("%24" in u for u in snippet_urls)
-    assert [urllib.parse.unquote(u.rsplit("/", 1)[1]) for u in snippet_urls] == list(
-        dl.SNIPPET_FILES
-    )
+    assert [urllib.parse.unquote(u.rsplit("/", 1)[1]) for u in snippet_urls] == list(dl.SNIPPET_FILES)
 
 
 def test_pinned_names_and_sums_match_the_local_copy(scalabrino_dir: Path) -> None:
-    assert sorted(p.name for p in (scalabrino_dir / "snippets").iterdir()) == sorted(
-        dl.SNIPPET_FILES
-    )
+    assert sorted(p.name for p in (scalabrino_dir / "snippets").iterdir()) == sorted(dl.SNIPPET_FILES)
     assert dl.checksum_problems(scalabrino_dir) == []
 
 
@@ -99,9 +93,7 @@ def test_download_verifies_caches_and_is_reused(
     assert len(dataset.programs) == len(dl.SNIPPET_FILES)
 
 
-def test_base_url_from_environment(
-    server: str, cache: Path, monkeypatch: pytest.MonkeyPatch, dataset_cfg: Any
-) -> None:
+def test_base_url_from_environment(server: str, cache: Path, monkeypatch: pytest.MonkeyPatch, dataset_cfg: Any) -> None:
     monkeypatch.setenv(dl.BASE_URL_ENV, server.rstrip("/"))
     dataset = load_dataset(dataset_cfg(format="scalabrino", download=True))
     assert dataset.source.endswith("(downloaded, sha256 verified)")
@@ -132,20 +124,14 @@ def test_corrupted_file_is_reported_and_nothing_cached(
     assert _leftovers(cache) == []
 
 
-def test_missing_remote_file_is_reported_and_nothing_cached(
-    server: str, mirror: Path, cache: Path
-) -> None:
+def test_missing_remote_file_is_reported_and_nothing_cached(server: str, mirror: Path, cache: Path) -> None:
     (mirror / dl.SNIPPETS_PATH / dl.SNIPPET_FILES[0]).unlink()
-    with pytest.raises(
-        DatasetError, match=r"downloading http://127\.0\.0\.1:\d+/.*%24.* failed: HTTP 404"
-    ):
+    with pytest.raises(DatasetError, match=r"downloading http://127\.0\.0\.1:\d+/.*%24.* failed: HTTP 404"):
         dl.download(cache, url=server)
     assert _leftovers(cache) == []
 
 
-def test_unverified_cache_is_replaced_by_a_verified_download(
-    server: str, cache: Path, dataset_cfg: Any
-) -> None:
+def test_unverified_cache_is_replaced_by_a_verified_download(server: str, cache: Path, dataset_cfg: Any) -> None:
     cache.mkdir(parents=True)
     (cache / "evaluations.csv").write_text("participant_id\n")
     cfg = dataset_cfg(format="scalabrino", download=False)

@@ -37,9 +37,7 @@ ROWS = [
 ]
 
 
-def test_identical_rows_collapse_and_conflicting_rows_are_averaged(
-    tmp_path: Path, write_csv: Any
-) -> None:
+def test_identical_rows_collapse_and_conflicting_rows_are_averaged(tmp_path: Path, write_csv: Any) -> None:
     root = _folder(tmp_path / "d", write_csv, ROWS)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -91,9 +89,7 @@ def test_counts_follow_the_programs_kept(tmp_path: Path, write_csv: Any) -> None
     assert len(only_b.evaluations) == 2
 
 
-def test_scalabrino_repeats(
-    scalabrino_dir: Path, dataset_cfg: Any, scalabrino_pairs: list[dict[str, Any]]
-) -> None:
+def test_scalabrino_repeats(scalabrino_dir: Path, dataset_cfg: Any, scalabrino_pairs: list[dict[str, Any]]) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         dataset = load_dataset(dataset_cfg(format="scalabrino", root=str(scalabrino_dir)))

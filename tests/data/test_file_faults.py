@@ -14,7 +14,7 @@ import pytest
 from mcu_exp.data import DatasetError, load_custom, load_dataset, read_questions
 
 # In conftest's valid folder, programs.csv line 6 is the "double" row (code_file src/double.py).
-DOUBLE_ROW = 'double,python,,{},handmade\n'
+DOUBLE_ROW = "double,python,,{},handmade\n"
 
 
 def _set_code_file(root: Path, code_file: str) -> None:
@@ -30,14 +30,11 @@ def _one_line_error(root: Path, pattern: str) -> str:
     return str(info.value)
 
 
-@pytest.mark.parametrize("code_file", ["../secret.txt", "src/../../secret.txt",
-                                       "../../../../../../../../etc/passwd"])
+@pytest.mark.parametrize("code_file", ["../secret.txt", "src/../../secret.txt", "../../../../../../../../etc/passwd"])
 def test_code_file_outside_the_folder_is_refused(custom_dir: Path, code_file: str) -> None:
     (custom_dir.parent / "secret.txt").write_text("the password\n", encoding="utf-8")
     _set_code_file(custom_dir, code_file)
-    message = _one_line_error(
-        custom_dir, r"programs\.csv:6: code_file '.*' resolves to .* outside the dataset folder"
-    )
+    message = _one_line_error(custom_dir, r"programs\.csv:6: code_file '.*' resolves to .* outside the dataset folder")
     assert "the password" not in message
 
 
@@ -46,8 +43,11 @@ def test_symlink_leaving_the_folder_is_refused(custom_dir: Path) -> None:
     secret.write_text("the password\n", encoding="utf-8")
     (custom_dir / "src" / "double.py").unlink()
     (custom_dir / "src" / "double.py").symlink_to(secret)
-    _one_line_error(custom_dir, r"programs\.csv:6: code_file 'src/double\.py' resolves to "
-                                r".*secret\.txt, outside the dataset folder")
+    _one_line_error(
+        custom_dir,
+        r"programs\.csv:6: code_file 'src/double\.py' resolves to "
+        r".*secret\.txt, outside the dataset folder",
+    )
     (custom_dir / "src" / "double.py").unlink()
     outside = custom_dir.parent / "elsewhere"
     outside.mkdir()
@@ -76,14 +76,16 @@ def _corrupt_line(path: Path, line: int) -> int:
     return offset
 
 
-@pytest.mark.parametrize(("name", "line"), [("programs.csv", 3), ("programs.csv", 1),
-                                            ("evaluations.csv", 4), ("questions.jsonl", 1)])
-def test_bytes_that_are_not_utf8_are_named_by_file_and_line(
-    custom_dir: Path, name: str, line: int
-) -> None:
+@pytest.mark.parametrize(
+    ("name", "line"), [("programs.csv", 3), ("programs.csv", 1), ("evaluations.csv", 4), ("questions.jsonl", 1)]
+)
+def test_bytes_that_are_not_utf8_are_named_by_file_and_line(custom_dir: Path, name: str, line: int) -> None:
     offset = _corrupt_line(custom_dir / name, line)
-    _one_line_error(custom_dir, rf"{name.replace('.', '[.]')}:{line}: not UTF-8 text "
-                                rf"\(byte 0xff at byte offset {offset}\)")
+    _one_line_error(
+        custom_dir,
+        rf"{name.replace('.', '[.]')}:{line}: not UTF-8 text "
+        rf"\(byte 0xff at byte offset {offset}\)",
+    )
 
 
 def test_a_byte_order_mark_still_counts_in_the_offset(custom_dir: Path) -> None:
@@ -91,8 +93,11 @@ def test_a_byte_order_mark_still_counts_in_the_offset(custom_dir: Path) -> None:
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     assert len(load_custom(custom_dir).evaluations) == 4  # tolerated
     offset = _corrupt_line(path, 2)
-    _one_line_error(custom_dir, rf"evaluations[.]csv:2: not UTF-8 text \(byte 0xff at byte offset "
-                                rf"{offset}\)")
+    _one_line_error(
+        custom_dir,
+        rf"evaluations[.]csv:2: not UTF-8 text \(byte 0xff at byte offset "
+        rf"{offset}\)",
+    )
 
 
 def test_code_file_that_is_not_utf8_names_both_files(custom_dir: Path) -> None:
@@ -103,13 +108,14 @@ def test_code_file_that_is_not_utf8_names_both_files(custom_dir: Path) -> None:
 def test_header_only_evaluations_are_refused_at_load(custom_dir: Path) -> None:
     path = custom_dir / "evaluations.csv"
     path.write_text(path.read_text().splitlines()[0] + "\n", encoding="utf-8")
-    _one_line_error(custom_dir, r"evaluations\.csv: no evaluations after the header, expected "
-                                r"at least one row")
+    _one_line_error(
+        custom_dir,
+        r"evaluations\.csv: no evaluations after the header, expected "
+        r"at least one row",
+    )
 
 
-def test_scalabrino_bytes_that_are_not_utf8_are_named(
-    scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any
-) -> None:
+def test_scalabrino_bytes_that_are_not_utf8_are_named(scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any) -> None:
     root = tmp_path / "scalabrino"
     shutil.copytree(scalabrino_dir, root)
     cfg = dataset_cfg(format="scalabrino", root=str(root))
@@ -119,14 +125,15 @@ def test_scalabrino_bytes_that_are_not_utf8_are_named(
         load_dataset(cfg)
     shutil.copy(scalabrino_dir / "snippets" / snippet.name, snippet)
     offset = _corrupt_line(root / "evaluations.csv", 5)
-    with pytest.raises(DatasetError, match=rf"evaluations\.csv:5: not UTF-8 text \(byte 0xff at "
-                                           rf"byte offset {offset}\)"):
+    with pytest.raises(
+        DatasetError,
+        match=rf"evaluations\.csv:5: not UTF-8 text \(byte 0xff at "
+        rf"byte offset {offset}\)",
+    ):
         load_dataset(cfg)
 
 
-def test_header_only_scalabrino_evaluations_are_refused(
-    scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any
-) -> None:
+def test_header_only_scalabrino_evaluations_are_refused(scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any) -> None:
     root = tmp_path / "scalabrino"
     shutil.copytree(scalabrino_dir, root)
     path = root / "evaluations.csv"
@@ -139,9 +146,17 @@ def test_questions_without_correct_options_load_without_a_key(custom_dir: Path) 
     path = custom_dir / "questions.jsonl"
     keyed = json.loads(path.read_text().splitlines()[0])
     keyless = {k: v for k, v in keyed.items() if k != "correct"}
-    path.write_text("\n".join(json.dumps(o) for o in (
-        keyless, {**keyed, "question_id": "q2"}, {**keyless, "question_id": "q3", "correct": None},
-    )) + "\n")
+    path.write_text(
+        "\n".join(
+            json.dumps(o)
+            for o in (
+                keyless,
+                {**keyed, "question_id": "q2"},
+                {**keyless, "question_id": "q3", "correct": None},
+            )
+        )
+        + "\n"
+    )
     questions = load_custom(custom_dir).questions
     assert [q.correct for q in questions] == [None, 0, None]
     assert [q.source for q in questions] == [f"{path}:1", f"{path}:2", f"{path}:3"]

@@ -14,8 +14,9 @@ from mcu_exp.data.types import evaluations_frame
 def load(cfg: Any) -> Dataset:
     """A format that makes its programs up: ``p10``, ``p9``, …, ``p1`` (out of natural order)."""
     programs = [Program(id=f"p{i}", language="python", code=f"def f{i}():\n    return {i}\n") for i in range(10, 0, -1)]
-    return Dataset(name=cfg.name, programs=programs, evaluations=evaluations_frame([], [], [], []),
-                   questions=[], source="made up")
+    return Dataset(
+        name=cfg.name, programs=programs, evaluations=evaluations_frame([], [], [], []), questions=[], source="made up"
+    )
 
 
 def test_a_loader_named_by_module_and_function_is_used(dataset_cfg: Any) -> None:
@@ -24,11 +25,17 @@ def test_a_loader_named_by_module_and_function_is_used(dataset_cfg: Any) -> None
     assert dataset.program_ids == ["p1", "p2", "p3"]  # natural order, then the limit
 
 
-@pytest.mark.parametrize(("fmt", "message"), [
-    ("nonsense", r"dataset.format is 'nonsense', expected one of: scalabrino, custom \(or package.module:function\)"),
-    ("test_format_plugin:nowhere", r"dataset.format='test_format_plugin:nowhere': cannot load the loader"),
-    ("no_such_module_xyz:load", r"cannot load the loader: No module named 'no_such_module_xyz'"),
-])
+@pytest.mark.parametrize(
+    ("fmt", "message"),
+    [
+        (
+            "nonsense",
+            r"dataset.format is 'nonsense', expected one of: scalabrino, custom \(or package.module:function\)",
+        ),
+        ("test_format_plugin:nowhere", r"dataset.format='test_format_plugin:nowhere': cannot load the loader"),
+        ("no_such_module_xyz:load", r"cannot load the loader: No module named 'no_such_module_xyz'"),
+    ],
+)
 def test_a_bad_format_is_one_line(dataset_cfg: Any, fmt: str, message: str) -> None:
     with pytest.raises(DatasetError, match=message):
         load_dataset(dataset_cfg(format=fmt))

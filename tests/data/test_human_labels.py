@@ -17,9 +17,7 @@ from mcu_exp.data import GROUPS, Dataset, abu50, human_labels, load_custom, subg
 POSITION = {"bachelor": "1", "master": "2", "phd": "3", "professional": "4"}
 
 
-def _reference(
-    pairs: list[dict[str, Any]], min_fraction: float, position: str | None
-) -> dict[str, int]:
+def _reference(pairs: list[dict[str, Any]], min_fraction: float, position: str | None) -> dict[str, int]:
     """Per-program labels from the (participant, program) pairs, with plain Python."""
     votes: dict[str, list[int]] = defaultdict(list)
     for pair in pairs:
@@ -29,18 +27,14 @@ def _reference(
 
 
 @pytest.mark.parametrize(("min_fraction", "positives"), [(0.5, 26), (1 / 3, 42)])
-def test_counts_stated_in_source_md(
-    scalabrino: Dataset, min_fraction: float, positives: int
-) -> None:
+def test_counts_stated_in_source_md(scalabrino: Dataset, min_fraction: float, positives: int) -> None:
     labels = human_labels(scalabrino, LabelsConfig(min_fraction=min_fraction))
     assert labels.balance()["n"] == 50
     assert labels.balance()["positives"] == positives
     assert labels.dropped == []
 
 
-def test_abu50_agrees_with_the_csv_column(
-    scalabrino: Dataset, scalabrino_rows: list[dict[str, str]]
-) -> None:
+def test_abu50_agrees_with_the_csv_column(scalabrino: Dataset, scalabrino_rows: list[dict[str, str]]) -> None:
     ev = scalabrino.evaluations
     computed = dict(zip(zip(ev["program_id"], ev["participant_id"]), abu50(ev), strict=True))
     once = defaultdict(list)
@@ -70,9 +64,7 @@ def test_subgroup_labels_match_an_independent_count(
 
 def test_group_setting_filters_like_subgroup_labels(scalabrino: Dataset) -> None:
     direct = human_labels(scalabrino, LabelsConfig(group="professional"))
-    via = subgroup_labels(scalabrino, LabelsConfig(group="bachelor"), ["professional"])[
-        "professional"
-    ]
+    via = subgroup_labels(scalabrino, LabelsConfig(group="bachelor"), ["professional"])["professional"]
     assert direct.labels.equals(via.labels)
     assert direct.fraction.equals(via.fraction)
 
@@ -115,9 +107,7 @@ def test_half_correct_counts_as_understood(tmp_path: Path, write_csv: Any) -> No
     assert human_labels(dataset, LabelsConfig()).labels.to_dict() == {"a": 1, "b": 0}
 
 
-def test_programs_without_evaluators_in_the_group_are_dropped(
-    tmp_path: Path, write_csv: Any
-) -> None:
+def test_programs_without_evaluators_in_the_group_are_dropped(tmp_path: Path, write_csv: Any) -> None:
     dataset = _tiny(
         tmp_path / "d",
         write_csv,
@@ -145,9 +135,7 @@ def test_programs_without_evaluators_in_the_group_are_dropped(
         ({"readers": "some"}, r"^labels\.readers is 'some', expected one of: all, tested$"),
     ],
 )
-def test_bad_settings_are_errors(
-    scalabrino: Dataset, settings: dict[str, Any], message: str
-) -> None:
+def test_bad_settings_are_errors(scalabrino: Dataset, settings: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         human_labels(scalabrino, LabelsConfig(**settings))
 
@@ -179,9 +167,7 @@ def test_readers_setting_on_scalabrino(
     assert f"readers {readers}" in labels.describe()
 
 
-def test_readers_without_questions_count_as_not_understood_unless_dropped(
-    tmp_path: Path, write_csv: Any
-) -> None:
+def test_readers_without_questions_count_as_not_understood_unless_dropped(tmp_path: Path, write_csv: Any) -> None:
     # p was asked no questions on a (total 0); q answered 2 of 2 on a; b: r answered 1 of 4.
     dataset = _tiny(
         tmp_path / "d",
@@ -197,9 +183,7 @@ def test_readers_without_questions_count_as_not_understood_unless_dropped(
     assert tested.n_evaluators.to_dict() == {"a": 1, "b": 1}
 
 
-def test_a_program_whose_readers_were_all_untested_is_dropped(
-    tmp_path: Path, write_csv: Any
-) -> None:
+def test_a_program_whose_readers_were_all_untested_is_dropped(tmp_path: Path, write_csv: Any) -> None:
     dataset = _tiny(tmp_path / "d", write_csv, [["a", "p", 0, 0, ""], ["b", "r", 1, 4, ""]])
     tested = human_labels(dataset, LabelsConfig(readers="tested"))
     assert tested.dropped == ["a"]
@@ -270,9 +254,7 @@ def _balanced(tmp_path: Path, write_csv: Any, positives: int, negatives: int) ->
         (5, 5, None),
     ],
 )
-def test_class_warning(
-    tmp_path: Path, write_csv: Any, positives: int, negatives: int, expected: str | None
-) -> None:
+def test_class_warning(tmp_path: Path, write_csv: Any, positives: int, negatives: int, expected: str | None) -> None:
     labels = human_labels(_balanced(tmp_path, write_csv, positives, negatives), LabelsConfig())
     assert labels.class_warning() == expected
 
@@ -286,9 +268,7 @@ def test_class_warning_threshold_and_published_data(scalabrino: Dataset) -> None
     )
 
 
-def test_no_group_information_no_subgroups(
-    tmp_path: Path, write_csv: Any, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_no_group_information_no_subgroups(tmp_path: Path, write_csv: Any, caplog: pytest.LogCaptureFixture) -> None:
     root = tmp_path / "d"
     root.mkdir()
     write_csv(root / "programs.csv", [["program_id", "language", "code"], ["a", "c", "x;"]])
@@ -319,6 +299,5 @@ def test_groups_without_readers_are_skipped_in_one_line(
     assert list(result) == ["phd"]
     assert result["phd"].labels.to_dict() == {"a": 1}
     assert [r.getMessage() for r in caplog.records] == [
-        "no bachelor, master, professional reader in the evaluations of dataset custom: "
-        "those subgroups not evaluated"
+        "no bachelor, master, professional reader in the evaluations of dataset custom: those subgroups not evaluated"
     ]

@@ -39,9 +39,7 @@ def test_limit_keeps_the_first_programs_and_their_evaluations(
 
 
 def test_structured_config_from_the_schema(scalabrino_dir: Path) -> None:
-    cfg = OmegaConf.structured(
-        DatasetConfig(name="scalabrino", format="scalabrino", root=str(scalabrino_dir), limit=3)
-    )
+    cfg = OmegaConf.structured(DatasetConfig(name="scalabrino", format="scalabrino", root=str(scalabrino_dir), limit=3))
     dataset = load_dataset(cfg)
     assert len(dataset.programs) == 3
     assert dataset.name == "scalabrino"
@@ -53,18 +51,14 @@ def test_questions_file_is_merged_and_limited(
     first, last = scalabrino.program_ids[0], scalabrino.program_ids[-1]
     path = tmp_path / "q.jsonl"
     write_jsonl(path, [_question(first), _question(first, "q2"), _question(last)])
-    merged = load_dataset(
-        dataset_cfg(format="scalabrino", root=str(scalabrino_dir), questions=str(path))
-    )
+    merged = load_dataset(dataset_cfg(format="scalabrino", root=str(scalabrino_dir), questions=str(path)))
     assert [(q.program_id, q.question_id) for q in merged.questions] == [
         (first, "q1"),
         (first, "q2"),
         (last, "q1"),
     ]
     assert merged.questions[0].options[merged.questions[0].correct] == "c"
-    limited = load_dataset(
-        dataset_cfg(format="scalabrino", root=str(scalabrino_dir), questions=str(path), limit=1)
-    )
+    limited = load_dataset(dataset_cfg(format="scalabrino", root=str(scalabrino_dir), questions=str(path), limit=1))
     assert [q.program_id for q in limited.questions] == [first, first]
 
 
@@ -74,9 +68,7 @@ def test_questions_for_unknown_programs_are_rejected(
     path = tmp_path / "q.jsonl"
     write_jsonl(path, [_question("1-K9"), _question("99-Nowhere")])
     with pytest.raises(DatasetError, match=r"q\.jsonl:2: program_id '99-Nowhere' is not a program"):
-        load_dataset(
-            dataset_cfg(format="scalabrino", root=str(scalabrino_dir), questions=str(path))
-        )
+        load_dataset(dataset_cfg(format="scalabrino", root=str(scalabrino_dir), questions=str(path)))
 
 
 def test_questions_duplicating_the_folder_ones_are_rejected(
@@ -84,9 +76,7 @@ def test_questions_duplicating_the_folder_ones_are_rejected(
 ) -> None:
     path = tmp_path / "more.jsonl"
     write_jsonl(path, [_question("double"), _question("add")])
-    with pytest.raises(
-        DatasetError, match=r"more\.jsonl: question 'q1' of program 'add' is already"
-    ):
+    with pytest.raises(DatasetError, match=r"more\.jsonl: question 'q1' of program 'add' is already"):
         load_dataset(dataset_cfg(root=str(custom_dir), questions=str(path)))
     write_jsonl(path, [_question("double")])
     dataset = load_dataset(dataset_cfg(root=str(custom_dir), questions=str(path)))
@@ -111,9 +101,7 @@ def test_custom_format_dispatch(custom_dir: Path, dataset_cfg: Any) -> None:
         ({"limit": 0}, r"dataset\.limit is 0, expected a positive number"),
     ],
 )
-def test_bad_dataset_settings(
-    custom_dir: Path, dataset_cfg: Any, overrides: dict[str, Any], message: str
-) -> None:
+def test_bad_dataset_settings(custom_dir: Path, dataset_cfg: Any, overrides: dict[str, Any], message: str) -> None:
     cfg = dataset_cfg(root=str(custom_dir))
     for key, value in overrides.items():
         setattr(cfg, key, value)

@@ -12,6 +12,7 @@ from typing import Any
 import krippendorff
 import numpy as np
 import pytest
+from conftest import write_csv
 from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
 
@@ -21,13 +22,16 @@ from mcu_exp.data.reliability import MIN_PROGRAMS, split_half
 from mcu_exp.data.reliability_cli import main as reliability_main
 from mcu_exp.data.types import evaluations_frame
 
-from conftest import write_csv
-
 QUESTIONS = 3
 
 
-def panel(truth: np.ndarray, raters: int | Sequence[int], rng: np.random.Generator,
-          groups: Sequence[str | None] | None = None, untested: float = 0.0) -> Dataset:
+def panel(
+    truth: np.ndarray,
+    raters: int | Sequence[int],
+    rng: np.random.Generator,
+    groups: Sequence[str | None] | None = None,
+    untested: float = 0.0,
+) -> Dataset:
     """A dataset whose program i is read by ``raters`` (or ``raters[i]``) participants, each
     answering QUESTIONS questions right with probability ``truth[i]`` (binomial raters); a
     share ``untested`` of the evaluations was asked no question."""
@@ -42,8 +46,13 @@ def panel(truth: np.ndarray, raters: int | Sequence[int], rng: np.random.Generat
             total.append(asked)
             group.append(None if groups is None else groups[j % len(groups)])
     programs = [Program(id=f"p{i}", language="java", code="") for i in range(truth.size)]
-    return Dataset(name="synthetic", programs=programs, questions=[], source="test",
-                   evaluations=evaluations_frame(pids, people, correct, total, group=group))
+    return Dataset(
+        name="synthetic",
+        programs=programs,
+        questions=[],
+        source="test",
+        evaluations=evaluations_frame(pids, people, correct, total, group=group),
+    )
 
 
 def mean_correct(truth: np.ndarray, raters: int, rng: np.random.Generator, draws: int) -> np.ndarray:
@@ -85,9 +94,13 @@ def test_identical_raters_reach_a_ceiling_of_one() -> None:
         right = int(rng.integers(0, QUESTIONS + 1))
         rows += [(f"p{i}", f"r{j}", right) for j in range(6)]
     pids, people, correct = zip(*rows)
-    data = Dataset(name="same", programs=[Program(id=f"p{i}", language="java", code="") for i in range(30)],
-                   questions=[], source="test",
-                   evaluations=evaluations_frame(pids, people, correct, [QUESTIONS] * len(rows)))
+    data = Dataset(
+        name="same",
+        programs=[Program(id=f"p{i}", language="java", code="") for i in range(30)],
+        questions=[],
+        source="test",
+        evaluations=evaluations_frame(pids, people, correct, [QUESTIONS] * len(rows)),
+    )
     f = split_half(data, splits=50).figures
     for key in ("auc_score", "f1", "split_half_rho", "reliability", "spearman", "krippendorff_alpha"):
         assert f[key] == pytest.approx(1.0), key
@@ -110,8 +123,13 @@ def test_programs_with_one_evaluation_are_left_out_and_counted() -> None:
     data = panel(truth, [4] * 12 + [1, 1], rng)
     f = split_half(data, splits=50).figures
     assert (f["programs"], f["programs_left_out"]) == (12, 2)
-    without = Dataset(name="twelve", programs=data.programs[:12], questions=[], source="test",
-                      evaluations=data.evaluations[~data.evaluations["program_id"].isin(["p12", "p13"])])
+    without = Dataset(
+        name="twelve",
+        programs=data.programs[:12],
+        questions=[],
+        source="test",
+        evaluations=data.evaluations[~data.evaluations["program_id"].isin(["p12", "p13"])],
+    )
     assert split_half(without, splits=50).figures == pytest.approx(f | {"programs_left_out": 0}, nan_ok=True)
 
     few = panel(truth[:MIN_PROGRAMS], [4] * (MIN_PROGRAMS - 1) + [1], rng)
@@ -121,13 +139,15 @@ def test_programs_with_one_evaluation_are_left_out_and_counted() -> None:
 
 
 def test_krippendorff_alpha_is_the_packages_number_on_the_scalabrino_data(
-        scalabrino: Dataset, scalabrino_pairs: list[dict[str, Any]]) -> None:
+    scalabrino: Dataset, scalabrino_pairs: list[dict[str, Any]]
+) -> None:
     people = sorted({p["participant_id"] for p in scalabrino_pairs})
     programs = sorted({p["file_name"] for p in scalabrino_pairs})
     matrix = np.full((len(people), len(programs)), np.nan)
     for p in scalabrino_pairs:  # ABU50 in plain Python: asked, and at least half right
-        matrix[people.index(p["participant_id"]), programs.index(p["file_name"])] = \
-            float(0 < p["total"] <= 2 * p["correct"])
+        matrix[people.index(p["participant_id"]), programs.index(p["file_name"])] = float(
+            0 < p["total"] <= 2 * p["correct"]
+        )
     expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal")
     found = split_half(scalabrino, splits=20).figures
     assert found["krippendorff_alpha"] == pytest.approx(expected, abs=1e-12)
@@ -137,16 +157,22 @@ def test_krippendorff_alpha_is_the_packages_number_on_the_scalabrino_data(
 
 def test_the_ceiling_respects_labels_group_and_readers(scalabrino: Dataset) -> None:
     evaluations = scalabrino.evaluations
-    professional = Dataset(name="pro", programs=scalabrino.programs, questions=[], source="test",
-                           evaluations=evaluations[evaluations["group"] == "professional"])
+    professional = Dataset(
+        name="pro",
+        programs=scalabrino.programs,
+        questions=[],
+        source="test",
+        evaluations=evaluations[evaluations["group"] == "professional"],
+    )
     grouped = split_half(scalabrino, group="professional", splits=100).figures
     assert grouped == pytest.approx(split_half(professional, splits=100).figures, nan_ok=True)
     assert grouped["programs"] == 34 and grouped != split_half(scalabrino, splits=100).figures
 
     data = panel(np.random.default_rng(9).uniform(0.1, 0.9, 40), 6, np.random.default_rng(9), untested=0.3)
     asked = data.evaluations["total"] > 0
-    only_tested = Dataset(name="tested", programs=data.programs, questions=[], source="test",
-                          evaluations=data.evaluations[asked])
+    only_tested = Dataset(
+        name="tested", programs=data.programs, questions=[], source="test", evaluations=data.evaluations[asked]
+    )
     tested = split_half(data, readers="tested", splits=100).figures
     assert tested == pytest.approx(split_half(only_tested, splits=100).figures, nan_ok=True)
     assert tested["auc_score"] != split_half(data, splits=100).figures["auc_score"]
@@ -159,8 +185,13 @@ def adana_like(root: Path, programs: int, raters: Sequence[int]) -> Path:
     cycled), the readers' answers drawn from a program-level understandability."""
     rng = np.random.default_rng(11)
     root.mkdir(parents=True)
-    write_csv(root / "programs.csv", [["program_id", "language", "code"],
-                                      *[[f"m{i}", "java", f"int m{i}() {{ return {i}; }}"] for i in range(programs)]])
+    write_csv(
+        root / "programs.csv",
+        [
+            ["program_id", "language", "code"],
+            *[[f"m{i}", "java", f"int m{i}() {{ return {i}; }}"] for i in range(programs)],
+        ],
+    )
     rows = [["program_id", "participant_id", "correct", "total", "perceived", "group"]]
     for i in range(programs):
         p = rng.uniform(0.1, 0.9)
@@ -171,7 +202,8 @@ def adana_like(root: Path, programs: int, raters: Sequence[int]) -> Path:
 
 
 def test_reliability_command_prints_a_custom_datasets_ceiling_per_group(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = adana_like(tmp_path / "adana", 30, [1, 2, 3])
     reliability_main([f"dataset.root={root}", "dataset=custom", "evaluation.ceiling_splits=200"], config_dir())
     printed = capsys.readouterr().out

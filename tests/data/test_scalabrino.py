@@ -34,9 +34,7 @@ def test_counts_match_the_published_study(
     }
     assert len(ev) == len(scalabrino_pairs) == 437  # each participant once per program
     assert ev["participant_id"].nunique() == 63
-    assert Counter(ev["group"]) == Counter(
-        POSITIONS[p["developer_position"]] for p in scalabrino_pairs
-    )
+    assert Counter(ev["group"]) == Counter(POSITIONS[p["developer_position"]] for p in scalabrino_pairs)
 
 
 def test_evaluations_mirror_the_csv(
@@ -52,9 +50,7 @@ def test_evaluations_mirror_the_csv(
     perceived = {(r["file_name"], r["participant_id"]): r["PBU"] == "1" for r in scalabrino_rows}
     single = [p["rows"] == 1 or p["identical"] for p in scalabrino_pairs]
     assert [v for v, one in zip(ev["perceived"], single, strict=True) if one] == [
-        perceived[(p["file_name"], p["participant_id"])]
-        for p, one in zip(scalabrino_pairs, single, strict=True)
-        if one
+        perceived[(p["file_name"], p["participant_id"])] for p, one in zip(scalabrino_pairs, single, strict=True) if one
     ]
     assert set(scalabrino.program_ids) == {r["file_name"] for r in scalabrino_rows}
 
@@ -84,9 +80,7 @@ def test_wrapper_is_stripped_and_method_kept(scalabrino: Dataset, scalabrino_dir
         assert program.language == "java"
 
 
-def test_program_meta_matches_the_csv(
-    scalabrino: Dataset, scalabrino_rows: list[dict[str, str]]
-) -> None:
+def test_program_meta_matches_the_csv(scalabrino: Dataset, scalabrino_rows: list[dict[str, str]]) -> None:
     for row in scalabrino_rows:
         meta = scalabrino.program(row["file_name"]).meta
         assert meta["system_name"] == row["system_name"]
@@ -96,10 +90,7 @@ def test_program_meta_matches_the_csv(
 
 
 def test_dedent_expands_tabs_to_the_width_the_file_was_written_with() -> None:
-    text = (
-        "package a.b;\npublic class ds_6_snip_1$X_f {\n"
-        "    @Override\n\tvoid f() {\n\t\tg();\n\t}\n}\n"
-    )
+    text = "package a.b;\npublic class ds_6_snip_1$X_f {\n    @Override\n\tvoid f() {\n\t\tg();\n\t}\n}\n"
     assert strip_wrapper(text) == "@Override\nvoid f() {\n    g();\n}"
 
 
@@ -139,9 +130,7 @@ def _small_copy(scalabrino_dir: Path, dest: Path, program_ids: set[str]) -> Path
     return dest
 
 
-def test_smaller_root_loads_what_it_holds(
-    scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any
-) -> None:
+def test_smaller_root_loads_what_it_holds(scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any) -> None:
     ids = {"1-K9", "2-Pom", "3-Phoenix"}
     root = _small_copy(scalabrino_dir, tmp_path / "small", ids)
     dataset = load_dataset(dataset_cfg(format="scalabrino", root=str(root)))
@@ -149,9 +138,7 @@ def test_smaller_root_loads_what_it_holds(
     assert set(dataset.evaluations["program_id"]) == ids
 
 
-def test_file_name_without_snippet_is_an_error(
-    scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any
-) -> None:
+def test_file_name_without_snippet_is_an_error(scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any) -> None:
     root = _small_copy(scalabrino_dir, tmp_path / "small", {"1-K9", "2-Pom"})
     (root / "snippets" / "ds_6_snip_2$Pom__getRuns.java").unlink()
     with pytest.raises(
@@ -162,30 +149,22 @@ def test_file_name_without_snippet_is_an_error(
         load_dataset(dataset_cfg(format="scalabrino", root=str(root)))
 
 
-def test_ambiguous_snippet_is_an_error(
-    scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any
-) -> None:
+def test_ambiguous_snippet_is_an_error(scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any) -> None:
     root = _small_copy(scalabrino_dir, tmp_path / "small", {"1-K9"})
     shutil.copy(
         root / "snippets" / "ds_6_snip_1$K9_testFetchResponse.java",
         root / "snippets" / "ds_6_snip_1$K9_other.java",
     )
-    with pytest.raises(
-        DatasetError, match=r"file_name '1-K9' should match exactly one snippet .* found 2"
-    ):
+    with pytest.raises(DatasetError, match=r"file_name '1-K9' should match exactly one snippet .* found 2"):
         load_dataset(dataset_cfg(format="scalabrino", root=str(root)))
 
 
-def test_bad_count_in_csv_names_the_line(
-    scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any
-) -> None:
+def test_bad_count_in_csv_names_the_line(scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any) -> None:
     root = _small_copy(scalabrino_dir, tmp_path / "small", {"1-K9"})
     rows = _read(root / "evaluations.csv")
     rows[2][rows[0].index("AU")] = "7"
     _write(root / "evaluations.csv", rows)
-    with pytest.raises(
-        DatasetError, match=r"evaluations\.csv:3: column AU is '7', expected one of \[0, 1, 2, 3\]"
-    ):
+    with pytest.raises(DatasetError, match=r"evaluations\.csv:3: column AU is '7', expected one of \[0, 1, 2, 3\]"):
         load_dataset(dataset_cfg(format="scalabrino", root=str(root)))
 
 
@@ -194,10 +173,7 @@ def test_root_resolution_order(
 ) -> None:
     monkeypatch.setenv("MCU_EXP_DATA", str(scalabrino_dir.parent))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert (
-        resolve_root(dataset_cfg(format="scalabrino", root=str(tmp_path / "explicit")))
-        == tmp_path / "explicit"
-    )
+    assert resolve_root(dataset_cfg(format="scalabrino", root=str(tmp_path / "explicit"))) == tmp_path / "explicit"
     assert resolve_root(dataset_cfg(format="scalabrino")) == scalabrino_dir.parent / "scalabrino"
     monkeypatch.delenv("MCU_EXP_DATA")
     with pytest.raises(
@@ -208,9 +184,7 @@ def test_root_resolution_order(
     assert not (tmp_path / "cache" / "mcu_exp" / "data" / "scalabrino").exists()
 
 
-def test_answers_without_an_answer_time_are_an_error(
-    scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any
-) -> None:
+def test_answers_without_an_answer_time_are_an_error(scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any) -> None:
     root = _small_copy(scalabrino_dir, tmp_path / "small", {"1-K9"})
     rows = _read(root / "evaluations.csv")
     rows[1][rows[0].index("TNPU")] = ""

@@ -47,8 +47,12 @@ def test_metrics_equal_sklearn(seed: int) -> None:
         "f1": f1_score(y, pred),
         "auc_binary": roc_auc_score(y, pred),
         "auc_score": roc_auc_score(y, score),
-        "tn": tn, "fp": fp, "fn": fn, "tp": tp,
-        "n": len(y), "prevalence": y.mean(),
+        "tn": tn,
+        "fp": fp,
+        "fn": fn,
+        "tp": tp,
+        "n": len(y),
+        "prevalence": y.mean(),
     }
     assert got.keys() == expected.keys()
     for key, value in expected.items():
@@ -113,13 +117,16 @@ def test_accepts_booleans() -> None:
     assert alignment_metrics(y.astype(bool), pred.astype(bool)) == alignment_metrics(y, pred)
 
 
-@pytest.mark.parametrize(("y", "pred", "score", "match"), [
-    ([0, 1, 2], [0, 1, 1], None, "y_true must hold 0/1 labels, got 2 at position 2"),
-    ([0, 1, 1], [0, 1], None, "differ in length"),
-    ([], [], None, "y_true is empty"),
-    ([0, 1, 1], [0, 1, 1], [0.1, float("nan"), 0.3], "score holds a non-finite value at po"),
-    ([0, 1, 1], [0, 1, 1], [0.1, 0.2], r"score must have shape \(3,\)"),
-])
+@pytest.mark.parametrize(
+    ("y", "pred", "score", "match"),
+    [
+        ([0, 1, 2], [0, 1, 1], None, "y_true must hold 0/1 labels, got 2 at position 2"),
+        ([0, 1, 1], [0, 1], None, "differ in length"),
+        ([], [], None, "y_true is empty"),
+        ([0, 1, 1], [0, 1, 1], [0.1, float("nan"), 0.3], "score holds a non-finite value at po"),
+        ([0, 1, 1], [0, 1, 1], [0.1, 0.2], r"score must have shape \(3,\)"),
+    ],
+)
 def test_bad_input_raises_clear_error(y: list, pred: list, score: list | None, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         alignment_metrics(y, pred, score)
@@ -130,7 +137,7 @@ def test_unique_warnings_emits_each_message_once_with_prefix() -> None:
         warnings.simplefilter("always")
         with unique_warnings(prefix="g: ") as messages:
             for _ in range(5):
-                warnings.warn("same", ConstantPredictionWarning)
-            warnings.warn("other", SingleClassWarning)
+                warnings.warn("same", ConstantPredictionWarning, stacklevel=2)
+            warnings.warn("other", SingleClassWarning, stacklevel=2)
     assert [str(w.message) for w in caught] == ["g: same", "g: other"]
     assert messages == ["g: same", "g: other"]

@@ -40,8 +40,7 @@ def test_report_holds_metrics_intervals_and_baselines() -> None:
     assert report.n == 50 and report.warnings == ()
     frame = report.to_frame()
     assert frame.index.tolist() == [*RATES, *AUCS, *COUNTS]
-    assert list(frame.columns) == ["value", "ci_low", "ci_high", "always_positive",
-                                   "random_expected"]
+    assert list(frame.columns) == ["value", "ci_low", "ci_high", "always_positive", "random_expected"]
     assert frame.loc["f1", "always_positive"] == pytest.approx(always_positive(y)["f1"])
     assert frame.loc["f1", "random_expected"] == pytest.approx(random_expected(y)["f1"])
     assert frame.loc[list(COUNTS), "ci_low"].isna().all()
@@ -95,4 +94,3 @@ def test_metrics_for_mlflow_flattens_everything() -> None:
     assert flat["p1_auc_score_perm_p"] == report.tests["auc_score_perm_p"]
     assert all(isinstance(v, float) and math.isfinite(v) for v in flat.values())
     assert set(metrics_for_mlflow(report)) == {key[3:] for key in flat}
-

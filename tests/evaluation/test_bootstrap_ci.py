@@ -113,10 +113,13 @@ def test_degenerate_truth_gives_undefined_auc_intervals() -> None:
     assert not np.isnan(ci["recall"]).any() and not np.isnan(ci["f1"]).any()
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"resamples": 200}, "at least 1000"),
-    ({"confidence": 1.5}, r"confidence must lie in \(0, 1\)"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"resamples": 200}, "at least 1000"),
+        ({"confidence": 1.5}, r"confidence must lie in \(0, 1\)"),
+    ],
+)
 def test_bad_settings_raise(kwargs: dict, match: str) -> None:
     y, pred, _ = _case(20)
     with pytest.raises(ValueError, match=match):

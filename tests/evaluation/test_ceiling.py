@@ -18,9 +18,19 @@ from mcu_exp.tracking.headline import MAIN, MAX_HEADLINE, headline
 
 def reliability(auc: float, low: float, high: float, rho: float = 0.8, programs: int = 50) -> Reliability:
     figures = {f"{k}{s}": math.nan for k in SPREAD for s in ("", "_ci_low", "_ci_high")}
-    figures.update({"auc_score": auc, "auc_score_ci_low": low, "auc_score_ci_high": high,
-                    "spearman": rho, "spearman_ci_low": rho - 0.1, "spearman_ci_high": rho + 0.05,
-                    "krippendorff_alpha": 0.14, "programs": float(programs), "programs_left_out": 2.0})
+    figures.update(
+        {
+            "auc_score": auc,
+            "auc_score_ci_low": low,
+            "auc_score_ci_high": high,
+            "spearman": rho,
+            "spearman_ci_low": rho - 0.1,
+            "spearman_ci_high": rho + 0.05,
+            "krippendorff_alpha": 0.14,
+            "programs": float(programs),
+            "programs_left_out": 2.0,
+        }
+    )
     return Reliability(group="all", figures=figures, splits=1000, confidence=0.95, seed=0)
 
 
@@ -28,8 +38,9 @@ def report():  # noqa: ANN201  (an AlignmentReport)
     rng = np.random.default_rng(0)
     truth = np.repeat([0, 1], 25)
     score = truth + rng.normal(0, 1.5, 50)
-    return evaluate(truth, (score > 0.5).astype(int), score, resamples=1000, human=score + rng.normal(0, 1, 50),
-                    permutations=0)
+    return evaluate(
+        truth, (score > 0.5).astype(int), score, resamples=1000, human=score + rng.normal(0, 1, 50), permutations=0
+    )
 
 
 def test_share_is_the_proxys_distance_from_chance_over_the_ceilings() -> None:
@@ -60,9 +71,11 @@ def test_report_carries_ceiling_share_table_lines_and_verdict_clause() -> None:
     assert "50 programs split, 2 with one reader left out; Krippendorff's α = 0.140" in text
     assert "half-panel: AUC (score) 0.650 [0.560, 0.750]" in text and "ceiling on ρ 0.800 [0.700, 0.850]" in text
     assert f"share of ceiling: AUC (score) {expected:.0%}" in text
-    assert attached.verdict.endswith(f"the humans' own split-half AUC is 0.650 [0.560, 0.750], of which the "
-                                     f"proxy reaches {expected:.0%} [{found['share.auc_score_ci_low']:.0%}, "
-                                     f"{found['share.auc_score_ci_high']:.0%}].")
+    assert attached.verdict.endswith(
+        f"the humans' own split-half AUC is 0.650 [0.560, 0.750], of which the "
+        f"proxy reaches {expected:.0%} [{found['share.auc_score_ci_low']:.0%}, "
+        f"{found['share.auc_score_ci_high']:.0%}]."
+    )
     assert "humans' own" not in rep.verdict
 
 
@@ -73,8 +86,7 @@ def test_too_few_programs_say_undefined_everywhere() -> None:
     assert math.isnan(metrics_for_mlflow(attached)["share.auc_score"])
     assert "the humans' own split-half AUC is undefined: 8 programs with two or more readers" in attached.verdict
     assert "undefined: 8 programs with two or more readers (at least 10 needed)" in render_table(attached)
-    groups = with_ceilings({"all": rep, "phd": rep},
-                           {"all": reliability(0.65, 0.56, 0.75), "phd": few})
+    groups = with_ceilings({"all": rep, "phd": rep}, {"all": reliability(0.65, 0.56, 0.75), "phd": few})
     table = render_group_table(groups, {})
     assert "ceiling AUC (score)" in table and "share of ceiling" in table
     phd = next(line for line in table.splitlines() if line.startswith("│ phd"))
@@ -85,8 +97,15 @@ def test_ceiling_headline_keys_fill_only_the_room_left() -> None:
     groups = ["all", "bachelor", "master", "phd", "professional"]
     metrics = {k: 0.5 for k in MAIN}
     metrics.update({f"group.{g}.{m}": 0.5 for g in groups[1:] for m in ("f1", "auc_score")})
-    metrics.update({"job_seconds": 1.0, "ceiling.auc_score": 0.65, "share.auc_score": 0.7,
-                    "share.spearman": 0.3, "ceiling.f1": 0.6})
+    metrics.update(
+        {
+            "job_seconds": 1.0,
+            "ceiling.auc_score": 0.65,
+            "share.auc_score": 0.7,
+            "share.spearman": 0.3,
+            "ceiling.f1": 0.6,
+        }
+    )
     base = len(MAIN) + 8 + 1
     assert set(headline(metrics, groups, series=4)) >= {"ceiling.auc_score", "share.auc_score", "share.spearman"}
     assert len(headline(metrics, groups, series=MAX_HEADLINE - base - 3)) == MAX_HEADLINE - (MAX_HEADLINE - base - 3)

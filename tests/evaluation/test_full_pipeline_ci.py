@@ -58,8 +58,7 @@ def test_recalibrating_ci_is_wider_than_the_conditional_one_and_says_so() -> Non
     rule = get_rule("conformal")
     pred = (alpha_test <= threshold(scores.alpha_cal, 0.1)).astype(int)
     fixed = evaluate(y, pred, -alpha_test, resamples=2000, seed=0)
-    full = evaluate(y, pred, -alpha_test, resamples=2000, seed=0,
-                    relabel=lambda rows: rule.relabel(scores, cfg, rows))  # type: ignore[misc]
+    full = evaluate(y, pred, -alpha_test, resamples=2000, seed=0, relabel=lambda rows: rule.relabel(scores, cfg, rows))  # type: ignore[misc]
     assert full.metrics == fixed.metrics  # the point values do not change
     width = {name: rep.ci["f1"][1] - rep.ci["f1"][0] for name, rep in (("fixed", fixed), ("full", full))}
     assert width["full"] > width["fixed"]  # τ's own uncertainty is in the interval

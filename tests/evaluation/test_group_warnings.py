@@ -28,8 +28,7 @@ def tested_groups() -> dict:
         pytest.skip(f"no local Scalabrino data under {root} (set MCU_EXP_DATA)")
     with warnings.catch_warnings():  # the dataset's repeated pairs, tested in tests/data
         warnings.simplefilter("ignore")
-        dataset = load_dataset(DatasetConfig(name="scalabrino", format="scalabrino",
-                                             root=str(root / "scalabrino")))
+        dataset = load_dataset(DatasetConfig(name="scalabrino", format="scalabrino", root=str(root / "scalabrino")))
     cfg = LabelsConfig(readers="tested")
     groups = {names.ALL_READERS: human_labels(dataset, cfg)}
     groups.update(subgroup_labels(dataset, cfg, EvaluationConfig().subgroups))
@@ -49,8 +48,10 @@ def test_small_subgroup_classes_are_warned_about(tested_groups: dict) -> None:
     counts = {name: class_counts(rep) for name, rep in reports.items()}
     assert counts["phd"] == (9, 2) and counts["professional"] == (40, 3)  # the figures
     found = class_warnings(reports, None, min_per_class=5)
-    assert found["phd"] == "only 2 programs are not understandable (fewer than 5): " \
-                           "F1/AUC and their confidence intervals are uninformative"
+    assert (
+        found["phd"] == "only 2 programs are not understandable (fewer than 5): "
+        "F1/AUC and their confidence intervals are uninformative"
+    )
     assert found["professional"].startswith("only 3 programs are not understandable")
     assert found["bachelor"] is None and found[names.ALL_READERS] is None
     reference = reports["phd"]  # any report stands for a reference proxy's labels
@@ -69,5 +70,7 @@ def test_group_table_counts_classes_and_states_the_family(tested_groups: dict) -
 
 
 def test_family_caption_bonferroni_level() -> None:
-    assert family_caption(4, 2, 0.95) == ("95 % CIs, unadjusted for multiplicity: a family of 4 groups × "
-                                          "2 metrics = 8 intervals (Bonferroni would use 99.38 % each)")
+    assert family_caption(4, 2, 0.95) == (
+        "95 % CIs, unadjusted for multiplicity: a family of 4 groups × "
+        "2 metrics = 8 intervals (Bonferroni would use 99.38 % each)"
+    )

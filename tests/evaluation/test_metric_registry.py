@@ -68,6 +68,7 @@ def _corr(fn: Callable[..., object]) -> Reference:
         if s.min() == s.max() or h.min() == h.max():
             return NAN
         return float(fn(s, h).statistic)  # type: ignore[attr-defined]
+
     return ref
 
 
@@ -80,7 +81,10 @@ SKLEARN: dict[str, Reference] = {  # scikit-learn (SciPy for the correlations), 
     "auc_score": lambda y, p, s: _auc(y, s),
     "spearman": _corr(stats.spearmanr),
     "kendall": _corr(stats.kendalltau),
-    "tn": _count(0), "fp": _count(1), "fn": _count(2), "tp": _count(3),
+    "tn": _count(0),
+    "fp": _count(1),
+    "fn": _count(2),
+    "tp": _count(3),
 }
 
 
@@ -91,8 +95,9 @@ def _cases() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
         n = int(rng.integers(2, 120))
         y = rng.integers(0, 2, n)
         y[:2] = [0, 1]
-        out.append((f"random{i}", y, np.where(rng.random(n) < 0.7, y, 1 - y),
-                    np.round(y + rng.normal(0.0, 1.0, n), 1)))  # rounding makes ties
+        out.append(
+            (f"random{i}", y, np.where(rng.random(n) < 0.7, y, 1 - y), np.round(y + rng.normal(0.0, 1.0, n), 1))
+        )  # rounding makes ties
     y = rng.integers(0, 2, 30)
     y[:2] = [0, 1]
     out += [
@@ -202,6 +207,7 @@ def new_metrics() -> Iterator[None]:
     """Three metrics defined here: a rate with a random baseline, a rate without one (and not
     on the ε grid), and a score metric."""
     try:
+
         @register("balanced_accuracy", header="balanced accuracy", random=lambda r: 0.5)
         def balanced_accuracy(c: Counts) -> np.ndarray:
             return 0.5 * (safe_ratio(c.tp, c.tp + c.fn, 0.0) + safe_ratio(c.tn, c.tn + c.fp, 0.0))
@@ -230,9 +236,21 @@ def _data(n: int = 50) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def test_a_registered_metric_reaches_the_report_bootstrap_and_mlflow(new_metrics: None) -> None:
     y, pred, score = _data()
     report = evaluate(y, pred, score, resamples=1000, seed=2)
-    assert report.metric_names == ["accuracy", "precision", "recall", "f1", "balanced_accuracy",
-                                   "specificity", "auc_binary", "auc_score", "gini_score",
-                                   "tn", "fp", "fn", "tp"]
+    assert report.metric_names == [
+        "accuracy",
+        "precision",
+        "recall",
+        "f1",
+        "balanced_accuracy",
+        "specificity",
+        "auc_binary",
+        "auc_score",
+        "gini_score",
+        "tn",
+        "fp",
+        "fn",
+        "tp",
+    ]
     assert report.metrics["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(y, pred), abs=1e-12)
     assert report.metrics["specificity"] == pytest.approx(recall_score(y, pred, pos_label=0), abs=1e-12)
     assert report.metrics["gini_score"] == pytest.approx(2 * roc_auc_score(y, score) - 1, abs=1e-12)
@@ -261,12 +279,20 @@ def test_a_registered_metric_reaches_the_sweeps(new_metrics: None) -> None:
         thr = threshold_sweep(y, alpha, n_points=7)
         sim = similarity_sweep(y, (score - score.min()) / np.ptp(score), [0.2, 0.5, 0.8])
         eps = epsilon_sweep(alpha[::-1], alpha, [0.1, 0.3], y_true=y)
-    label_metrics = ["f1", "precision", "recall", "accuracy", "balanced_accuracy", "specificity",
-                     "auc_binary"]
+    label_metrics = ["f1", "precision", "recall", "accuracy", "balanced_accuracy", "specificity", "auc_binary"]
     assert list(thr.columns) == ["threshold", *label_metrics, "positive_rate"]
     assert list(sim.columns) == ["theta", *label_metrics, "positive_rate"]
-    assert list(eps.columns) == ["epsilon", "nominal", "tau", "coverage", "f1", "precision", "recall",
-                                 "balanced_accuracy", "auc_binary"]
+    assert list(eps.columns) == [
+        "epsilon",
+        "nominal",
+        "tau",
+        "coverage",
+        "f1",
+        "precision",
+        "recall",
+        "balanced_accuracy",
+        "auc_binary",
+    ]
     for _, row in thr.iterrows():
         labels = (alpha <= row["threshold"]).astype(int)
         with warnings.catch_warnings():
@@ -278,8 +304,9 @@ def test_a_registered_metric_reaches_the_sweeps(new_metrics: None) -> None:
 def test_a_registered_metric_reaches_the_comparison_tables(new_metrics: None) -> None:
     y, pred, score = _data()
     flat = metrics_for_mlflow(evaluate(y, pred, score, resamples=1000))
-    frame = tables.runs_frame([tables.run_record("r", "m · p1", "1", "FINISHED", 1,
-                                                 {"mcu.model": "m", "mcu.proxy": "p1"}, {}, flat)])
+    frame = tables.runs_frame(
+        [tables.run_record("r", "m · p1", "1", "FINISHED", 1, {"mcu.model": "m", "mcu.proxy": "p1"}, {}, flat)]
+    )
     keys = tables.varying_keys(frame)
     summary = tables.summary_table(frame, keys)
     assert {"balanced_accuracy", "balanced_accuracy_ci_low", "gini_score_ci_high"} <= set(summary.columns)

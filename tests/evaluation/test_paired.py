@@ -157,8 +157,7 @@ def test_paired_bootstrap_rows_equal_a_loop_with_sklearn() -> None:
     for r in range(25):
         t, rows = truth[idx[r]], idx[r]
         assert dist["delta_f1"][r] == pytest.approx(f1_score(t, la[rows]) - f1_score(t, lb[rows]), abs=1e-12)
-        assert dist["delta_auc"][r] == pytest.approx(roc_auc_score(t, a[rows]) - roc_auc_score(t, b[rows]),
-                                                     abs=1e-12)
+        assert dist["delta_auc"][r] == pytest.approx(roc_auc_score(t, a[rows]) - roc_auc_score(t, b[rows]), abs=1e-12)
         assert t.sum() == truth.sum()  # stratified: every resample keeps the class sizes
 
 
@@ -188,8 +187,9 @@ def test_paired_bootstrap_gives_accuracy_and_prr_differences_their_intervals() -
     for r in range(20):
         t, rows = truth[idx[r]], idx[r]
         assert dist["delta_accuracy"][r] == pytest.approx(np.mean(la[rows] == t) - np.mean(lb[rows] == t))
-        assert dist["delta_prr"][r] == pytest.approx(prediction_rejection_ratio(t, a[rows])
-                                                     - prediction_rejection_ratio(t, b[rows]), abs=1e-12)
+        assert dist["delta_prr"][r] == pytest.approx(
+            prediction_rejection_ratio(t, a[rows]) - prediction_rejection_ratio(t, b[rows]), abs=1e-12
+        )
     prr = prediction_rejection_ratio(truth, a) - prediction_rejection_ratio(truth, b)
     assert got["delta_prr"].value == pytest.approx(prr)
     assert (got["delta_prr"].low, got["delta_prr"].high) == pytest.approx(np.percentile(dist["delta_prr"], [2.5, 97.5]))

@@ -89,8 +89,9 @@ def test_settings_that_do_not_give_back_the_labels_keep_them_fixed(two_runs: dic
     wrong = RunCalibration(ca.scores, DecisionConfig(epsilon=0.4, quantile="empirical"))  # the run used 0.2
     got = arm(wrong, ids, fa["label"].to_numpy(), seed=0)
     assert got.labels == LABELS_FIXED and got.relabel is None
-    assert got.note.startswith("recalibrating with its settings (conformal, ε = 0.4, empirical quantile) gives "
-                               "other labels than the run's on ")
+    assert got.note.startswith(
+        "recalibrating with its settings (conformal, ε = 0.4, empirical quantile) gives other labels than the run's on "
+    )
     theta = RunCalibration(ca.scores, DecisionConfig(rule="theta"))
     assert arm(theta, ids, fa["label"].to_numpy(), seed=0).note == "rule theta calibrates no threshold"
     short = arm(ca, [*ids, "elsewhere"], np.r_[fa["label"].to_numpy(), 1], seed=0)
@@ -111,8 +112,13 @@ def test_programs_the_other_run_lacks_still_calibrate(two_runs: dict) -> None:
 
 
 def test_decision_settings_from_params_or_a_config_section() -> None:
-    params = {"decision.rule": "conformal", "decision.epsilon": "0.1", "decision.quantile": "conformal",
-              "decision.theta": "0.45", "model.name": "x"}
+    params = {
+        "decision.rule": "conformal",
+        "decision.epsilon": "0.1",
+        "decision.quantile": "conformal",
+        "decision.theta": "0.45",
+        "model.name": "x",
+    }
     assert decision_from(params) == DecisionConfig(epsilon=0.1, quantile="conformal", rule="conformal", theta=0.45)
     assert decision_from({"rule": "p1_and_theta", "epsilon": 0.2, "quantile": "empirical", "theta": 0.3}).theta == 0.3
     assert decision_from({"decision.rule": "conformal"}) is None

@@ -55,8 +55,9 @@ def test_perfect_reversed_and_constant_rankings() -> None:
 
 def test_random_rankings_average_to_zero() -> None:
     quality = np.array([1, 0, 1, 1, 0, 1])
-    values = [prediction_rejection_ratio(quality, np.array(perm, dtype=float))
-              for perm in itertools.permutations(range(6))]
+    values = [
+        prediction_rejection_ratio(quality, np.array(perm, dtype=float)) for perm in itertools.permutations(range(6))
+    ]
     assert np.mean(values) == pytest.approx(0.0, abs=1e-12)  # every order equally likely: exactly 0
 
 
@@ -64,8 +65,9 @@ def test_ties_are_the_expectation_over_random_tie_breaking() -> None:
     quality = np.array([1, 0, 1, 0, 1])
     score = np.array([2.0, 2.0, 1.0, 1.0, 0.0])
     tied = prediction_rejection(quality, score)
-    orders = [np.array(p) for p in itertools.permutations(range(5))
-              if all(score[p[i]] >= score[p[i + 1]] for i in range(4))]  # every tie-breaking order
+    orders = [
+        np.array(p) for p in itertools.permutations(range(5)) if all(score[p[i]] >= score[p[i + 1]] for i in range(4))
+    ]  # every tie-breaking order
     broken = np.mean([prediction_rejection(quality, -np.argsort(o).astype(float)).area_proxy for o in orders])
     assert tied.area_proxy == pytest.approx(broken)
 
@@ -98,8 +100,9 @@ def test_many_rows_at_once_equal_one_at_a_time() -> None:
         expected = [prediction_rejection_ratio(q, s) for q, s in zip(quality, score)]
         np.testing.assert_allclose(prr_many(score, quality), expected, atol=1e-12)
         continuous = rng.random((5, n)), rng.random((5, n))
-        np.testing.assert_allclose(prr_many(*continuous), [prediction_rejection_ratio(q, s)
-                                                          for s, q in zip(*continuous)], atol=1e-12)
+        np.testing.assert_allclose(
+            prr_many(*continuous), [prediction_rejection_ratio(q, s) for s, q in zip(*continuous)], atol=1e-12
+        )
 
 
 def test_permutation_p_is_exact_on_a_small_case() -> None:
@@ -118,8 +121,14 @@ def test_the_runs_prr_metric_comes_with_its_interval_and_p(tmp_path: Path) -> No
     truth = pd.Series([1] * 26 + [0] * 24, index=ids)
     score = truth + rng.normal(0, 1.5, 50)
     outcome = ProxyOutcome(table=pd.DataFrame({"label": truth, "score": score}, index=ids))
-    labels = HumanLabels(labels=truth, fraction=truth.astype(float), n_evaluators=pd.Series(9, index=ids), dropped=[],
-                         group="all", correctness=truth.astype(float))
+    labels = HumanLabels(
+        labels=truth,
+        fraction=truth.astype(float),
+        n_evaluators=pd.Series(9, index=ids),
+        dropped=[],
+        group="all",
+        correctness=truth.astype(float),
+    )
     ev = EvaluationConfig(bootstrap_resamples=1000, permutations=500, plots=False)
     found = write_rejection(outcome, labels, tmp_path, ev)
     assert found is not None and set(found) == {"prr", "prr_ci_low", "prr_ci_high", "prr_perm_p"}

@@ -30,8 +30,13 @@ def test_content_hash_follows_values_dtypes_order_and_names() -> None:
     assert content_hash(frame, 7, "x") == same
     changed = frame.copy()
     changed.iloc[0, 0] = np.nextafter(1.0, 2.0)  # the last bit
-    others = [changed, frame[["b", "a"]], frame.astype({"a": "float32"}), frame.rename_axis("id"),
-              frame.rename(columns={"a": "c"})]
+    others = [
+        changed,
+        frame[["b", "a"]],
+        frame.astype({"a": "float32"}),
+        frame.rename_axis("id"),
+        frame.rename(columns={"a": "c"}),
+    ]
     assert all(content_hash(other, 7, "x") != same for other in others)
     assert content_hash(frame, 7.0, "x") != same and content_hash(frame, 7, "y") != same
     assert content_hash([1, 2]) != content_hash((1, 2)) != content_hash(["1", "2"])
@@ -58,7 +63,8 @@ def test_computed_once_then_read_back(tmp_path: Path) -> None:
 
 
 def test_a_damaged_entry_is_recomputed_and_an_unwritable_folder_only_warns(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     cached_result(tmp_path, "demo", [1], lambda: 41)
     (entry,) = entries(tmp_path)
     entry.write_bytes(b"not a pickle")
@@ -76,10 +82,18 @@ def synthetic(seed: int = 2) -> tuple[ProxyOutcome, HumanLabels]:
     ids = pd.Index([f"p{i}" for i in range(50)], name="program_id")
     truth = pd.Series([1] * 26 + [0] * 24, index=ids)
     score = truth + rng.normal(0, 1.5, 50)
-    table = pd.DataFrame({"label": truth, "score": score, "measure.a": score + rng.normal(0, 1, 50),
-                          "measure.b": rng.normal(0, 1, 50)}, index=ids)
-    labels = HumanLabels(labels=truth, fraction=truth.astype(float), n_evaluators=pd.Series(9, index=ids),
-                         dropped=[], group="all", correctness=truth.astype(float))
+    table = pd.DataFrame(
+        {"label": truth, "score": score, "measure.a": score + rng.normal(0, 1, 50), "measure.b": rng.normal(0, 1, 50)},
+        index=ids,
+    )
+    labels = HumanLabels(
+        labels=truth,
+        fraction=truth.astype(float),
+        n_evaluators=pd.Series(9, index=ids),
+        dropped=[],
+        group="all",
+        correctness=truth.astype(float),
+    )
     return ProxyOutcome(table=table), labels
 
 

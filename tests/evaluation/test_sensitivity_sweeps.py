@@ -32,8 +32,7 @@ def test_threshold_grid_spans_observed_range_plus_explicit_values() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateMetricWarning)
         frame = threshold_sweep(y, alpha, grid=[0.123456], n_points=11)
-    assert list(frame.columns) == ["threshold", "f1", "precision", "recall", "accuracy",
-                                   "auc_binary", "positive_rate"]
+    assert list(frame.columns) == ["threshold", "f1", "precision", "recall", "accuracy", "auc_binary", "positive_rate"]
     thresholds = frame["threshold"].to_numpy()
     assert alpha.min() in thresholds and thresholds[-1] == alpha.max()
     assert thresholds[0] == 0.123456 and len(frame) == 12
@@ -140,8 +139,7 @@ def test_by_subgroup_stacks_one_sweep_per_group() -> None:
         warnings.simplefilter("always")
         frame = by_subgroup(labels, scores, "threshold", n_points=5)
     assert frame["group"].unique().tolist() == ["all", "phd", "professional"]
-    assert frame.groupby("group")["n"].first().to_dict() == {"all": 40, "phd": 25,
-                                                             "professional": 15}
+    assert frame.groupby("group")["n"].first().to_dict() == {"all": 40, "phd": 25, "professional": 15}
     defined = frame[frame["group"] != "professional"]
     assert not defined.drop(columns="group").isna().any().any()
     one_class = frame[frame["group"] == "professional"]

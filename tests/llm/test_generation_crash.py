@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
-from support.local_llm import HERE, K, requests, row_count, worker_env
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import CachedGenerator, GenerationRequest, LocalBackend
 from mcu_exp.llm.cache import sample_key
 from mcu_exp.llm.generator import CACHE_FILE
+from support.local_llm import HERE, K, requests, row_count, worker_env
 
 pytestmark = pytest.mark.slow  # jobs in subprocesses: tens of seconds on 2 cores
 
@@ -28,8 +28,13 @@ KILL_REQUESTS = 16  # 64 samples over a second or more: the poll below sees the 
 
 
 def _start(model: ModelConfig, cache_dir: Path, first: int, last: int) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, WORKER, model.model_id, str(cache_dir), str(first), str(last)],
-                            env=worker_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, WORKER, model.model_id, str(cache_dir), str(first), str(last)],
+        env=worker_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _check_file(db: Path, expected_keys: set[str]) -> None:
@@ -44,8 +49,7 @@ def _expected_keys(backend: LocalBackend, wanted: list[GenerationRequest]) -> se
     return {sample_key(backend.identity(), r, i) for r in wanted for i in range(r.n)}
 
 
-def test_sigkill_midway_then_rerun_gives_exactly_k_samples(tmp_path: Path, tiny: LocalBackend,
-                                                           tiny_cfg: ModelConfig):
+def test_sigkill_midway_then_rerun_gives_exactly_k_samples(tmp_path: Path, tiny: LocalBackend, tiny_cfg: ModelConfig):
     wanted = requests(0, KILL_REQUESTS)
     total, db = sum(r.n for r in wanted), tmp_path / CACHE_FILE
     proc = _start(tiny_cfg, tmp_path, 0, KILL_REQUESTS)
@@ -65,8 +69,15 @@ def test_sigkill_midway_then_rerun_gives_exactly_k_samples(tmp_path: Path, tiny:
 
     gen = CachedGenerator(tiny_cfg, tmp_path, progress=False, backend=tiny)
     results = gen.generate(wanted)
-    assert gen.stats == {"hits": killed_at, "misses": total - killed_at, "generated": total - killed_at, "errors": 0,
-                         "filtered": 0, "empty": 0, "from_peers": 0}  # the dead worker's leases were taken over
+    assert gen.stats == {
+        "hits": killed_at,
+        "misses": total - killed_at,
+        "generated": total - killed_at,
+        "errors": 0,
+        "filtered": 0,
+        "empty": 0,
+        "from_peers": 0,
+    }  # the dead worker's leases were taken over
     assert [len(r.samples) for r in results] == [K] * len(wanted)
     _check_file(db, _expected_keys(tiny, wanted))
     # Resumed in another process, the samples are those of one uninterrupted run.
@@ -74,8 +85,7 @@ def test_sigkill_midway_then_rerun_gives_exactly_k_samples(tmp_path: Path, tiny:
     assert [r.texts for r in uninterrupted.generate(wanted)] == [r.texts for r in results]
 
 
-def test_two_processes_filling_one_cache_leave_it_consistent(tmp_path: Path, tiny: LocalBackend,
-                                                             tiny_cfg: ModelConfig):
+def test_two_processes_filling_one_cache_leave_it_consistent(tmp_path: Path, tiny: LocalBackend, tiny_cfg: ModelConfig):
     proc = _start(tiny_cfg, tmp_path, 0, 12)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", proc.communicate()[1][-2000:]
     mine = requests(6, 18)  # overlaps the worker's 6..11

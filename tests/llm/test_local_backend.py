@@ -53,21 +53,24 @@ def test_n_non_empty_texts_with_usage(first_run: dict[int, Sample], request_: Ge
     assert len({s.text for s in first_run.values()}) > 1
 
 
-def test_same_seed_same_texts_other_seed_other_texts(tiny: LocalBackend, request_: GenerationRequest,
-                                                     first_run: dict[int, Sample]):
+def test_same_seed_same_texts_other_seed_other_texts(
+    tiny: LocalBackend, request_: GenerationRequest, first_run: dict[int, Sample]
+):
     assert _texts(_samples(tiny, request_, range(3))) == _texts(first_run)
     other = _samples(tiny, dataclasses.replace(request_, seed=12), range(3))
     assert [other[i].text for i in range(3)] != [first_run[i].text for i in range(3)]
 
 
-def test_a_sample_does_not_depend_on_the_other_indices_in_its_batch(tiny: LocalBackend, request_: GenerationRequest,
-                                                                    first_run: dict[int, Sample]):
+def test_a_sample_does_not_depend_on_the_other_indices_in_its_batch(
+    tiny: LocalBackend, request_: GenerationRequest, first_run: dict[int, Sample]
+):
     assert _samples(tiny, request_, [2])[2] == first_run[2]
     assert _samples(tiny, request_, [1, 0]) == {0: first_run[0], 1: first_run[1]}
 
 
-def test_stop_strings_trim_the_text_and_end_decoding(tiny: LocalBackend, request_: GenerationRequest,
-                                                     first_run: dict[int, Sample]):
+def test_stop_strings_trim_the_text_and_end_decoding(
+    tiny: LocalBackend, request_: GenerationRequest, first_run: dict[int, Sample]
+):
     # Stop at the first space: a text becomes what preceded its first space.
     stopped = _samples(tiny, dataclasses.replace(request_, stop=(" ",)), range(3))
     assert any(" " in first_run[i].text for i in range(3))
@@ -81,15 +84,16 @@ def test_stop_strings_trim_the_text_and_end_decoding(tiny: LocalBackend, request
     assert any(stopped[i].completion_tokens < first_run[i].completion_tokens for i in range(3))
 
 
-def test_batches_are_capped_by_max_batch_size(tiny: LocalBackend, request_: GenerationRequest,
-                                              first_run: dict[int, Sample], monkeypatch: pytest.MonkeyPatch):
+def test_batches_are_capped_by_max_batch_size(
+    tiny: LocalBackend, request_: GenerationRequest, first_run: dict[int, Sample], monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.setattr(tiny, "max_batch_size", 2)
     assert _texts(_samples(tiny, request_, range(3))) == _texts(first_run)
 
 
-def test_shared_prefix_attention_matches_per_row_caches(tiny: LocalBackend, request_: GenerationRequest,
-                                                        first_run: dict[int, Sample],
-                                                        monkeypatch: pytest.MonkeyPatch):
+def test_shared_prefix_attention_matches_per_row_caches(
+    tiny: LocalBackend, request_: GenerationRequest, first_run: dict[int, Sample], monkeypatch: pytest.MonkeyPatch
+):
     assert tiny.decoder.shared_prefix  # a Llama passes the load-time probe
     monkeypatch.setattr(tiny.decoder, "shared_prefix", False)
     assert _texts(_samples(tiny, request_, range(3))) == _texts(first_run)

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.local_llm import worker_env
 
-from mcu_exp.llm import LocalBackend
-from mcu_exp.llm import converted
+from mcu_exp.llm import LocalBackend, converted
 from mcu_exp.llm.converted import CACHE_ENV, CONVERT_ENV, CONVERTED_DIR, HASH_MEMO_DIR, MANIFEST, TMP_PREFIX
 from mcu_exp.llm.local import Weights
+from support.local_llm import worker_env
 
 
 @pytest.fixture
@@ -51,17 +50,26 @@ def test_a_written_folder_is_found_and_loads_as_the_same_model(tiny: LocalBacken
     assert converted.find(gguf, "float32", root) == folder
     assert converted.find(gguf, "bfloat16", root) is None  # another dtype is another folder
     made = json.loads((folder / MANIFEST).read_text())
-    assert made["source"] | {"path": None} == {"file": "tiny.Q4_1.gguf", "path": None, "size": 16388, "sha256": sha,
-                                               "package": "llm-tiny", "package_version": "1.0"}
+    assert made["source"] | {"path": None} == {
+        "file": "tiny.Q4_1.gguf",
+        "path": None,
+        "size": 16388,
+        "sha256": sha,
+        "package": "llm-tiny",
+        "package_version": "1.0",
+    }
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, local_files_only=True)
     ours = tiny.model.state_dict()
     assert all(torch.equal(model.state_dict()[k], v) for k, v in ours.items())
-    assert AutoTokenizer.from_pretrained(folder, local_files_only=True)("int x;").input_ids == \
-        tiny.tokenizer("int x;").input_ids
+    assert (
+        AutoTokenizer.from_pretrained(folder, local_files_only=True)("int x;").input_ids
+        == tiny.tokenizer("int x;").input_ids
+    )
 
 
-def test_ctrl_c_during_the_write_leaves_nothing_that_a_load_would_take(tiny: LocalBackend, gguf: Weights,
-                                                                        tmp_path: Path):
+def test_ctrl_c_during_the_write_leaves_nothing_that_a_load_would_take(
+    tiny: LocalBackend, gguf: Weights, tmp_path: Path
+):
     root = tmp_path / "converted"
     with pytest.raises(KeyboardInterrupt):
         converted.write(tiny.model, InterruptedTokenizer(), gguf, "float32", root)
@@ -94,10 +102,18 @@ def test_temporary_folders_of_dead_conversions_are_removed(tiny: LocalBackend, g
 
 
 def _sha_in_new_process(path: Path, root: Path) -> str:
-    code = "import sys; from pathlib import Path; from mcu_exp.llm.converted import gguf_sha256; " \
-           "print(gguf_sha256(Path(sys.argv[1]), Path(sys.argv[2])))"
-    res = subprocess.run([sys.executable, "-c", code, str(path), str(root)], env=worker_env(),
-                         capture_output=True, text=True, timeout=60, check=True)
+    code = (
+        "import sys; from pathlib import Path; from mcu_exp.llm.converted import gguf_sha256; "
+        "print(gguf_sha256(Path(sys.argv[1]), Path(sys.argv[2])))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(path), str(root)],
+        env=worker_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return res.stdout.strip()
 
 
@@ -115,8 +131,9 @@ def test_the_full_hash_is_remembered_by_path_size_and_mtime(tmp_path: Path):
     assert _sha_in_new_process(path, root) == hashlib.sha256(b"b" * 5000).hexdigest()
 
 
-def test_the_cache_location_and_the_off_switch_come_from_the_environment(tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch):
+def test_the_cache_location_and_the_off_switch_come_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "mine"))
     monkeypatch.delenv(CONVERT_ENV, raising=False)
     assert converted.converted_root() == tmp_path / "mine" / CONVERTED_DIR and converted.enabled()
@@ -141,9 +158,16 @@ def test_model_convert_refuses_a_model_without_a_gguf_file_in_one_line(capsys: p
 def test_the_fast_converter_maps_llama_metadata_and_refuses_what_it_does_not_reproduce(gguf: Weights):
     from mcu_exp.llm import gguf_convert
 
-    metadata = {"general.architecture": "llama", "general.name": "Tiny", "llama.block_count": 2,
-                "llama.attention.head_count": [4], "llama.rope.freq_base": 10000.0,
-                "tokenizer.ggml.tokens": 321, "tokenizer.ggml.bos_token_id": 1, "general.file_type": 3}
+    metadata = {
+        "general.architecture": "llama",
+        "general.name": "Tiny",
+        "llama.block_count": 2,
+        "llama.attention.head_count": [4],
+        "llama.rope.freq_base": 10000.0,
+        "tokenizer.ggml.tokens": 321,
+        "tokenizer.ggml.bos_token_id": 1,
+        "general.file_type": 3,
+    }
     config = gguf_convert.config_dict(metadata, ("token_embd.weight", "blk.0.attn_q.weight"))
     assert config["model_type"] == "llama" and config["_model_name_or_path"] == "Tiny"
     assert config["num_hidden_layers"] == 2 and config["num_attention_heads"] == 4  # a 1-list is its value
@@ -158,17 +182,27 @@ def test_the_fast_converter_maps_llama_metadata_and_refuses_what_it_does_not_rep
         gguf_convert.check(gguf.folder / str(gguf.gguf_file))
 
 
-def test_a_gguf_neither_converter_reads_fails_in_one_line_and_writes_nothing(gguf: Weights, tmp_path: Path,
-                                                                              monkeypatch: pytest.MonkeyPatch):
+def test_a_gguf_neither_converter_reads_fails_in_one_line_and_writes_nothing(
+    gguf: Weights, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     from mcu_exp.config import ModelConfig
     from mcu_exp.llm.errors import BackendError
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv(CONVERT_ENV, raising=False)
-    cfg = ModelConfig(name="broken", backend="local", model_id=str(gguf.folder), gguf_file=gguf.gguf_file,
-                      device="cpu", dtype="float32", num_threads=1)
+    cfg = ModelConfig(
+        name="broken",
+        backend="local",
+        model_id=str(gguf.folder),
+        gguf_file=gguf.gguf_file,
+        device="cpu",
+        dtype="float32",
+        num_threads=1,
+    )
     with pytest.raises(BackendError) as error:
         LocalBackend(cfg).load()
     assert len(str(error.value).splitlines()) == 1 and str(gguf.folder) in str(error.value)
     root = tmp_path / "cache" / CONVERTED_DIR
-    assert not root.exists() or {p.name for p in root.iterdir()} <= {HASH_MEMO_DIR}  # no folder, not even a temporary one
+    assert not root.exists() or {p.name for p in root.iterdir()} <= {
+        HASH_MEMO_DIR
+    }  # no folder, not even a temporary one

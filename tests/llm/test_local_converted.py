@@ -18,14 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.local_llm import REPO, worker_env
 
 from mcu_exp.config import ModelConfig
-from mcu_exp.llm import GenerationRequest, LocalBackend, SampleJob, request_for, sample_key
-from mcu_exp.llm import converted
+from mcu_exp.llm import GenerationRequest, LocalBackend, SampleJob, converted, request_for, sample_key
 from mcu_exp.llm.converted import CACHE_ENV, CONVERT_ENV, CONVERTED_DIR, MANIFEST, TMP_PREFIX, WEIGHTS_FILE
 from mcu_exp.llm.local import locate_weights
 from mcu_exp.proxies.prompts import summary_messages
+from support.local_llm import REPO, worker_env
 
 pytestmark = pytest.mark.llm
 
@@ -77,15 +76,17 @@ def _texts(backend: LocalBackend, request: GenerationRequest) -> dict[int, str]:
     return {i: s.text for _, i, s in backend.stream([SampleJob(request, (0, 1))])}
 
 
-def test_the_first_load_reads_the_gguf_and_writes_a_plain_model_folder(from_gguf: LocalBackend, user_cache: Path,
-                                                                       smollm_cfg: ModelConfig):
+def test_the_first_load_reads_the_gguf_and_writes_a_plain_model_folder(
+    from_gguf: LocalBackend, user_cache: Path, smollm_cfg: ModelConfig
+):
     gguf = locate_weights(smollm_cfg).files()[0]
     assert from_gguf.loaded_from == gguf
     folder = from_gguf.converted_folder
     assert folder is not None
     assert folder == user_cache / CONVERTED_DIR / f"{gguf.stem}-{hashlib.sha256(gguf.read_bytes()).hexdigest()}-float32"
     assert {WEIGHTS_FILE, "config.json", "tokenizer.json", "chat_template.jinja", MANIFEST} <= {
-        p.name for p in folder.iterdir()}
+        p.name for p in folder.iterdir()
+    }
     config = json.loads((folder / "config.json").read_text())
     assert "quantization_config" not in config
     assert config["architectures"] == ["LlamaForCausalLM"] and config["tie_word_embeddings"] is True
@@ -102,9 +103,13 @@ def test_the_first_load_reads_the_gguf_and_writes_a_plain_model_folder(from_gguf
     assert "model.embed_tokens.weight" in keys and "lm_head.weight" not in keys  # tied: stored once
 
 
-def test_the_conversion_is_transformers_gguf_load_bit_for_bit(from_gguf: LocalBackend, reference: LocalBackend,
-                                                             smollm_cfg: ModelConfig, request_: GenerationRequest,
-                                                             tmp_path: Path):
+def test_the_conversion_is_transformers_gguf_load_bit_for_bit(
+    from_gguf: LocalBackend,
+    reference: LocalBackend,
+    smollm_cfg: ModelConfig,
+    request_: GenerationRequest,
+    tmp_path: Path,
+):
     import torch
     from safetensors.torch import load_file
 
@@ -113,12 +118,18 @@ def test_the_conversion_is_transformers_gguf_load_bit_for_bit(from_gguf: LocalBa
     assert ours.keys() == theirs.keys()
     assert all(ours[k].dtype == theirs[k].dtype and torch.equal(ours[k], theirs[k]) for k in theirs)
     # The folder the old path wrote from transformers' model: the same files, the same tensors.
-    old = converted.write(reference.model, reference.tokenizer, locate_weights(smollm_cfg), "float32",
-                          tmp_path / CONVERTED_DIR)
+    old = converted.write(
+        reference.model, reference.tokenizer, locate_weights(smollm_cfg), "float32", tmp_path / CONVERTED_DIR
+    )
     new = from_gguf.converted_folder
     assert new is not None
-    for name in ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                 "chat_template.jinja"):
+    for name in (
+        "config.json",
+        "generation_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "chat_template.jinja",
+    ):
         assert (new / name).read_bytes() == (old / name).read_bytes(), name
     old_tensors, new_tensors = load_file(old / WEIGHTS_FILE), load_file(new / WEIGHTS_FILE)
     assert old_tensors.keys() == new_tensors.keys()
@@ -130,9 +141,9 @@ def test_the_conversion_is_transformers_gguf_load_bit_for_bit(from_gguf: LocalBa
     assert from_gguf.identity() == reference.identity()
 
 
-def test_the_folder_writes_the_same_texts_under_the_same_cache_keys(from_gguf: LocalBackend,
-                                                                     from_folder: LocalBackend,
-                                                                     request_: GenerationRequest):
+def test_the_folder_writes_the_same_texts_under_the_same_cache_keys(
+    from_gguf: LocalBackend, from_folder: LocalBackend, request_: GenerationRequest
+):
     assert from_folder.loaded_from == from_gguf.converted_folder
     assert from_folder.converted_folder is None  # nothing written the second time
     assert from_folder.prompt_ids(request_.messages) == from_gguf.prompt_ids(request_.messages)
@@ -146,9 +157,14 @@ def test_the_folder_writes_the_same_texts_under_the_same_cache_keys(from_gguf: L
 
 
 def test_model_convert_prints_the_folder_and_transformers_loads_it(from_gguf: LocalBackend, user_cache: Path):
-    res = subprocess.run([sys.executable, "-m", "mcu_exp", "model", "convert", "model=smollm2-135m"],
-                         cwd=REPO, env={**worker_env(), CACHE_ENV: str(user_cache)},
-                         capture_output=True, text=True, timeout=180)
+    res = subprocess.run(
+        [sys.executable, "-m", "mcu_exp", "model", "convert", "model=smollm2-135m"],
+        cwd=REPO,
+        env={**worker_env(), CACHE_ENV: str(user_cache)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == str(from_gguf.converted_folder)  # the one the backend wrote, reused
 

@@ -16,18 +16,21 @@ from mcu_exp.llm import BackendError, LocalBackend
 from mcu_exp.llm.threads import busy_cpus, thread_count
 
 
-@pytest.mark.parametrize(("requested", "current", "budget", "busy", "cpus", "expected"), [
-    (1, 2, 2, 0.0, 2, 1),  # explicit, on an idle machine that could give 2
-    (1, 1, 2, 0.1, 2, 1),
-    (3, 1, 2, 9.0, 2, 3),  # explicit beats a busy machine and the current count
-    (None, 2, 2, 0.3, 2, 2),  # a free 2-core machine now (whatever its 1-minute load average): both cores
-    (None, 2, 2, 0.6, 2, 1),  # more than half a core in use by others: one thread
-    (None, 2, 2, 1.8, 2, 1),
-    (None, 1, 2, 0.0, 2, 1),  # the count the process set is never raised
-    (None, 64, 4, 0.5, 64, 4),  # torch's default (every host core) comes down to the CPU quota
-    (None, 64, 4, 61.0, 64, 2),  # halved when fewer CPUs than the quota are free
-    (None, 2, 1, 9.0, 2, 1),  # never below one
-])
+@pytest.mark.parametrize(
+    ("requested", "current", "budget", "busy", "cpus", "expected"),
+    [
+        (1, 2, 2, 0.0, 2, 1),  # explicit, on an idle machine that could give 2
+        (1, 1, 2, 0.1, 2, 1),
+        (3, 1, 2, 9.0, 2, 3),  # explicit beats a busy machine and the current count
+        (None, 2, 2, 0.3, 2, 2),  # a free 2-core machine now (whatever its 1-minute load average): both cores
+        (None, 2, 2, 0.6, 2, 1),  # more than half a core in use by others: one thread
+        (None, 2, 2, 1.8, 2, 1),
+        (None, 1, 2, 0.0, 2, 1),  # the count the process set is never raised
+        (None, 64, 4, 0.5, 64, 4),  # torch's default (every host core) comes down to the CPU quota
+        (None, 64, 4, 61.0, 64, 2),  # halved when fewer CPUs than the quota are free
+        (None, 2, 1, 9.0, 2, 1),  # never below one
+    ],
+)
 def test_thread_count(requested: int | None, current: int, budget: int, busy: float, cpus: int, expected: int):
     assert thread_count(requested, current, budget, busy, cpus) == expected
 
@@ -58,8 +61,9 @@ def test_load_sets_exactly_model_num_threads(tiny_cfg: ModelConfig, torch_thread
     assert torch_threads.get_num_threads() == 1
 
 
-def test_load_without_num_threads_keeps_the_count_the_process_set(tiny_cfg: ModelConfig, torch_threads: Any,
-                                                                 monkeypatch: pytest.MonkeyPatch):
+def test_load_without_num_threads_keeps_the_count_the_process_set(
+    tiny_cfg: ModelConfig, torch_threads: Any, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
     torch_threads.set_num_threads(1)

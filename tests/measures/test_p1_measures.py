@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from support.proxies import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset
 
 from mcu_exp.config.checks import config_problems
 from mcu_exp.evaluation import epsilon_sweep, threshold_sweep
@@ -22,10 +21,17 @@ from mcu_exp.proxies.base import Proxy, ProxyOutcome
 from mcu_exp.proxies.p1_consistency import ConsistencyConfig
 from mcu_exp.proxies.stages import summary_requests
 from mcu_exp.scoring.pairs import PairScorer, Todo, open_cache
+from support.proxies import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset
 
 K, K_CAL = ("proxy.k=6", "proxy.k_cal=3")
-PHRASES = ["It adds a constant to x.", "Returns x plus a fixed number.", "Computes the sum of x and a constant.",
-           "Prints a greeting to the console.", "Sorts the list in place.", "Opens a file and reads its lines."]
+PHRASES = [
+    "It adds a constant to x.",
+    "Returns x plus a fixed number.",
+    "Computes the sum of x and a constant.",
+    "Prints a greeting to the console.",
+    "Sorts the list in place.",
+    "Opens a file and reads its lines.",
+]
 
 
 def summary(pos: int, i: int) -> str:
@@ -63,8 +69,9 @@ class WordOverlap(PairScorer):
 def p1(tmp: Path, *overrides: str) -> Proxy:
     dataset = synthetic_dataset(n_programs=5, n_questions=0)
     proxy = make_proxy(compose_cfg(K, K_CAL, "reference=null", *overrides), dataset, tmp)
-    targets = summary_requests(proxy.ctx.model, dataset, dataset.program_ids, proxy.cfg.prompt, proxy.cfg.k,
-                               proxy.cfg.sample_seed)
+    targets = summary_requests(
+        proxy.ctx.model, dataset, dataset.program_ids, proxy.cfg.prompt, proxy.cfg.k, proxy.cfg.sample_seed
+    )
     prefill(tmp, proxy.ctx.model, targets, summary)
     proxy.scorers = []  # type: ignore[attr-defined]
 
@@ -93,9 +100,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     scorer = old.scorer(summaries)
     ssc_cal, ssc_test = old.pairwise_ssc(scorer, summaries, splits)  # today's path: scorer.ssc_many
     new = p1(new_dir)
-    return {"today": (ssc_cal, ssc_test, 1.0 - ssc_cal, 1.0 - ssc_test), "today_pairs": scorer.computed,
-            "cold": outcome(new), "cold_pairs": new.scorers[0].computed,  # type: ignore[attr-defined]
-            "warm": outcome(p1(old_dir)), "eigv": outcome(p1(old_dir, "proxy.measure=eigv"))}
+    return {
+        "today": (ssc_cal, ssc_test, 1.0 - ssc_cal, 1.0 - ssc_test),
+        "today_pairs": scorer.computed,
+        "cold": outcome(new),
+        "cold_pairs": new.scorers[0].computed,  # type: ignore[attr-defined]
+        "warm": outcome(p1(old_dir)),
+        "eigv": outcome(p1(old_dir, "proxy.measure=eigv")),
+    }
 
 
 def test_default_measure_keeps_todays_alpha_bit_for_bit(runs: dict[str, Any]) -> None:

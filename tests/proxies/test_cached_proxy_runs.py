@@ -8,13 +8,13 @@ import logging
 from pathlib import Path
 
 import pytest
-from support.proxies import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset
 
 from mcu_exp.proxies.base import Proxy
 from mcu_exp.proxies.p0_subject import answer_jobs
 from mcu_exp.proxies.p3_judge import assign_judges, judge_request, judgment_seed
 from mcu_exp.proxies.preview import preview
 from mcu_exp.proxies.stages import summary_requests
+from support.proxies import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset
 
 
 @pytest.fixture
@@ -99,9 +99,18 @@ def test_p3_from_cache(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None
     for pos, pid in enumerate(ids):
         member = members[judges[pid]]
         program = dataset.program(pid)
-        requests = [judge_request(member.model, program.code, program.language, f"Summary {i} of program {pos}.",
-                                  3, judgment_seed(member.seed, pid, i), proxy.cfg.judge_max_new_tokens)
-                    for i in range(4)]
+        requests = [
+            judge_request(
+                member.model,
+                program.code,
+                program.language,
+                f"Summary {i} of program {pos}.",
+                3,
+                judgment_seed(member.seed, pid, i),
+                proxy.cfg.judge_max_new_tokens,
+            )
+            for i in range(4)
+        ]
         prefill(ctx.cache_dir, member.model, requests, lambda i, j, pid=pid: plan[pid][i][j])
 
     stages = preview(proxy, cache_dir=ctx.cache_dir)  # with every summary cached: exact judge prompts

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from support.proxies import compose_cfg
-
 from mcu_exp.data import load_dataset, read_questions
+from support.proxies import compose_cfg
 
 REPO = Path(__file__).resolve().parents[2]
 FILE = REPO / "data" / "questions" / "scalabrino_demo.jsonl"

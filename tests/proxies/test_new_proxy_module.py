@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from support.proxies import compose_cfg, make_proxy, prefill
 
 from mcu_exp import names
 from mcu_exp.data import human_labels, load_dataset
 from mcu_exp.pipeline import run_job, typed_config
 from mcu_exp.proxies.base import Proxy, ProxyOutcome
 from mcu_exp.proxies.stages import Stage, StageResults, summary_requests
+from support.proxies import compose_cfg, make_proxy, prefill
 
 SUMMARIES = "word-count summaries"
 
@@ -46,20 +46,28 @@ class WordCountProxy(Proxy):
 
     def stages(self, done: StageResults) -> Iterator[Stage]:
         ctx = self.ctx
-        requests = summary_requests(ctx.model, ctx.dataset, ctx.program_ids, self.cfg.prompt, self.cfg.k,
-                                    self.cfg.sample_seed)
+        requests = summary_requests(
+            ctx.model, ctx.dataset, ctx.program_ids, self.cfg.prompt, self.cfg.k, self.cfg.sample_seed
+        )
         yield Stage(SUMMARIES, SUMMARIES, ctx.model.name, ctx.model, requests)
 
     def outcome(self, done: StageResults) -> ProxyOutcome:
         texts = done.texts(SUMMARIES)
         share = np.array([np.mean([len(t.split()) > self.cfg.min_words for t in ts]) for ts in texts])
-        table = pd.DataFrame({"long_share": share, "score": share, "label": (share >= self.cfg.min_share).astype(int)},
-                             index=pd.Index(self.ctx.program_ids, name="program_id"))
-        return ProxyOutcome(table=table, params={"min_words": self.cfg.min_words},
-                            metrics={"words.high_share": float(table["label"].mean())},
-                            records={"word_counts": pd.DataFrame({"program_id": self.ctx.program_ids,
-                                                                  "words": [[len(t.split()) for t in ts]
-                                                                            for ts in texts]})})
+        table = pd.DataFrame(
+            {"long_share": share, "score": share, "label": (share >= self.cfg.min_share).astype(int)},
+            index=pd.Index(self.ctx.program_ids, name="program_id"),
+        )
+        return ProxyOutcome(
+            table=table,
+            params={"min_words": self.cfg.min_words},
+            metrics={"words.high_share": float(table["label"].mean())},
+            records={
+                "word_counts": pd.DataFrame(
+                    {"program_id": self.ctx.program_ids, "words": [[len(t.split()) for t in ts] for ts in texts]}
+                )
+            },
+        )
 
 
 LONG = "It returns the sum of its argument and a constant offset."  # 11 words
@@ -68,13 +76,23 @@ PLAN = [[LONG] * 4, [LONG, SHORT, SHORT, SHORT], [LONG, LONG, SHORT, SHORT]]  # 
 EXPECTED_SHARE = [1.0, 0.25, 0.5]
 
 
-def test_a_proxy_defined_in_a_test_module_runs_as_a_job(tmp_path: Path, data_root: Path,
-                                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_a_proxy_defined_in_a_test_module_runs_as_a_job(
+    tmp_path: Path, data_root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     outputs = tmp_path / "outputs"
-    cfg = compose_cfg(f"proxy._target_={__name__}.WordCountProxy", "proxy.name=words", "proxy.k=4",
-                      "+proxy.min_words=10", "dataset.limit=9", f"dataset.root={data_root / 'scalabrino'}",
-                      f"paths.outputs={outputs}", "tracking=none", "quiet=true", "evaluation.plots=false",
-                      "evaluation.bootstrap_resamples=1000")
+    cfg = compose_cfg(
+        f"proxy._target_={__name__}.WordCountProxy",
+        "proxy.name=words",
+        "proxy.k=4",
+        "+proxy.min_words=10",
+        "dataset.limit=9",
+        f"dataset.root={data_root / 'scalabrino'}",
+        f"paths.outputs={outputs}",
+        "tracking=none",
+        "quiet=true",
+        "evaluation.plots=false",
+        "evaluation.bootstrap_resamples=1000",
+    )
     typed = typed_config(cfg)
     dataset = load_dataset(typed.dataset)
     ids = list(human_labels(dataset, typed.labels).labels.index)
@@ -99,8 +117,12 @@ def test_a_proxy_defined_in_a_test_module_runs_as_a_job(tmp_path: Path, data_roo
     alignment = pd.read_csv(results / names.ALIGNMENT_FILE)
     everyone = alignment[alignment["group"] == names.ALL_READERS].set_index("metric")["value"]
     human, label = table[names.HUMAN_LABEL].astype(int), table["label"]
-    confusion = {"tp": ((human == 1) & (label == 1)).sum(), "fp": ((human == 0) & (label == 1)).sum(),
-                 "fn": ((human == 1) & (label == 0)).sum(), "tn": ((human == 0) & (label == 0)).sum()}
+    confusion = {
+        "tp": ((human == 1) & (label == 1)).sum(),
+        "fp": ((human == 0) & (label == 1)).sum(),
+        "fn": ((human == 1) & (label == 0)).sum(),
+        "tn": ((human == 0) & (label == 0)).sum(),
+    }
     assert {k: int(everyone[k]) for k in confusion} == confusion  # these labels, scored against the humans
     expected_f1 = 2 * confusion["tp"] / (2 * confusion["tp"] + confusion["fp"] + confusion["fn"])
     assert everyone["f1"] == pytest.approx(expected_f1) and f1 == pytest.approx(expected_f1)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from support.proxies import compose_cfg, context, make_proxy, synthetic_dataset
 
 from mcu_exp.data import Dataset, Question, read_questions
 from mcu_exp.llm import GenerationRequest
@@ -24,6 +23,7 @@ from mcu_exp.proxies.p0_subject import (
     rotation_orders,
 )
 from mcu_exp.proxies.preview import preview
+from support.proxies import compose_cfg, context, make_proxy, synthetic_dataset
 
 
 @pytest.mark.parametrize("n_options", [2, 3, 4, 5])
@@ -103,12 +103,14 @@ def test_a_question_with_too_few_answers_is_flagged() -> None:
 
 
 def test_program_high_iff_at_least_half_the_questions_right() -> None:
-    per_question = pd.DataFrame({
-        "program_id": ["a", "a", "a", "b", "b", "c", "c", "c"],
-        "answered_correctly": [True, False, False, True, False, True, True, False],
-        "n_samples": [4] * 8,
-        "n_parseable": [4, 4, 4, 1, 2, 4, 0, 0],
-    })
+    per_question = pd.DataFrame(
+        {
+            "program_id": ["a", "a", "a", "b", "b", "c", "c", "c"],
+            "answered_correctly": [True, False, False, True, False, True, True, False],
+            "n_samples": [4] * 8,
+            "n_parseable": [4, 4, 4, 1, 2, 4, 0, 0],
+        }
+    )
     table = program_table(per_question, ["a", "b", "c"])
     assert table.loc["a", "label"] == 0 and table.loc["a", "score"] == pytest.approx(1 / 3)
     assert table.loc["b", "label"] == 1 and table.loc["b", "score"] == 0.5  # half is enough (ABU50)
@@ -117,7 +119,10 @@ def test_program_high_iff_at_least_half_the_questions_right() -> None:
     assert table["answer_share"].tolist() == [1.0, 3 / 8, 4 / 12]  # over all of a program's samples
     assert table["too_few_answers"].tolist() == [False, True, True]
     assert program_table(per_question, ["a", "b", "c"], min_answer_share=0.3)["too_few_answers"].tolist() == [
-        False, False, False]
+        False,
+        False,
+        False,
+    ]
 
 
 def test_position_bias_shares() -> None:
@@ -134,9 +139,22 @@ def test_position_bias_shares() -> None:
 def _keyless_dataset(tmp_path: Path) -> Dataset:
     """Three programs with one question each; the questions of p1 and p2 have no correct option."""
     path = tmp_path / "questions.jsonl"
-    path.write_text("".join(json.dumps({"program_id": f"p{i}", "question_id": "q", "text": "Which?",
-                                        "options": ["a", "b"], **({"correct": 1} if i == 0 else {})}) + "\n"
-                            for i in range(3)), encoding="utf-8")
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "program_id": f"p{i}",
+                    "question_id": "q",
+                    "text": "Which?",
+                    "options": ["a", "b"],
+                    **({"correct": 1} if i == 0 else {}),
+                }
+            )
+            + "\n"
+            for i in range(3)
+        ),
+        encoding="utf-8",
+    )
     base = synthetic_dataset(n_programs=3, n_questions=0)
     return dataclasses.replace(base, questions=read_questions(path, set(base.program_ids)))
 
@@ -145,8 +163,11 @@ def test_p0_refuses_questions_without_a_correct_option_at_start(tmp_path: Path) 
     dataset = _keyless_dataset(tmp_path)
     proxy = make_proxy(compose_cfg("proxy=p0"), dataset, tmp_path / "cache")
     assert not proxy.applies()
-    with pytest.raises(ValueError, match=r"P0 needs the correct option of every question: 2 of 3 questions "
-                                         r"have no 'correct' key \(first: .*questions\.jsonl:2\)") as info:
+    with pytest.raises(
+        ValueError,
+        match=r"P0 needs the correct option of every question: 2 of 3 questions "
+        r"have no 'correct' key \(first: .*questions\.jsonl:2\)",
+    ) as info:
         preview(proxy, cache_dir=proxy.ctx.cache_dir)  # what a job does before anything else
     assert "\n" not in str(info.value)
     keyed = make_proxy(compose_cfg("proxy=p0"), dataset, tmp_path / "cache", program_ids=["p0"])
@@ -156,7 +177,8 @@ def test_p0_refuses_questions_without_a_correct_option_at_start(tmp_path: Path) 
 
 
 def test_keyless_questions_leave_p1_running_without_its_p0_reference(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     dataset = _keyless_dataset(tmp_path)
     cfg = compose_cfg("proxy.k=4", "proxy.k_cal=2")
     proxy, reference = build_proxies(typed_config(cfg), context(cfg, dataset, tmp_path / "cache"))

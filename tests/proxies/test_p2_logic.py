@@ -8,21 +8,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hydra.errors import MissingConfigException
-from support.proxies import compose_cfg, make_proxy, synthetic_dataset, walk_stages
 
 from mcu_exp.pipeline import typed_config
 from mcu_exp.proxies.experts import EXPERT_SUMMARIES, centrality, top_n
 from mcu_exp.proxies.stages import TARGET_SUMMARIES
 from mcu_exp.rng_streams import REFERENCE, draw_index, expert_summaries, program_rng, program_seed
+from support.proxies import compose_cfg, make_proxy, synthetic_dataset, walk_stages
 
 
 def test_centrality_is_the_mean_similarity_to_the_others() -> None:
-    sim = np.array([
-        [1.0, 0.9, 0.8, 0.1],
-        [0.9, 1.0, 0.7, 0.2],
-        [0.8, 0.7, 1.0, 0.3],
-        [0.1, 0.2, 0.3, 1.0],
-    ])
+    sim = np.array(
+        [
+            [1.0, 0.9, 0.8, 0.1],
+            [0.9, 1.0, 0.7, 0.2],
+            [0.8, 0.7, 1.0, 0.3],
+            [0.1, 0.2, 0.3, 1.0],
+        ]
+    )
     assert np.allclose(centrality(sim), [1.8 / 3, 1.8 / 3, 1.8 / 3, 0.6 / 3])
     assert list(top_n(sim, 1)) == [0]  # three-way tie: lowest index first
     assert list(top_n(sim, 3)) == [0, 1, 2]
@@ -30,11 +32,13 @@ def test_centrality_is_the_mean_similarity_to_the_others() -> None:
 
 
 def test_top_n_ranks_by_centrality() -> None:
-    sim = np.array([
-        [1.0, 0.2, 0.3],
-        [0.2, 1.0, 0.9],
-        [0.3, 0.9, 1.0],
-    ])
+    sim = np.array(
+        [
+            [1.0, 0.2, 0.3],
+            [0.2, 1.0, 0.9],
+            [0.3, 0.9, 1.0],
+        ]
+    )
     assert list(top_n(sim, 2)) == [2, 1]
     assert list(top_n(sim, 3)) == [2, 1, 0]
     with pytest.raises(ValueError, match="top_n"):
@@ -51,7 +55,8 @@ def test_seeded_draws_depend_only_on_seed_program_and_stream() -> None:
     a = program_rng(3, "x", REFERENCE).integers(1000, size=5)
     assert np.array_equal(a, program_rng(3, "x", REFERENCE).integers(1000, size=5))
     assert 0 <= program_seed(-1, "x", REFERENCE) < 2**31 and program_seed(-1, "x", REFERENCE) != program_seed(
-        1, "x", REFERENCE)
+        1, "x", REFERENCE
+    )
 
 
 def test_member_model_configs_are_composed_with_the_members_overrides() -> None:
@@ -71,18 +76,25 @@ def test_member_model_configs_are_composed_with_the_members_overrides() -> None:
 
 
 def test_an_expert_override_reaches_that_experts_requests(tmp_path: Path) -> None:
-    cfg = compose_cfg("proxy=p2", "proxy.k=4", "proxy.k_cal=2", "experts.m=3",
-                      "experts.members.smollm2-a.model.max_new_tokens=17")
+    cfg = compose_cfg(
+        "proxy=p2", "proxy.k=4", "proxy.k_cal=2", "experts.m=3", "experts.members.smollm2-a.model.max_new_tokens=17"
+    )
     proxy = make_proxy(cfg, synthetic_dataset(n_programs=3, n_questions=0), tmp_path)
     stages = {s.key: s for s in walk_stages(proxy, lambda s: [["a summary"] * r.n for r in s.requests])}
     assert list(stages) == [TARGET_SUMMARIES, *(f"{EXPERT_SUMMARIES}:smollm2-{x}" for x in "abc")]
     tokens = {key: {r.max_new_tokens for r in s.requests} for key, s in stages.items()}
-    assert tokens == {TARGET_SUMMARIES: {48}, f"{EXPERT_SUMMARIES}:smollm2-a": {17},
-                      f"{EXPERT_SUMMARIES}:smollm2-b": {48}, f"{EXPERT_SUMMARIES}:smollm2-c": {48}}
+    assert tokens == {
+        TARGET_SUMMARIES: {48},
+        f"{EXPERT_SUMMARIES}:smollm2-a": {17},
+        f"{EXPERT_SUMMARIES}:smollm2-b": {48},
+        f"{EXPERT_SUMMARIES}:smollm2-c": {48},
+    }
     a = stages[f"{EXPERT_SUMMARIES}:smollm2-a"]
     assert a.model.max_new_tokens == 17 and a.model_label == "smollm2-a"
     ids = proxy.ctx.program_ids
     assert [(r.n, r.seed, r.temperature) for r in a.requests] == [
-        (3, program_seed(101, pid, expert_summaries("smollm2-a")), 0.7) for pid in ids]
+        (3, program_seed(101, pid, expert_summaries("smollm2-a")), 0.7) for pid in ids
+    ]
     assert [(r.n, r.seed) for r in stages[TARGET_SUMMARIES].requests] == [
-        (4, program_seed(0, pid, TARGET_SUMMARIES)) for pid in ids]
+        (4, program_seed(0, pid, TARGET_SUMMARIES)) for pid in ids
+    ]

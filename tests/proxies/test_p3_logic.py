@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from support.proxies import compose_cfg
-
 from mcu_exp.pipeline import typed_config
 from mcu_exp.proxies.p3_judge import assign_judges, judge_request
+from support.proxies import compose_cfg
 
 
 def test_judges_are_drawn_per_program_reproducibly() -> None:
@@ -23,8 +22,9 @@ def test_judges_are_drawn_per_program_reproducibly() -> None:
 
 def test_judge_request_asks_r_short_judgments_of_one_summary() -> None:
     member = typed_config(compose_cfg("experts=local")).experts.members["smollm2-b"]
-    req = judge_request(member.model, "int f() { return 1; }", "java", "Returns  one.\n", r=7, seed=member.seed,
-                        max_new_tokens=8)
+    req = judge_request(
+        member.model, "int f() { return 1; }", "java", "Returns  one.\n", r=7, seed=member.seed, max_new_tokens=8
+    )
     assert (req.n, req.max_new_tokens, req.seed, req.temperature) == (7, 8, 202, 0.9)
     user = req.messages[-1].content
     assert "Summary: Returns one." in user and "CORRECT or INCORRECT" in user and "return 1;" in user

@@ -20,10 +20,9 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from support.tiny_llama import LOCAL_EXPERTS, model_overrides
-from support.mlflow_store import all_metrics, seed_store
-
 from mcu_exp.tracking.artifacts import RunArtifacts
+from support.mlflow_store import all_metrics, seed_store
+from support.tiny_llama import LOCAL_EXPERTS, model_overrides
 
 pytestmark = [pytest.mark.slow]
 
@@ -31,9 +30,22 @@ REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = REPO / "data" / "questions" / "scalabrino_demo.jsonl"
 PROGRAMS = 3
 # `++`: r is P3's key and samples P0's; each proxy drops (with a warning) the keys its Config lacks.
-TINY = ["debug=quick", f"dataset.limit={PROGRAMS}", "proxy.k=4", "proxy.k_cal=2", "experts.m=2", "experts.top_n=1",
-        "++proxy.r=2", "++proxy.samples=1", "reference.samples=1", "model.max_new_tokens=12",
-        "evaluation.bootstrap_resamples=1000", "evaluation.plots=false", "quiet=true", "tracking.sweep_report=false"]
+TINY = [
+    "debug=quick",
+    f"dataset.limit={PROGRAMS}",
+    "proxy.k=4",
+    "proxy.k_cal=2",
+    "experts.m=2",
+    "experts.top_n=1",
+    "++proxy.r=2",
+    "++proxy.samples=1",
+    "reference.samples=1",
+    "model.max_new_tokens=12",
+    "evaluation.bootstrap_resamples=1000",
+    "evaluation.plots=false",
+    "quiet=true",
+    "tracking.sweep_report=false",
+]
 
 
 def first_questions(target: Path) -> Path:
@@ -52,15 +64,27 @@ def runs(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path) -> dict[str
     questions = first_questions(base / "questions.jsonl")
     env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs), "HF_HUB_OFFLINE": "1"}
     env.pop("MLFLOW_TRACKING_URI", None)
-    res = subprocess.run([sys.executable, "-m", "mcu_exp", "-m", "proxy=p0,p2,p3", *TINY,
-                          *model_overrides(tiny_llama, ("model", *LOCAL_EXPERTS)),
-                          f"dataset.questions={questions}"], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=1800)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcu_exp",
+            "-m",
+            "proxy=p0,p2,p3",
+            *TINY,
+            *model_overrides(tiny_llama, ("model", *LOCAL_EXPERTS)),
+            f"dataset.questions={questions}",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert res.returncode == 0, res.stderr[-4000:]
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     experiments = [e.experiment_id for e in client.search_experiments()]  # debug runs have their own
-    found = {r.data.params["proxy.name"]: r for r in client.search_runs(experiments)
-             if "proxy.name" in r.data.params}
+    found = {r.data.params["proxy.name"]: r for r in client.search_runs(experiments) if "proxy.name" in r.data.params}
     assert set(found) == {"p0", "p2", "p3"}
     return {"client": client, **found}
 
@@ -82,8 +106,9 @@ def test_p0_job(runs) -> None:
     assert ((table["score"] >= 0.5).astype(int) == table["label"]).all()
     answers = pd.read_csv(results(run) / "answers.csv")
     assert len(answers) == PROGRAMS * 4  # programs x rotations, one sample each
-    assert sorted(answers.groupby(["program_id", "question_id"])["correct_position"].agg(
-        lambda s: "".join(sorted(s))).unique()) == ["ABCD"]
+    assert sorted(
+        answers.groupby(["program_id", "question_id"])["correct_position"].agg(lambda s: "".join(sorted(s))).unique()
+    ) == ["ABCD"]
     m = all_metrics(runs["client"], run)
     assert m["p0.unparseable"] == answers["letter"].isna().sum()
     parsed = answers["letter"].notna().sum()

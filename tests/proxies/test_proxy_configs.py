@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from hydra.errors import ConfigCompositionException
-from support.proxies import compose_cfg, context, make_proxy, synthetic_dataset
 
 from mcu_exp.config.checks import config_problems
 from mcu_exp.pipeline import typed_config
@@ -17,9 +16,14 @@ from mcu_exp.proxies.p0_subject import SubjectConfig, SubjectProxy
 from mcu_exp.proxies.p1_consistency import ConsistencyConfig, ConsistencyProxy, SummaryConfig
 from mcu_exp.proxies.p2_meta_review import MetaReviewProxy
 from mcu_exp.proxies.p3_judge import JudgeConfig, JudgeProxy
+from support.proxies import compose_cfg, context, make_proxy, synthetic_dataset
 
-BUILTIN = {"p0": (SubjectProxy, SubjectConfig), "p1": (ConsistencyProxy, ConsistencyConfig),
-           "p2": (MetaReviewProxy, SummaryConfig), "p3": (JudgeProxy, JudgeConfig)}
+BUILTIN = {
+    "p0": (SubjectProxy, SubjectConfig),
+    "p1": (ConsistencyProxy, ConsistencyConfig),
+    "p2": (MetaReviewProxy, SummaryConfig),
+    "p3": (JudgeProxy, JudgeConfig),
+}
 
 
 @pytest.mark.parametrize("name", list(BUILTIN))
@@ -45,8 +49,14 @@ def test_the_reference_is_p0_by_default(tmp_path: Path) -> None:
 def test_the_minimum_share_of_readable_answers_is_a_share(tmp_path: Path, name: str, key: str) -> None:
     assert getattr(make_proxy(compose_cfg(f"proxy={name}"), synthetic_dataset(3), tmp_path).cfg, key) == 0.5
     for value in (0.0, 1.0):
-        assert list(make_proxy(compose_cfg(f"proxy={name}", f"proxy.{key}={value}"), synthetic_dataset(3),
-                               tmp_path).problems()) == []
+        assert (
+            list(
+                make_proxy(
+                    compose_cfg(f"proxy={name}", f"proxy.{key}={value}"), synthetic_dataset(3), tmp_path
+                ).problems()
+            )
+            == []
+        )
     for value in (-0.1, 1.5):
         proxy = make_proxy(compose_cfg(f"proxy={name}", f"proxy.{key}={value}"), synthetic_dataset(3), tmp_path)
         assert list(proxy.problems()) == [f"proxy.{key}={value}: expected a share in [0, 1]"]
@@ -75,7 +85,10 @@ def test_paper_p3_is_the_papers_protocol() -> None:
     assert cfg.experts.name == "frontier"
     experts = typed_config(cfg).experts
     assert {label: m.model.name for label, m in experts.labelled().items()} == {
-        "gpt-5": "gpt-5", "claude-opus-4-1": "claude-opus-4-1", "gemini-2.5-pro": "gemini-2.5-pro"}
+        "gpt-5": "gpt-5",
+        "claude-opus-4-1": "claude-opus-4-1",
+        "gemini-2.5-pro": "gemini-2.5-pro",
+    }
 
 
 def test_a_member_key_without_dots_takes_overrides_and_shows_its_label() -> None:
@@ -102,6 +115,7 @@ def test_paper_p0_is_the_papers_protocol() -> None:
 
 # Keys a proxy's Config lacks are dropped with a warning; a wrong type is a one-line error.
 
+
 def test_p0_ignores_the_summary_keys_of_debug_quick(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     cfg = compose_cfg("proxy=p0", "debug=quick")
     assert (cfg.proxy.k, cfg.proxy.k_cal) == (6, 3)  # debug=quick sets them for P1-P3
@@ -123,8 +137,9 @@ def test_a_wrong_type_is_a_one_line_error_naming_the_section(tmp_path: Path) -> 
     assert "\n" not in message and message.startswith("proxy.k: ") and "abc" in message
     assert "keys of ConsistencyConfig: name, k, k_cal" in message
     with pytest.raises(ValueError, match=r"^reference.samples: "):
-        build_proxy({**section, "_target_": "mcu_exp.proxies.p0_subject.SubjectProxy", "samples": "x"}, ctx,
-                    "reference")
+        build_proxy(
+            {**section, "_target_": "mcu_exp.proxies.p0_subject.SubjectProxy", "samples": "x"}, ctx, "reference"
+        )
 
 
 def test_the_target_must_name_a_proxy_class(tmp_path: Path) -> None:

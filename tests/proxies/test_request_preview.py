@@ -6,7 +6,6 @@ import math
 from pathlib import Path
 
 import pytest
-from support.proxies import compose_cfg, context, make_proxy, synthetic_dataset
 
 from mcu_exp.data import Dataset
 from mcu_exp.llm import Sample
@@ -17,6 +16,7 @@ from mcu_exp.pipeline import build_proxies, typed_config
 from mcu_exp.proxies.preview import preview, render_preview
 from mcu_exp.proxies.prompts import SYSTEM, summary_messages
 from mcu_exp.proxies.stages import summary_requests
+from support.proxies import compose_cfg, context, make_proxy, synthetic_dataset
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +52,11 @@ def test_paper_p2(paper_dataset: Dataset) -> None:
     assert target.output_tokens_max == 2500 * 48
     assert target.prompt_tokens_est == prompt_tokens(paper_dataset)  # n_per_request 50: one call each
     assert target.cost_usd == pytest.approx((target.prompt_tokens_est * 2.5 + 120_000 * 10.0) / 1e6)
-    for label, per_sample, calls in [("gpt-5", 48 + 1024, 30), ("claude-opus-4-1", 48, 30),
-                                     ("gemini-2.5-pro", 48 + 1024, 4)]:  # display labels, not config keys
+    for label, per_sample, calls in [
+        ("gpt-5", 48 + 1024, 30),
+        ("claude-opus-4-1", 48, 30),
+        ("gemini-2.5-pro", 48 + 1024, 4),
+    ]:  # display labels, not config keys
         s = stages[("P2 expert summaries", label)]
         assert (s.requests, s.samples, s.samples_per_request) == (50, 50 * 30, 30)
         assert s.max_new_tokens == per_sample and s.output_tokens_max == 1500 * per_sample
@@ -113,7 +116,14 @@ def test_cached_samples_are_counted(tmp_path: Path) -> None:
 
 def test_render_names_every_stage_and_the_estimation_rule(paper_dataset: Dataset) -> None:
     text = render_preview(job_preview(paper_dataset, "experiment=paper_p2", "model=gpt-4o"))
-    for part in ("target summaries", "P2 expert summaries", "P0 answers (reference)", "gpt-5", "gemini-2.5-pro",
-                 "characters/4", "Total: 800 requests"):
+    for part in (
+        "target summaries",
+        "P2 expert summaries",
+        "P0 answers (reference)",
+        "gpt-5",
+        "gemini-2.5-pro",
+        "characters/4",
+        "Total: 800 requests",
+    ):
         assert part in text
     assert "USD" in text

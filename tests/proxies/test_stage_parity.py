@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.proxies import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset
 
 from mcu_exp.data import Dataset
 from mcu_exp.llm import CachedGenerator
@@ -18,14 +17,20 @@ from mcu_exp.proxies.p3_judge import assign_judges, judge_request, judgment_seed
 from mcu_exp.proxies.preview import StageEstimate, preview
 from mcu_exp.proxies.stages import StageResults, summary_requests
 from mcu_exp.rng_streams import expert_summaries
+from support.proxies import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset
 
 SUMMARIES = ("proxy.k=4", "proxy.k_cal=2", "experts.m=3", "experts.top_n=1")
 TINY = (*SUMMARIES, "reference.samples=2")
 CASES = {  # proxy -> overrides, and the (stage, model) rows its job previews
     "p1": (("proxy=p1", *TINY), [("target summaries", "smollm2-135m"), ("P0 answers (reference)", "smollm2-135m")]),
-    "p2": (("proxy=p2", *TINY), [("target summaries", "smollm2-135m"), *(("P2 expert summaries", f"smollm2-{x}")
-                                                                     for x in "abc"),
-                           ("P0 answers (reference)", "smollm2-135m")]),
+    "p2": (
+        ("proxy=p2", *TINY),
+        [
+            ("target summaries", "smollm2-135m"),
+            *(("P2 expert summaries", f"smollm2-{x}") for x in "abc"),
+            ("P0 answers (reference)", "smollm2-135m"),
+        ],
+    ),
     "p3": (("proxy=p3", *TINY, "proxy.r=2"), None),  # judges drawn per program: checked below
     "p0": (("proxy=p0", "proxy.samples=3", "reference=null"), [("P0 answers", "smollm2-135m")]),
 }
@@ -55,17 +60,27 @@ def fill_cache(proxy: Proxy, reference: Proxy | None) -> int:
     members = ctx.experts.labelled()  # by display label, as the judges are drawn
     if proxy.name == "p2":
         for label, member in members.items():
-            requests = summary_requests(member.model, dataset, ids, c.prompt, ctx.experts.m, member.seed,
-                                        stream=expert_summaries(label))
+            requests = summary_requests(
+                member.model, dataset, ids, c.prompt, ctx.experts.m, member.seed, stream=expert_summaries(label)
+            )
             prefill(cache, member.model, requests, lambda pos, i: f"Expert summary {i} of {pos}.")
             total += sum(r.n for r in requests)
     if proxy.name == "p3":
         judges = assign_judges(ids, list(members), c.judge_seed)
         for pos, pid in enumerate(ids):
             member, program = members[judges[pid]], dataset.program(pid)
-            requests = [judge_request(member.model, program.code, program.language, summary(pos, i), c.r,
-                                      judgment_seed(member.seed, pid, i), c.judge_max_new_tokens)
-                        for i in range(c.k)]
+            requests = [
+                judge_request(
+                    member.model,
+                    program.code,
+                    program.language,
+                    summary(pos, i),
+                    c.r,
+                    judgment_seed(member.seed, pid, i),
+                    c.judge_max_new_tokens,
+                )
+                for i in range(c.k)
+            ]
             prefill(cache, member.model, requests, lambda i, j: "CORRECT" if (i + j) % 3 else "INCORRECT")
             total += sum(r.n for r in requests)
     return total
@@ -80,8 +95,16 @@ def run_each_stage(proxy: Proxy) -> list[tuple[str, str, int, int, int, int]]:
         results = generator.generate(stage.requests)
         assert not generator.backend_created
         generator.close()
-        rows.append((stage.title, stage.model_label, len(stage.requests), sum(r.n for r in stage.requests),
-                     generator.stats["hits"], generator.stats["misses"]))
+        rows.append(
+            (
+                stage.title,
+                stage.model_label,
+                len(stage.requests),
+                sum(r.n for r in stage.requests),
+                generator.stats["hits"],
+                generator.stats["misses"],
+            )
+        )
         done.put(stage.key, [r.texts for r in results])
     return rows
 
@@ -109,8 +132,9 @@ def test_preview_and_run_send_the_same_requests(tmp_path: Path, dataset: Dataset
     assert all(e.cached_samples == e.samples for e in estimates)  # everything cached, and known to be
     assert sum(e.samples for e in estimates) == filled
 
-    ran = run_each_stage(proxy) + [(f"{t} (reference)", *rest) for t, *rest in
-                                   (run_each_stage(reference) if reference is not None else [])]
+    ran = run_each_stage(proxy) + [
+        (f"{t} (reference)", *rest) for t, *rest in (run_each_stage(reference) if reference is not None else [])
+    ]
     assert ran == [seen(e) for e in estimates]
 
     # The job's own driver: every sample a hit, none missed, no model created.
@@ -128,7 +152,9 @@ def test_p3_judge_stages_follow_the_judges(tmp_path: Path, dataset: Dataset) -> 
     judged = {label: sum(j == label for j in judges.values()) for label in set(judges.values())}
     assert [(e.stage, e.model, e.requests, e.samples) for e in estimates[1:]] == [
         ("P3 judgments", label, judged[label] * 4, judged[label] * 4 * 2)
-        for label in proxy.ctx.experts.labelled() if label in judged]
+        for label in proxy.ctx.experts.labelled()
+        if label in judged
+    ]
 
 
 def p3_preview_before_any_summary(tmp_path: Path, dataset: Dataset) -> list[StageEstimate]:

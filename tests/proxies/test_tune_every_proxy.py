@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from support.proxies import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset, walk_stages
 
 from mcu_exp import names
 from mcu_exp.data import HumanLabels
 from mcu_exp.outputs import scores_table
 from mcu_exp.tune.nested_cv import nested_cv, read_per_program
+from support.proxies import compose_cfg, make_proxy, prefill, run_cached, synthetic_dataset, walk_stages
 
 pytestmark = pytest.mark.slow  # whole jobs, stores or encoders: scheduled first under xdist
 
@@ -32,8 +32,9 @@ def test_tune_reads_the_scores_of_every_calibrated_proxy(tmp_path: Path, name: s
     cfg = compose_cfg(f"proxy={name}", "proxy.k=4", "proxy.k_cal=2", "experts.m=2", "experts.top_n=1")
     proxy = make_proxy(cfg, dataset, tmp_path)
     assert proxy.calibrated
-    for stage in walk_stages(proxy, lambda s: [[text(s.title)(p, i) for i in range(r.n)]
-                                               for p, r in enumerate(s.requests)]):
+    for stage in walk_stages(
+        proxy, lambda s: [[text(s.title)(p, i) for i in range(r.n)] for p, r in enumerate(s.requests)]
+    ):
         prefill(tmp_path, stage.model, stage.requests, text(stage.title))
     done, stats = run_cached(proxy)
     assert stats["generation_cache_misses"] == 0
@@ -41,9 +42,14 @@ def test_tune_reads_the_scores_of_every_calibrated_proxy(tmp_path: Path, name: s
 
     ids = list(outcome.table.index)
     truth = pd.Series([pos % 2 for pos in range(PROGRAMS)], index=ids)
-    labels = HumanLabels(labels=truth, fraction=truth.astype(float), correctness=truth.astype(float),
-                         n_evaluators=truth * 0 + 3,
-                         dropped=[], group="all")
+    labels = HumanLabels(
+        labels=truth,
+        fraction=truth.astype(float),
+        correctness=truth.astype(float),
+        n_evaluators=truth * 0 + 3,
+        dropped=[],
+        group="all",
+    )
     path = tmp_path / names.SCORES_FILE
     scores_table(outcome, labels).to_csv(path)
 

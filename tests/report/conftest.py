@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from support.mlflow_runs import Store
 from support.sweeps import Sweep, standin_sweep
 

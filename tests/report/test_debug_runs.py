@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from support.md_tables import section
 from mlflow.tracking import MlflowClient
-from support.mlflow_runs import Store, log_job
 
 from mcu_exp.names import TAG_DEBUG
 from mcu_exp.report.cli import ReportError, main, make_report
+from support.md_tables import section
+from support.mlflow_runs import Store, log_job
 
 pytestmark = pytest.mark.slow  # whole jobs, stores or encoders: scheduled first under xdist
 
@@ -24,8 +24,11 @@ def where(store: Store, run_id: str) -> tuple[str, str, str]:
     return client.get_experiment(run.info.experiment_id).name, run.info.run_name, run.data.tags.get(TAG_DEBUG)
 
 
-@pytest.mark.parametrize("overrides", [["debug=quick"], ["dataset.limit=3"], ["debug=quick", "tracking.run_name=try"]],
-                         ids=["debug=quick", "dataset.limit", "own run name"])
+@pytest.mark.parametrize(
+    "overrides",
+    [["debug=quick"], ["dataset.limit=3"], ["debug=quick", "tracking.run_name=try"]],
+    ids=["debug=quick", "dataset.limit", "own run name"],
+)
 def test_a_debug_job_logs_to_its_own_experiment_named_and_tagged(store: Store, overrides: list[str]) -> None:
     experiment, name, tag = where(store, log_job(store, "jobs", overrides))
     assert experiment == "jobs-debug"
@@ -37,8 +40,9 @@ def test_a_real_job_stays_in_the_main_experiment(store: Store) -> None:
     assert where(store, log_job(store, "jobs")) == ("jobs", "smollm2-135m · p1 · ε=0.1", "false")
 
 
-def test_report_skips_debug_runs_and_says_how_many(store: Store, tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_skips_debug_runs_and_says_how_many(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     exp = "mixed"
     real = log_job(store, exp)
     tagged = log_job(store, exp, ["decision.epsilon=0.2"])
@@ -54,7 +58,17 @@ def test_report_skips_debug_runs_and_says_how_many(store: Store, tmp_path: Path,
 
     with pytest.raises(ReportError, match=r"no runs match .*skipped 1 debug run .*--debug"):
         make_report(store.uri, experiments=[f"{exp}-debug"], out=tmp_path / "none", log=False)
-    main(["--tracking-uri", store.uri, "--experiment", f"{exp}-debug", "--debug", "--no-log",
-          "--out", str(tmp_path / "debug")])
+    main(
+        [
+            "--tracking-uri",
+            store.uri,
+            "--experiment",
+            f"{exp}-debug",
+            "--debug",
+            "--no-log",
+            "--out",
+            str(tmp_path / "debug"),
+        ]
+    )
     rows = section((tmp_path / "debug" / "report.md").read_text(), "Alignment with human labels")
     assert "| smollm2-135m | p1 |" in rows and "- **skipped**: —" in (tmp_path / "debug" / "report.md").read_text()

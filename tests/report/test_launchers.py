@@ -10,11 +10,21 @@ from typing import Any
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
+
 from support.mlflow_store import all_metrics
 from support.sweeps import REPO, mcu_exp, standin_sweep
 
-NINE = ["phi-4-reasoning", "qwen2.5-14b", "qwen3-14b", "wizardcoder-15b", "starcoder2-15b", "codellama-13b",
-        "gpt-3.5-turbo", "gpt-4", "gpt-4o"]
+NINE = [
+    "phi-4-reasoning",
+    "qwen2.5-14b",
+    "qwen3-14b",
+    "wizardcoder-15b",
+    "starcoder2-15b",
+    "codellama-13b",
+    "gpt-3.5-turbo",
+    "gpt-4",
+    "gpt-4o",
+]
 
 
 def launcher_block(tmp_path: Path, *overrides: str) -> str:
@@ -35,12 +45,20 @@ def test_slurm_launcher_extends_the_submitit_plugin(tmp_path: Path) -> None:
     try:
         import hydra_plugins.hydra_submitit_launcher  # noqa: F401
     except ImportError:
-        pytest.fail("hydra-submitit-launcher is not installed: pip install hydra-submitit-launcher "
-                    "(it belongs in the test extra)")
+        pytest.fail(
+            "hydra-submitit-launcher is not installed: pip install hydra-submitit-launcher "
+            "(it belongs in the test extra)"
+        )
     block = launcher_block(tmp_path, "hydra/launcher=slurm", "hydra.launcher.partition=gpu")
-    for needle in ("_target_: hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher",
-                   "gpus_per_node: 1", "timeout_min: 240", "partition: gpu", "array_parallelism: 16",
-                   "max_num_timeout: 0", "qos: null"):  # qos comes from the plugin's schema
+    for needle in (
+        "_target_: hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher",
+        "gpus_per_node: 1",
+        "timeout_min: 240",
+        "partition: gpu",
+        "array_parallelism: 16",
+        "max_num_timeout: 0",
+        "qos: null",
+    ):  # qos comes from the plugin's schema
         assert needle in block, f"{needle!r} missing from hydra.launcher:\n{block}"
     bad = mcu_exp("--cfg", "hydra", "hydra/launcher=slurm", "hydra.launcher.gpus_per_nod=2", outputs=tmp_path)
     assert bad.returncode != 0 and "gpus_per_nod" in bad.stderr  # typed by the plugin's schema
@@ -71,8 +89,9 @@ def test_ray_cluster_launcher_extends_the_ray_plugin() -> None:
     try:
         import hydra_plugins.hydra_ray_launcher  # noqa: F401
     except ImportError:  # ray is too heavy for the test environment: the plugin's schema, copied
-        ConfigStore.instance().store(group="hydra/launcher", name="ray", node=RayLauncherConf,
-                                     provider="test_fake_ray_launcher")
+        ConfigStore.instance().store(
+            group="hydra/launcher", name="ray", node=RayLauncherConf, provider="test_fake_ray_launcher"
+        )
     with initialize_config_dir(version_base="1.3", config_dir=config_dir()):
         cfg = compose("config", overrides=["hydra/launcher=ray_cluster"], return_hydra_config=True)
     launcher = cfg.hydra.launcher
@@ -96,11 +115,18 @@ def test_paper_grid_sweeps_the_nine_models_under_the_paper_protocol(tmp_path: Pa
 def test_joblib_sweep_logs_every_job_to_one_store_and_keeps_the_cache_consistent(tmp_path: Path) -> None:
     # Two jobs, one per core, at once in joblib's worker processes.
     outputs = tmp_path / "outputs"  # fresh: the jobs race to create the MLflow store itself
-    res = standin_sweep(outputs, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                        "proxy._target_=support.cache_standin.CacheStandInProxy", "decision.epsilon=0.05,0.2",
-                        PYTHONPATH=f"{REPO / 'tests'}:{REPO / 'tests' / 'report'}")
-    assert res.returncode == 0, ("jobs racing to create a new SQLite store must not fail (mcu_exp.tracking "
-                                 "serialises it):\n" + res.stderr[-3000:])
+    res = standin_sweep(
+        outputs,
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "proxy._target_=support.cache_standin.CacheStandInProxy",
+        "decision.epsilon=0.05,0.2",
+        PYTHONPATH=f"{REPO / 'tests'}:{REPO / 'tests' / 'report'}",
+    )
+    assert res.returncode == 0, (
+        "jobs racing to create a new SQLite store must not fail (mcu_exp.tracking "
+        "serialises it):\n" + res.stderr[-3000:]
+    )
     assert "Joblib.Parallel(n_jobs=2" in res.stdout + res.stderr
 
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")

@@ -16,32 +16,54 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from support.md_tables import section, table_rows
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
-from support.mlflow_store import seed_store
 
 from mcu_exp.names import METRICS_FILE, UNDEFINED, sensitivity_file
 from mcu_exp.report import figures
 from mcu_exp.report.cli import make_report
 from mcu_exp.report.sources import RunFiles, merged_metrics
 from mcu_exp.tracking.artifacts import RunArtifacts, artifact_root, experiment_location
+from support.md_tables import section, table_rows
+from support.mlflow_store import seed_store
 
 EXPERIMENT = "artifacts"
-HEADLINE = {"f1": 0.7, "f1_ci_low": 0.6, "f1_ci_high": 0.8, "auc_binary": 0.55, "auc_binary_ci_low": 0.45,
-            "auc_binary_ci_high": 0.65, "baseline_always_f1": 0.684, "baseline_random_f1": 0.518,
-            "tau": 0.3, "coverage": 0.9, "n": 50.0, "prevalence": 0.52}
-EXTRA = {"recall": 0.81, "recall_ci_low": 0.7, "recall_ci_high": 0.9, "precision": None,
-         "group.professional.f1": 0.66, "group.professional.f1_ci_low": 0.5, "group.professional.f1_ci_high": 0.8,
-         "group.professional.auc_binary": 0.58, "group.professional.n": 30.0}
+HEADLINE = {
+    "f1": 0.7,
+    "f1_ci_low": 0.6,
+    "f1_ci_high": 0.8,
+    "auc_binary": 0.55,
+    "auc_binary_ci_low": 0.45,
+    "auc_binary_ci_high": 0.65,
+    "baseline_always_f1": 0.684,
+    "baseline_random_f1": 0.518,
+    "tau": 0.3,
+    "coverage": 0.9,
+    "n": 50.0,
+    "prevalence": 0.52,
+}
+EXTRA = {
+    "recall": 0.81,
+    "recall_ci_low": 0.7,
+    "recall_ci_high": 0.9,
+    "precision": None,
+    "group.professional.f1": 0.66,
+    "group.professional.f1_ci_low": 0.5,
+    "group.professional.f1_ci_high": 0.8,
+    "group.professional.auc_binary": 0.58,
+    "group.professional.n": 30.0,
+}
 GRID = np.linspace(0.1, 0.5, 5)
 
 
 def grid_files(folder: Path, f1: float, theta: bool) -> Path:
     """The CSVs a job writes (all readers and one subgroup, whose rows the report must skip)."""
     folder.mkdir(parents=True, exist_ok=True)
-    rows = [{"group": g, "n": n, "threshold": t, "f1": f1 + (0.3 if g != "all" else 0.0) * t, "auc_binary": 0.5}
-            for g, n in (("all", 50), ("professional", 30)) for t in GRID]
+    rows = [
+        {"group": g, "n": n, "threshold": t, "f1": f1 + (0.3 if g != "all" else 0.0) * t, "auc_binary": 0.5}
+        for g, n in (("all", 50), ("professional", 30))
+        for t in GRID
+    ]
     pd.DataFrame(rows).to_csv(folder / sensitivity_file("threshold"), index=False)
     eps = [{"group": "all", "n": 50, "epsilon": e, "nominal": 1 - e, "tau": e, "coverage": 1 - e / 2} for e in GRID]
     pd.DataFrame(eps).to_csv(folder / sensitivity_file("epsilon"), index=False)
@@ -51,14 +73,24 @@ def grid_files(folder: Path, f1: float, theta: bool) -> Path:
     return folder
 
 
-def new_run(client: MlflowClient, experiment_id: str, model: str, proxy: str, eps: float,
-            metrics: dict[str, float]) -> Any:
+def new_run(
+    client: MlflowClient, experiment_id: str, model: str, proxy: str, eps: float, metrics: dict[str, float]
+) -> Any:
     tags = {"mcu.model": model, "mcu.proxy": proxy, "mcu.dataset": "scalabrino", "mcu.sweep": "s1"}
     run = client.create_run(experiment_id, run_name=f"{model} · {proxy} · ε={eps}", tags=tags)
-    params = {"decision.rule": "conformal", "decision.epsilon": str(eps), "decision.quantile": "empirical",
-              "labels.group": "all", "model.name": model, "proxy.name": proxy}
-    client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in params.items()],
-                     metrics=[Metric(k, v, 0, 0) for k, v in metrics.items()])
+    params = {
+        "decision.rule": "conformal",
+        "decision.epsilon": str(eps),
+        "decision.quantile": "empirical",
+        "labels.group": "all",
+        "model.name": model,
+        "proxy.name": proxy,
+    }
+    client.log_batch(
+        run.info.run_id,
+        params=[Param(k, v) for k, v in params.items()],
+        metrics=[Metric(k, v, 0, 0) for k, v in metrics.items()],
+    )
     return run
 
 
@@ -96,8 +128,9 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, pd.DataFrame]:
     seen: dict[str, pd.DataFrame] = {}
     real = figures.report_figures
 
-    def spy(rows: Any, keys: Any, thr: pd.DataFrame, eps: pd.DataFrame, sub: Any,
-            theta: pd.DataFrame | None = None) -> dict[str, bytes]:
+    def spy(
+        rows: Any, keys: Any, thr: pd.DataFrame, eps: pd.DataFrame, sub: Any, theta: pd.DataFrame | None = None
+    ) -> dict[str, bytes]:
         seen.update(threshold=thr, epsilon=eps, theta=theta)
         return real(rows, keys, thr, eps, sub, theta)
 
@@ -133,15 +166,17 @@ def check_report(out: Path, ids: dict[str, str], seen: dict[str, pd.DataFrame]) 
 
 
 def test_report_reads_metrics_json_and_curve_csvs_from_the_store_and_a_copy(
-        tmp_path: Path, captured: dict[str, pd.DataFrame]) -> None:
+    tmp_path: Path, captured: dict[str, pd.DataFrame]
+) -> None:
     uri, ids = new_contract_store(tmp_path / "first" / "outputs")
     client = MlflowClient(tracking_uri=uri)
     assert "recall" not in client.get_run(ids["qwen3-14b"]).data.metrics  # headline only in MLflow
     assert client.get_run(ids["qwen3-14b"]).info.artifact_uri.startswith("mlflow-artifacts:/")
     out = make_report(uri, experiments=[EXPERIMENT, "old"], out=tmp_path / "report", log=True)
     check_report(out, ids, captured)
-    reports = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id],
-                                 "tags.`mcu.kind` = 'report'")
+    reports = client.search_runs(
+        [client.get_experiment_by_name(EXPERIMENT).experiment_id], "tags.`mcu.kind` = 'report'"
+    )
     (report,) = reports
     logged = RunArtifacts(client, report.info.run_id, report.info.artifact_uri).get("report.html", tmp_path)
     assert logged is not None and logged.is_relative_to(artifact_root(uri))
@@ -161,8 +196,9 @@ def test_metrics_json_values_win_and_null_reads_undefined() -> None:
     assert "note" not in merged and "flag" not in merged
 
 
-def test_unreadable_metrics_json_falls_back_to_mlflow_metrics(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_unreadable_metrics_json_falls_back_to_mlflow_metrics(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     outputs = seed_store(tmp_path / "outputs")
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     exp = client.create_experiment("bad", artifact_location=experiment_location("bad"))

@@ -9,29 +9,52 @@ from pathlib import Path
 
 import pandas as pd
 from matplotlib.collections import PolyCollection
-from support.mlflow_runs import METRICS, Store, log_job
 from test_report_tables import record
 
 from mcu_exp.names import UNDEFINED
 from mcu_exp.report import ceiling, figures, tables
 from mcu_exp.report.ceiling_figure import plot_ceiling
 from mcu_exp.report.cli import make_report
+from support.mlflow_runs import METRICS, Store, log_job
 
 NAN = float("nan")
-SCORE = {"auc_score": 0.58, "auc_score_ci_low": 0.42, "auc_score_ci_high": 0.74,
-         "spearman": 0.21, "spearman_ci_low": -0.07, "spearman_ci_high": 0.46}
+SCORE = {
+    "auc_score": 0.58,
+    "auc_score_ci_low": 0.42,
+    "auc_score_ci_high": 0.74,
+    "spearman": 0.21,
+    "spearman_ci_low": -0.07,
+    "spearman_ci_high": 0.46,
+}
 
 
 def ceiling_metrics(prefix: str = "", auc: float = 0.65, rho: float = 0.8) -> dict[str, float]:
     """The keys a job with a reliability estimate logs for one label set (the issue's contract)."""
-    return {f"{prefix}{k}": v for k, v in {
-        "ceiling.auc_score": auc, "ceiling.auc_score_ci_low": auc - 0.09, "ceiling.auc_score_ci_high": auc + 0.1,
-        "ceiling.f1": 0.7, "ceiling.f1_ci_low": 0.6, "ceiling.f1_ci_high": 0.8,
-        "ceiling.spearman": rho, "ceiling.spearman_ci_low": rho - 0.1, "ceiling.spearman_ci_high": rho + 0.05,
-        "ceiling.split_half_rho": 0.47, "ceiling.reliability": rho ** 2, "ceiling.krippendorff_alpha": 0.12,
-        "ceiling.programs": 50.0, "ceiling.programs_left_out": 0.0,
-        "share.auc_score": 0.533, "share.auc_score_ci_low": -0.5, "share.auc_score_ci_high": 1.2,
-        "share.spearman": 0.2625, "share.spearman_ci_low": -0.09, "share.spearman_ci_high": 0.6}.items()}
+    return {
+        f"{prefix}{k}": v
+        for k, v in {
+            "ceiling.auc_score": auc,
+            "ceiling.auc_score_ci_low": auc - 0.09,
+            "ceiling.auc_score_ci_high": auc + 0.1,
+            "ceiling.f1": 0.7,
+            "ceiling.f1_ci_low": 0.6,
+            "ceiling.f1_ci_high": 0.8,
+            "ceiling.spearman": rho,
+            "ceiling.spearman_ci_low": rho - 0.1,
+            "ceiling.spearman_ci_high": rho + 0.05,
+            "ceiling.split_half_rho": 0.47,
+            "ceiling.reliability": rho**2,
+            "ceiling.krippendorff_alpha": 0.12,
+            "ceiling.programs": 50.0,
+            "ceiling.programs_left_out": 0.0,
+            "share.auc_score": 0.533,
+            "share.auc_score_ci_low": -0.5,
+            "share.auc_score_ci_high": 1.2,
+            "share.spearman": 0.2625,
+            "share.spearman_ci_low": -0.09,
+            "share.spearman_ci_high": 0.6,
+        }.items()
+    }
 
 
 def undefined_ceiling(prefix: str = "") -> dict[str, float]:
@@ -40,13 +63,31 @@ def undefined_ceiling(prefix: str = "") -> dict[str, float]:
 
 
 def ceiling_frame() -> pd.DataFrame:
-    return tables.runs_frame([
-        record("a", "qwen3-14b", 0.1, 0.70, start=1, **SCORE, **ceiling_metrics(),
-               **ceiling_metrics("group.professional.", auc=0.7)),
-        record("b", "gpt-4o", 0.1, 0.72, start=2, **SCORE),  # a run from before the ceiling existed
-        record("c", "gpt-4", 0.1, 0.66, start=3, **SCORE, **undefined_ceiling(),
-               **undefined_ceiling("group.professional.")),
-    ])
+    return tables.runs_frame(
+        [
+            record(
+                "a",
+                "qwen3-14b",
+                0.1,
+                0.70,
+                start=1,
+                **SCORE,
+                **ceiling_metrics(),
+                **ceiling_metrics("group.professional.", auc=0.7),
+            ),
+            record("b", "gpt-4o", 0.1, 0.72, start=2, **SCORE),  # a run from before the ceiling existed
+            record(
+                "c",
+                "gpt-4",
+                0.1,
+                0.66,
+                start=3,
+                **SCORE,
+                **undefined_ceiling(),
+                **undefined_ceiling("group.professional."),
+            ),
+        ]
+    )
 
 
 def test_main_table_puts_the_ceiling_and_the_share_beside_each_metric() -> None:
@@ -56,9 +97,9 @@ def test_main_table_puts_the_ceiling_and_the_share_beside_each_metric() -> None:
     shown = tables.display_table(summary, keys)
     columns = list(shown.columns)
     at = columns.index("AUC (score)")
-    assert columns[at + 1:at + 3] == ["AUC (score) ceiling", "AUC (score) share of ceiling"]
+    assert columns[at + 1 : at + 3] == ["AUC (score) ceiling", "AUC (score) share of ceiling"]
     at = columns.index("Spearman ρ (score, correctness)")
-    assert columns[at + 1:at + 3] == ["ρ ceiling", "ρ share of ceiling"]
+    assert columns[at + 1 : at + 3] == ["ρ ceiling", "ρ share of ceiling"]
     assert columns[columns.index("F1 random") + 1] == "F1 ceiling"  # after F1 and its baselines
     assert shown["AUC (score) ceiling"].tolist() == ["0.650 [0.560, 0.750]", "—", UNDEFINED]
     assert shown["AUC (score) share of ceiling"].tolist() == ["53.3% [-50.0%, 120.0%]", "—", UNDEFINED]
@@ -91,7 +132,7 @@ def test_each_reader_group_is_read_against_its_own_ceiling() -> None:
     assert shown["AUC ceiling all"].tolist() == ["0.650 [0.560, 0.750]", "—", UNDEFINED]
     assert shown["share professional"].tolist() == ["53.3% [-50.0%, 120.0%]", "—", UNDEFINED]
     columns = list(shown.columns)
-    assert columns[columns.index("AUC professional") + 1:][:2] == ["AUC ceiling professional", "share professional"]
+    assert columns[columns.index("AUC professional") + 1 :][:2] == ["AUC ceiling professional", "share professional"]
 
 
 def test_ceiling_figure_draws_a_band_per_configuration_that_logged_one() -> None:

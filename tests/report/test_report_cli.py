@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
-from support.sweeps import Sweep, mcu_exp
 
 from mcu_exp.names import mlflow_series
 from mcu_exp.report.cli import ReportError, main, make_report
 from mcu_exp.report.sources import RunFiles
 from mcu_exp.tracking.artifacts import RunArtifacts
+from support.sweeps import Sweep, mcu_exp
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -52,8 +52,9 @@ def test_report_command_writes_tables_figures_and_one_page(sweep: Sweep, tmp_pat
     page = (out / "report.html").read_text()
     images = re.findall(r'<img [^>]*src="data:image/png;base64,([^"]+)"', page)
     assert len(images) == 5  # every job logs the humans' ceiling: the ceiling figure comes last
-    for name, data in zip(("f1_threshold", "auc_threshold", "auc_subgroups", "coverage_epsilon", "ceiling"), images,
-                          strict=True):
+    for name, data in zip(
+        ("f1_threshold", "auc_threshold", "auc_subgroups", "coverage_epsilon", "ceiling"), images, strict=True
+    ):
         png = base64.b64decode(data)
         assert png.startswith(PNG) and png == (out / "figures" / f"{name}.png").read_bytes()
     assert "http://" not in page and "https://" not in page  # nothing fetched from elsewhere
@@ -76,9 +77,9 @@ def test_report_is_logged_as_a_run_that_later_reports_leave_out(sweep: Sweep, tm
 
 
 @pytest.mark.slow  # the `sweep` fixture runs a 4-job sweep (~30 s on 2 cores)
-def test_filter_selects_runs_and_bad_selections_fail_in_one_line(sweep: Sweep, tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str],
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_filter_selects_runs_and_bad_selections_fail_in_one_line(
+    sweep: Sweep, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = make_report(sweep.uri, filter_string="tags.`mcu.model` = 'gpt-4o'", out=tmp_path / "f", log=False)
     summary = pd.read_csv(out / "summary.csv")
     assert set(summary["model"]) == {"gpt-4o"} and len(summary) == 2
@@ -96,8 +97,9 @@ def test_filter_selects_runs_and_bad_selections_fail_in_one_line(sweep: Sweep, t
     assert err.startswith("mcu-exp report: error: bad run selection") and len(err.strip().splitlines()) == 1
 
 
-def test_missing_store_is_an_error_not_an_empty_database(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_store_is_an_error_not_an_empty_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MCU_EXP_OUTPUTS", str(tmp_path / "outputs"))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     with pytest.raises(SystemExit) as exc:

@@ -21,21 +21,46 @@ from mcu_exp.report.html import ReportDocument, Section, cell_html, render_html
 GRID = np.linspace(0.1, 0.5, 5)
 
 
-def record(run_id: str, model: str, eps: float, start: int, group: str = "all", baseline: float = 0.684,
-           tau: float = 0.3, f1: float = 0.7) -> dict:
-    params = {"decision.epsilon": str(eps), "decision.rule": "conformal", "decision.quantile": "empirical",
-              "labels.group": group}
+def record(
+    run_id: str,
+    model: str,
+    eps: float,
+    start: int,
+    group: str = "all",
+    baseline: float = 0.684,
+    tau: float = 0.3,
+    f1: float = 0.7,
+) -> dict:
+    params = {
+        "decision.epsilon": str(eps),
+        "decision.rule": "conformal",
+        "decision.quantile": "empirical",
+        "labels.group": group,
+    }
     tags = {"mcu.model": model, "mcu.proxy": "p1", "mcu.dataset": "scalabrino"}
-    metrics = {"f1": f1, "f1_ci_low": f1 - 0.1, "f1_ci_high": f1 + 0.1, "auc_binary": 0.55,
-               "auc_binary_ci_low": 0.45, "auc_binary_ci_high": 0.65, "baseline_always_f1": baseline,
-               "baseline_random_f1": 0.518, "tau": tau, "n": 50.0, "group.professional.f1": 0.6,
-               "group.professional.auc_binary": 0.6, "group.professional.n": 30.0}
+    metrics = {
+        "f1": f1,
+        "f1_ci_low": f1 - 0.1,
+        "f1_ci_high": f1 + 0.1,
+        "auc_binary": 0.55,
+        "auc_binary_ci_low": 0.45,
+        "auc_binary_ci_high": 0.65,
+        "baseline_always_f1": baseline,
+        "baseline_random_f1": 0.518,
+        "tau": tau,
+        "n": 50.0,
+        "group.professional.f1": 0.6,
+        "group.professional.auc_binary": 0.6,
+        "group.professional.n": 30.0,
+    }
     return tables.run_record(run_id, f"{model} · ε={eps}", "1", "FINISHED", start, tags, params, metrics)
 
 
 def threshold_curves(*run_ids: str) -> pd.DataFrame:
-    return pd.concat([pd.DataFrame({"run_id": r, "threshold": GRID, "f1": GRID + 0.3, "auc_binary": 0.6})
-                      for r in run_ids], ignore_index=True)
+    return pd.concat(
+        [pd.DataFrame({"run_id": r, "threshold": GRID, "f1": GRID + 0.3, "auc_binary": 0.6}) for r in run_ids],
+        ignore_index=True,
+    )
 
 
 def horizontal_lines(ax: Axes) -> dict[float, str]:
@@ -56,8 +81,13 @@ def drawn_extents(fig: Figure, ax: Axes) -> tuple[Bbox, Bbox]:
 
 @pytest.fixture
 def rows() -> tuple[pd.DataFrame, list[str]]:
-    frame = tables.runs_frame([record("a", "qwen3-14b", 0.1, 1, tau=0.2), record("b", "qwen3-14b", 0.2, 2, tau=0.4),
-                               record("c", "gpt-4o", 0.1, 3)])
+    frame = tables.runs_frame(
+        [
+            record("a", "qwen3-14b", 0.1, 1, tau=0.2),
+            record("b", "qwen3-14b", 0.2, 2, tau=0.4),
+            record("c", "gpt-4o", 0.1, 3),
+        ]
+    )
     keys = tables.varying_keys(frame)
     return tables.latest_per_config(frame, keys), keys
 
@@ -74,8 +104,9 @@ def test_f1_plot_has_the_baseline_line_and_auc_plot_the_chance_line(rows: tuple[
 
 
 def test_runs_on_other_labels_get_their_own_baseline_line() -> None:
-    frame = tables.runs_frame([record("a", "m", 0.1, 1, group="all"),
-                               record("b", "m", 0.1, 2, group="professional", baseline=0.75)])
+    frame = tables.runs_frame(
+        [record("a", "m", 0.1, 1, group="all"), record("b", "m", 0.1, 2, group="professional", baseline=0.75)]
+    )
     keys = tables.varying_keys(frame)
     table = tables.latest_per_config(frame, keys)
     (ax,) = figures.plot_threshold_metric(threshold_curves("a", "b"), table, keys, "f1", "F1").axes
@@ -100,14 +131,20 @@ def test_theta_plot_has_baseline_and_chance_lines() -> None:
 
 
 def test_identical_coverage_curves_share_one_line() -> None:
-    frame = tables.runs_frame([record("a", "qwen3-14b", 0.1, 1, group="all"),
-                               record("b", "qwen3-14b", 0.1, 2, group="professional"),
-                               record("c", "gpt-4o", 0.1, 3)])
+    frame = tables.runs_frame(
+        [
+            record("a", "qwen3-14b", 0.1, 1, group="all"),
+            record("b", "qwen3-14b", 0.1, 2, group="professional"),
+            record("c", "gpt-4o", 0.1, 3),
+        ]
+    )
     keys = tables.varying_keys(frame)
     table = tables.latest_per_config(frame, keys)
     same = pd.DataFrame({"epsilon": GRID, "nominal": 1 - GRID, "coverage": 1 - GRID / 2})
-    curves = pd.concat([same.assign(run_id="a"), same.assign(run_id="b"),
-                        same.assign(run_id="c", coverage=1 - GRID / 3)], ignore_index=True)
+    curves = pd.concat(
+        [same.assign(run_id="a"), same.assign(run_id="b"), same.assign(run_id="c", coverage=1 - GRID / 3)],
+        ignore_index=True,
+    )
     fig = figures.plot_coverage_epsilon(curves, table, keys)
     (ax,) = fig.axes
     labels = [line.get_label() for line in ax.lines]
@@ -135,17 +172,27 @@ def test_legends_sit_outside_the_bars_and_curves(rows: tuple[pd.DataFrame, list[
 
 
 def test_baselines_sit_beside_f1_and_tables_count_runs_and_programs() -> None:
-    frame = tables.runs_frame([record("a", "qwen3-14b", 0.1, 1), record("b", "qwen3-14b", 0.1, 2),
-                               record("c", "gpt-4o", 0.1, 3)])
+    frame = tables.runs_frame(
+        [record("a", "qwen3-14b", 0.1, 1), record("b", "qwen3-14b", 0.1, 2), record("c", "gpt-4o", 0.1, 3)]
+    )
     keys = tables.varying_keys(frame)
     shown = tables.display_table(tables.summary_table(frame, keys), keys)
     columns = list(shown.columns)
-    assert columns[columns.index("F1") + 1:columns.index("F1") + 3] == ["F1 always-1", "F1 random"]
+    assert columns[columns.index("F1") + 1 : columns.index("F1") + 3] == ["F1 always-1", "F1 random"]
     assert columns[columns.index("runs") + 1] == "n" and columns.index("n") < columns.index("F1")
     assert shown["runs"].tolist() == ["2", "1"]
     groups = tables.display_subgroups(tables.subgroup_table(frame, keys), keys)
-    assert list(groups.columns) == ["model", "proxy", "runs", "n all", "F1 all", "AUC all", "n professional",
-                                    "F1 professional", "AUC professional"]
+    assert list(groups.columns) == [
+        "model",
+        "proxy",
+        "runs",
+        "n all",
+        "F1 all",
+        "AUC all",
+        "n professional",
+        "F1 professional",
+        "AUC professional",
+    ]
     assert groups["runs"].tolist() == ["2", "1"] and groups["n professional"].tolist() == ["30", "30"]
 
 
@@ -164,17 +211,26 @@ def test_a_wide_table_shows_its_baselines_without_scrolling(tmp_path: Path) -> N
     from support.browser import chromium
 
     models = ["qwen3-14b", "gpt-4o", "deepseek-coder-v2-lite", "codellama-13b", "llama-3.1-8b"]
-    metrics = {"accuracy": 0.6, "precision": 0.61, "recall": 0.62, "auc_score": 0.6, "spearman": 0.3,
-               "kendall": 0.2, "auc_score_perm_p": 0.01}
+    metrics = {
+        "accuracy": 0.6,
+        "precision": 0.61,
+        "recall": 0.62,
+        "auc_score": 0.6,
+        "spearman": 0.3,
+        "kendall": 0.2,
+        "auc_score_perm_p": 0.01,
+    }
     ci = {f"{m}_ci_{b}": v for m, v in metrics.items() for b in ("low", "high") if m != "auc_score_perm_p"}
     frame = tables.runs_frame([{**record(str(i), m, 0.1, i), **metrics, **ci} for i, m in enumerate(models)])
     keys = tables.varying_keys(frame)
     shown = tables.display_table(tables.summary_table(frame, keys), keys)
     page = tmp_path / "page.html"
-    probe = ("<script>window.addEventListener('load', () => { const cells = [...document.querySelectorAll('th')];"
-             " const random = cells.find(c => c.textContent === 'F1 random');"
-             " document.body.dataset.right = Math.ceil(random.getBoundingClientRect().right);"
-             " document.body.dataset.width = document.documentElement.clientWidth; });</script></body>")
+    probe = (
+        "<script>window.addEventListener('load', () => { const cells = [...document.querySelectorAll('th')];"
+        " const random = cells.find(c => c.textContent === 'F1 random');"
+        " document.body.dataset.right = Math.ceil(random.getBoundingClientRect().right);"
+        " document.body.dataset.width = document.documentElement.clientWidth; });</script></body>"
+    )
     page.write_text(render_html(ReportDocument("wide", {}, [Section("S", shown)], [])).replace("</body>", probe))
     res = chromium(page.as_uri(), tmp_path / "profile", "--window-size=1280,900", "--dump-dom")
     assert res.returncode == 0, res.stderr[-2000:]

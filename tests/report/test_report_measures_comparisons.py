@@ -15,27 +15,42 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from support.md_tables import section, table_rows
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
-from support.mlflow_store import seed_store
 
 from mcu_exp.evaluation.paired import compare_many, holm
 from mcu_exp.names import MEASURES_FILE, METRICS_FILE, PER_PROGRAM_FILE
 from mcu_exp.report.cli import make_report
 from mcu_exp.report.comparisons import comparison_part
 from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location
+from support.md_tables import section, table_rows
+from support.mlflow_store import seed_store
 
 EXPERIMENT = "measures"
-HEADLINE = {"f1": 0.7, "f1_ci_low": 0.6, "f1_ci_high": 0.8, "auc_binary": 0.55, "auc_binary_ci_low": 0.45,
-            "auc_binary_ci_high": 0.65, "baseline_always_f1": 0.684, "baseline_random_f1": 0.518, "n": 40.0}
+HEADLINE = {
+    "f1": 0.7,
+    "f1_ci_low": 0.6,
+    "f1_ci_high": 0.8,
+    "auc_binary": 0.55,
+    "auc_binary_ci_low": 0.45,
+    "auc_binary_ci_high": 0.65,
+    "baseline_always_f1": 0.684,
+    "baseline_random_f1": 0.518,
+    "n": 40.0,
+}
 MEASURES = ("measure.ssc", "measure.eigv", "measure.deg", "measure.ecc")
 N = 40
 TRUTH = np.random.default_rng(7).integers(0, 2, N)
 OTHER_TRUTH = np.where(np.arange(N) < 6, 1 - TRUTH, TRUTH)  # another reader group's labels
 # (model, labels.group, has measures and per-program tables)
-RUNS = (("m1", "all", True), ("m2", "all", True), ("m3", "all", True), ("m1", "professional", True),
-        ("m2", "professional", True), ("old", "all", False))
+RUNS = (
+    ("m1", "all", True),
+    ("m2", "all", True),
+    ("m3", "all", True),
+    ("m1", "professional", True),
+    ("m2", "professional", True),
+    ("old", "all", False),
+)
 
 
 def measures_frame(seed: int, group: str) -> pd.DataFrame:
@@ -44,13 +59,26 @@ def measures_frame(seed: int, group: str) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     code_rng = np.random.default_rng(1000 if group == "all" else 1001)
     rows = {}
-    for column, r in [*((m, rng) for m in MEASURES), *((c, code_rng) for c in ("code.loc", "code.cyclomatic")),
-                      ("dataset.readability", code_rng)]:
+    for column, r in [
+        *((m, rng) for m in MEASURES),
+        *((c, code_rng) for c in ("code.loc", "code.cyclomatic")),
+        ("dataset.readability", code_rng),
+    ]:
         auc, rho, prr = r.uniform(0.4, 0.8), r.uniform(-0.2, 0.5), r.uniform(-0.3, 0.4)
-        rows[column] = {"n": N, "auc_score": auc, "auc_score_ci_low": auc - 0.1, "auc_score_ci_high": auc + 0.1,
-                        "spearman": rho, "spearman_ci_low": rho - 0.15, "spearman_ci_high": rho + 0.15,
-                        "prr": prr, "prr_ci_low": prr - 0.39, "prr_ci_high": prr + 0.39, "prr_perm_p": 0.25,
-                        "spearman_vs": "correctness"}
+        rows[column] = {
+            "n": N,
+            "auc_score": auc,
+            "auc_score_ci_low": auc - 0.1,
+            "auc_score_ci_high": auc + 0.1,
+            "spearman": rho,
+            "spearman_ci_low": rho - 0.15,
+            "spearman_ci_high": rho + 0.15,
+            "prr": prr,
+            "prr_ci_low": prr - 0.39,
+            "prr_ci_high": prr + 0.39,
+            "prr_perm_p": 0.25,
+            "spearman_vs": "correctness",
+        }
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame.index.name = "column"
     return frame
@@ -60,9 +88,10 @@ def per_program_frame(seed: int, group: str) -> pd.DataFrame:
     rng = np.random.default_rng(100 + seed)
     truth = TRUTH if group == "all" else OTHER_TRUTH
     score = truth + rng.normal(0.0, 1.2, N)
-    frame = pd.DataFrame({"human_label": truth, "human_fraction": truth * 0.8, "score": score,
-                          "label": (score > 0.3).astype(int)},
-                         index=pd.Index([f"prog-{i:02d}" for i in range(N)], name="program_id"))
+    frame = pd.DataFrame(
+        {"human_label": truth, "human_fraction": truth * 0.8, "score": score, "label": (score > 0.3).astype(int)},
+        index=pd.Index([f"prog-{i:02d}" for i in range(N)], name="program_id"),
+    )
     return frame
 
 
@@ -77,10 +106,19 @@ def build_store(outputs: Path) -> tuple[str, dict[tuple[str, str], str]]:
     for seed, (model, group, new) in enumerate(RUNS):
         tags = {"mcu.model": model, "mcu.proxy": "p1", "mcu.dataset": "scalabrino", "mcu.sweep": "s1"}
         run = client.create_run(exp, run_name=f"{model} · p1 · {group}", tags=tags)
-        params = {"decision.rule": "conformal", "decision.epsilon": "0.1", "decision.quantile": "empirical",
-                  "labels.group": group, "model.name": model, "proxy.name": "p1"}
-        client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in params.items()],
-                         metrics=[Metric(k, v, 0, 0) for k, v in HEADLINE.items()])
+        params = {
+            "decision.rule": "conformal",
+            "decision.epsilon": "0.1",
+            "decision.quantile": "empirical",
+            "labels.group": group,
+            "model.name": model,
+            "proxy.name": "p1",
+        }
+        client.log_batch(
+            run.info.run_id,
+            params=[Param(k, v) for k, v in params.items()],
+            metrics=[Metric(k, v, 0, 0) for k, v in HEADLINE.items()],
+        )
         folder = outputs.parent / f"files-{seed}"
         folder.mkdir()
         (folder / METRICS_FILE).write_text(json.dumps(HEADLINE))
@@ -121,10 +159,12 @@ def test_measure_cells_are_the_csv_values_formatted(made: dict[str, Any]) -> Non
         assert list(mine) == list(MEASURES)  # measure.* rows only, in the file's order
         for column, row in mine.items():
             values = expected.loc[column]
-            assert row["AUC (score)"] == interval(values["auc_score"], values["auc_score_ci_low"],
-                                                  values["auc_score_ci_high"])
-            assert row["Spearman ρ"] == interval(values["spearman"], values["spearman_ci_low"],
-                                                 values["spearman_ci_high"])
+            assert row["AUC (score)"] == interval(
+                values["auc_score"], values["auc_score_ci_low"], values["auc_score_ci_high"]
+            )
+            assert row["Spearman ρ"] == interval(
+                values["spearman"], values["spearman_ci_low"], values["spearman_ci_high"]
+            )
             assert row["PRR"] == interval(values["prr"], values["prr_ci_low"], values["prr_ci_high"])
             assert row["p (PRR)"] == "0.250"
             assert row["n"] == str(N)
@@ -135,12 +175,14 @@ def test_code_rows_once_per_label_set_and_every_row_in_the_csv(made: dict[str, A
     rows = table_rows(section(made["md"], "Uncertainty measures and code-metric baselines"))
     code = [r for r in rows if r["measure"].startswith("code.")]
     assert sorted(r["configuration"] for r in code) == sorted(
-        [f"code metrics · reader group={g}" for g in ("all", "professional") for _ in range(2)])
+        [f"code metrics · reader group={g}" for g in ("all", "professional") for _ in range(2)]
+    )
     own = {r["configuration"]: r for r in code if r["measure"] == "code.loc"}
     for seed, group in ((0, "all"), (3, "professional")):  # each set from its first run
         values = measures_frame(seed, group).loc["code.loc"]
         assert own[f"code metrics · reader group={group}"]["AUC (score)"] == interval(
-            values["auc_score"], values["auc_score_ci_low"], values["auc_score_ci_high"])
+            values["auc_score"], values["auc_score_ci_low"], values["auc_score_ci_high"]
+        )
 
     saved = pd.read_csv(made["out"] / MEASURES_FILE)
     with_files = [(seed, m, g) for seed, (m, g, new) in enumerate(RUNS) if new]
@@ -148,19 +190,27 @@ def test_code_rows_once_per_label_set_and_every_row_in_the_csv(made: dict[str, A
     for seed, model, group in with_files:
         mine = saved[saved["run_id"] == made["ids"][model, group]].set_index("column")
         assert mine["run_name"].iloc[0] == f"{model} · p1 · {group}"
-        pd.testing.assert_frame_equal(mine[list(measures_frame(seed, group).columns)],
-                                      measures_frame(seed, group), check_names=False, check_dtype=False)
+        pd.testing.assert_frame_equal(
+            mine[list(measures_frame(seed, group).columns)],
+            measures_frame(seed, group),
+            check_names=False,
+            check_dtype=False,
+        )
 
 
 def test_code_rows_shown_once_when_the_labels_agree(made: dict[str, Any]) -> None:
-    out = make_report(made["uri"], experiments=[EXPERIMENT], filter_string="params.`labels.group` = 'all'",
-                      out=made["root"] / "all-readers", log=False)
+    out = make_report(
+        made["uri"],
+        experiments=[EXPERIMENT],
+        filter_string="params.`labels.group` = 'all'",
+        out=made["root"] / "all-readers",
+        log=False,
+    )
     text = section((out / "report.md").read_text(), "Uncertainty measures and code-metric baselines")
     code = [r for r in table_rows(text) if r["measure"].startswith("code.")]
     assert [r["configuration"] for r in code] == ["code metrics"] * 2
     values = measures_frame(0, "all").loc["code.cyclomatic"]
-    assert code[1]["Spearman ρ"] == interval(values["spearman"], values["spearman_ci_low"],
-                                             values["spearman_ci_high"])
+    assert code[1]["Spearman ρ"] == interval(values["spearman"], values["spearman_ci_low"], values["spearman_ci_high"])
     assert "taken from the first run (m1 · p1)" in text
 
 
@@ -173,7 +223,8 @@ def test_old_run_without_measures_is_skipped_with_a_note(made: dict[str, Any]) -
 
 
 def test_a_run_whose_artifacts_are_gone_is_named_not_taken_for_an_old_run(
-        made: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    made: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     shutil.copytree(made["root"] / "outputs", tmp_path / "outputs")  # artifacts are relative to the store
     uri = f"sqlite:///{tmp_path / 'outputs' / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
@@ -185,10 +236,14 @@ def test_a_run_whose_artifacts_are_gone_is_named_not_taken_for_an_old_run(
     assert f"warning: run {lost} (m2 · p1 · all): its artifacts are missing" in err
     assert err.count("artifacts are missing") == 1  # the other runs have theirs
     text = section((out / "report.md").read_text(), "Uncertainty measures and code-metric baselines")
-    assert f"1 configuration whose run's artifacts are missing (restore them to report their measures), " \
-           f"left out: {label('m2', 'all')} (run {lost})." in text
-    assert f"1 configuration without {MEASURES_FILE} (runs from before measures were logged), left out: " \
-           f"{label('old', 'all')}." in text  # m2 is not said to predate measures
+    assert (
+        f"1 configuration whose run's artifacts are missing (restore them to report their measures), "
+        f"left out: {label('m2', 'all')} (run {lost})." in text
+    )
+    assert (
+        f"1 configuration without {MEASURES_FILE} (runs from before measures were logged), left out: "
+        f"{label('old', 'all')}." in text
+    )  # m2 is not said to predate measures
 
 
 def frames(group: str, models: tuple[str, ...]) -> dict[str, pd.DataFrame]:
@@ -212,16 +267,26 @@ def test_comparisons_are_compare_many_within_label_sets_holm_across_pairs(made: 
         expected = compare_many(frames(group, models), resamples=2000, seed=0)
         mine = saved[saved["run_a"].map(groups) == group].reset_index(drop=True)
         assert list(mine["run_a"]) == list(expected["run_a"]) and list(mine["run_b"]) == list(expected["run_b"])
-        for column in ("n", "delta_f1", "delta_auc_score", "delta_auc_score_ci_low", "delta_auc_score_ci_high",
-                       "delong_p", "mcnemar_p"):
+        for column in (
+            "n",
+            "delta_f1",
+            "delta_auc_score",
+            "delta_auc_score_ci_low",
+            "delta_auc_score_ci_high",
+            "delong_p",
+            "mcnemar_p",
+        ):
             np.testing.assert_allclose(mine[column].to_numpy(float), expected[column].to_numpy(float))
         for _, row in mine.iterrows():
             cells = next(r for r in shown if r["A"] == row["run_a"] and r["B"] == row["run_b"])
-            assert cells["ΔAUC (score)"] == interval(row["delta_auc_score"], row["delta_auc_score_ci_low"],
-                                                     row["delta_auc_score_ci_high"])
+            assert cells["ΔAUC (score)"] == interval(
+                row["delta_auc_score"], row["delta_auc_score_ci_low"], row["delta_auc_score_ci_high"]
+            )
     # Holm across the four pairs shown, not within each set.
-    for raw, adjusted, head in (("delong_p", "delong_p_holm", "DeLong p (Holm)"),
-                                ("mcnemar_p", "mcnemar_p_holm", "McNemar (accuracy) p (Holm)")):
+    for raw, adjusted, head in (
+        ("delong_p", "delong_p_holm", "DeLong p (Holm)"),
+        ("mcnemar_p", "mcnemar_p_holm", "McNemar (accuracy) p (Holm)"),
+    ):
         family = holm(saved[raw].to_numpy(float))
         np.testing.assert_allclose(saved[adjusted].to_numpy(float), family)
         assert [r[head] for r in shown] == [f"{p:.4f}" for p in family]
@@ -244,7 +309,10 @@ def test_comparisons_capped_and_runs_without_a_score_left_out() -> None:
     part = comparison_part(rows, ["model", "proxy"], found, most=3, resamples=1000)
     assert part is not None
     assert list(zip(part.csv["run_a"], part.csv["run_b"], strict=True)) == [
-        ("m0 · p1", "m2 · p1"), ("m0 · p1", "m3 · p1"), ("m2 · p1", "m3 · p1")]
+        ("m0 · p1", "m2 · p1"),
+        ("m0 · p1", "m3 · p1"),
+        ("m2 · p1", "m3 · p1"),
+    ]
     notes = " ".join(part.notes)
     assert "Not compared, no score" in notes and "m1 · p1" in notes
     assert "1 more configuration with a score left out" in notes and "m4 · p1" in notes

@@ -15,28 +15,58 @@ from mcu_exp.report import figures, tables
 from mcu_exp.report.html import Figure, ReportDocument, Section, render_html, render_markdown
 
 
-def record(run_id: str, model: str, eps: float, f1: float, start: int, rule: str = "conformal",
-           theta: float = 0.45, **metrics: float) -> dict:
-    params = {"decision.epsilon": str(eps), "decision.rule": rule, "decision.theta": str(theta),
-              "decision.quantile": "empirical", "labels.group": "all"}
+def record(
+    run_id: str,
+    model: str,
+    eps: float,
+    f1: float,
+    start: int,
+    rule: str = "conformal",
+    theta: float = 0.45,
+    **metrics: float,
+) -> dict:
+    params = {
+        "decision.epsilon": str(eps),
+        "decision.rule": rule,
+        "decision.theta": str(theta),
+        "decision.quantile": "empirical",
+        "labels.group": "all",
+    }
     tags = {"mcu.model": model, "mcu.proxy": "p1", "mcu.dataset": "scalabrino", "mcu.sweep": "s1"}
-    values = {"f1": f1, "f1_ci_low": f1 - 0.1, "f1_ci_high": f1 + 0.1, "accuracy": 0.6, "precision": 0.55,
-              "recall": 0.9, "auc_binary": 0.55, "auc_binary_ci_low": 0.45, "auc_binary_ci_high": 0.65,
-              "baseline_always_f1": 0.684, "baseline_random_f1": 0.518, "tau": 0.3, "coverage": 0.9,
-              "group.professional.f1": f1 + 0.05, "group.professional.auc_binary": 0.5,
-              "group.professional.n": 50.0, "n": 50.0, **metrics}
+    values = {
+        "f1": f1,
+        "f1_ci_low": f1 - 0.1,
+        "f1_ci_high": f1 + 0.1,
+        "accuracy": 0.6,
+        "precision": 0.55,
+        "recall": 0.9,
+        "auc_binary": 0.55,
+        "auc_binary_ci_low": 0.45,
+        "auc_binary_ci_high": 0.65,
+        "baseline_always_f1": 0.684,
+        "baseline_random_f1": 0.518,
+        "tau": 0.3,
+        "coverage": 0.9,
+        "group.professional.f1": f1 + 0.05,
+        "group.professional.auc_binary": 0.5,
+        "group.professional.n": 50.0,
+        "n": 50.0,
+        **metrics,
+    }
     return tables.run_record(run_id, f"{model} · p1 · ε={eps}", "1", "FINISHED", start, tags, params, values)
 
 
 @pytest.fixture
 def frame() -> pd.DataFrame:
-    return tables.runs_frame([
-        record("a", "qwen3-14b", 0.1, 0.70, start=1),
-        record("b", "gpt-4o", 0.1, 0.72, start=2),
-        record("c", "qwen3-14b", 0.2, 0.66, start=3),
-        record("d", "gpt-4o", 0.2, 0.69, start=4),
-        record("e", "qwen3-14b", 0.1, 0.71, start=5),  # a rerun of a's configuration
-    ])
+    return tables.runs_frame(
+        [
+            record("a", "qwen3-14b", 0.1, 0.70, start=1),
+            record("b", "gpt-4o", 0.1, 0.72, start=2),
+            record("c", "qwen3-14b", 0.2, 0.66, start=3),
+            record("d", "gpt-4o", 0.2, 0.69, start=4),
+            record("e", "qwen3-14b", 0.1, 0.71, start=5),  # a rerun of a's configuration
+        ]
+    )
 
 
 def test_keys_show_what_varies_and_reruns_collapse_to_the_newest(frame: pd.DataFrame) -> None:
@@ -52,8 +82,9 @@ def test_keys_show_what_varies_and_reruns_collapse_to_the_newest(frame: pd.DataF
 def test_theta_is_a_key_only_for_rules_that_use_it() -> None:
     conformal = tables.runs_frame([record("a", "m", 0.1, 0.7, 1, theta=0.3), record("b", "m", 0.1, 0.7, 2, theta=0.5)])
     assert "theta" not in tables.varying_keys(conformal)
-    theta = tables.runs_frame([record("a", "m", 0.1, 0.7, 1, rule="theta", theta=0.3),
-                               record("b", "m", 0.1, 0.7, 2, rule="theta", theta=0.5)])
+    theta = tables.runs_frame(
+        [record("a", "m", 0.1, 0.7, 1, rule="theta", theta=0.3), record("b", "m", 0.1, 0.7, 2, rule="theta", theta=0.5)]
+    )
     assert tables.varying_keys(theta) == ["model", "proxy", "theta"]
 
 
@@ -65,9 +96,12 @@ def test_display_shows_cis_baselines_and_vs_p0_only_when_logged(frame: pd.DataFr
     assert not any("vs P0" in c for c in shown.columns)
     assert "AUC (score)" not in shown.columns  # a metric no run logged gets no column
 
-    with_p0 = tables.runs_frame([record("x", "gpt-4o", 0.1, 0.7, 1, **{"vs_p0.f1": 0.95, "vs_p0.f1_ci_low": 0.9,
-                                                                       "vs_p0.f1_ci_high": 0.99}),
-                                 record("y", "gpt-4", 0.1, 0.6, 2)])
+    with_p0 = tables.runs_frame(
+        [
+            record("x", "gpt-4o", 0.1, 0.7, 1, **{"vs_p0.f1": 0.95, "vs_p0.f1_ci_low": 0.9, "vs_p0.f1_ci_high": 0.99}),
+            record("y", "gpt-4", 0.1, 0.6, 2),
+        ]
+    )
     keys = tables.varying_keys(with_p0)
     shown = tables.display_table(tables.summary_table(with_p0, keys), keys)
     assert shown["F1 vs P0"].tolist() == ["95.0% [90.0%, 99.0%]", "—"]
@@ -88,8 +122,9 @@ def test_figures_draw_one_curve_per_model_with_run_points(frame: pd.DataFrame) -
     keys = tables.varying_keys(frame)
     rows = tables.latest_per_config(frame, keys)
     grid = np.linspace(0.1, 0.4, 5)
-    curves = pd.concat([pd.DataFrame({"run_id": rid, "threshold": grid, "f1": grid, "auc_binary": 0.5})
-                        for rid in ("e", "b")])
+    curves = pd.concat(
+        [pd.DataFrame({"run_id": rid, "threshold": grid, "f1": grid, "auc_binary": 0.5}) for rid in ("e", "b")]
+    )
     fig = figures.plot_threshold_metric(curves, rows, keys, "f1", "F1")
     assert isinstance(fig, MplFigure)
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
@@ -102,17 +137,20 @@ def test_figures_draw_one_curve_per_model_with_run_points(frame: pd.DataFrame) -
 
 
 def test_theta_figure_appears_for_runs_with_theta_curves() -> None:
-    frame = tables.runs_frame([
-        record("a", "qwen3-14b", 0.1, 0.6, 1, rule="theta", theta=0.45),
-        record("b", "gpt-4o", 0.1, 0.7, 2, rule="theta", theta=0.45),
-        record("c", "gpt-4o", 0.1, 0.7, 3, rule="theta", theta=0.5),
-    ])
+    frame = tables.runs_frame(
+        [
+            record("a", "qwen3-14b", 0.1, 0.6, 1, rule="theta", theta=0.45),
+            record("b", "gpt-4o", 0.1, 0.7, 2, rule="theta", theta=0.45),
+            record("c", "gpt-4o", 0.1, 0.7, 3, rule="theta", theta=0.5),
+        ]
+    )
     keys = tables.varying_keys(frame)
     assert keys == ["model", "proxy", "theta"]
     rows = tables.latest_per_config(frame, keys)
     grid = np.linspace(0, 1, 21)
-    theta = pd.concat([pd.DataFrame({"run_id": rid, "theta": grid, "f1": 1 - grid, "auc_binary": 0.5})
-                       for rid in ("a", "c")])
+    theta = pd.concat(
+        [pd.DataFrame({"run_id": rid, "theta": grid, "f1": 1 - grid, "auc_binary": 0.5}) for rid in ("a", "c")]
+    )
     fig = figures.plot_theta(theta, rows, keys)
     legend = sorted(t.get_text() for t in fig.axes[0].get_legend().get_texts())
     assert legend == ["F1 always-1 baseline (68.4%)", "gpt-4o · p1", "qwen3-14b · p1"]
@@ -127,8 +165,9 @@ def test_theta_figure_appears_for_runs_with_theta_curves() -> None:
 
 def test_runs_without_curves_or_subgroups_still_make_every_figure() -> None:
     bare = {"f1": 0.5, "accuracy": 0.5, "precision": 0.5, "recall": 0.5, "auc_binary": 0.5}  # a P3-like run
-    frame = tables.runs_frame([tables.run_record("r", "m · p3", "1", "FINISHED", 1, {"mcu.model": "m",
-                                                 "mcu.proxy": "p3"}, {}, bare)])
+    frame = tables.runs_frame(
+        [tables.run_record("r", "m · p3", "1", "FINISHED", 1, {"mcu.model": "m", "mcu.proxy": "p3"}, {}, bare)]
+    )
     keys = tables.varying_keys(frame)
     rows = tables.latest_per_config(frame, keys)
     empty_thr = pd.DataFrame(columns=["threshold", "f1", "auc_binary", "run_id"])
@@ -142,10 +181,12 @@ def test_runs_without_curves_or_subgroups_still_make_every_figure() -> None:
 
 def test_html_page_is_self_contained_and_escaped() -> None:
     doc = ReportDocument(
-        title="r <b>", facts={"runs": "2"},
+        title="r <b>",
+        facts={"runs": "2"},
         sections=[Section("Table", pd.DataFrame({"model": ["<script>x</script>"], "F1": ["70%"]}), "cap")],
         figures=[Figure("a.png", b"\x89PNG-a", "first"), Figure("b.png", b"\x89PNG-b", "second")],
-        notes=["n1"])
+        notes=["n1"],
+    )
     page = render_html(doc)
     assert "<script>" not in page and "&lt;script&gt;" in page
     uris = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
@@ -156,8 +197,9 @@ def test_html_page_is_self_contained_and_escaped() -> None:
 
 def test_metrics_the_undefined_tag_names_read_undefined_and_absent_ones_a_dash() -> None:
     tags = {"mcu.model": "m", "mcu.proxy": "p1", TAG_UNDEFINED: "auc_binary, precision"}
-    frame = tables.runs_frame([tables.run_record("r", "m · p1", "1", "FINISHED", 1, tags, {},
-                                                 {"f1": 0.5, "recall": 0.4, "n": 6.0})])
+    frame = tables.runs_frame(
+        [tables.run_record("r", "m · p1", "1", "FINISHED", 1, tags, {}, {"f1": 0.5, "recall": 0.4, "n": 6.0})]
+    )
     keys = tables.varying_keys(frame)
     shown = tables.display_table(tables.summary_table(frame, keys), keys)
     assert shown.loc[0, "AUC (labels)"] == UNDEFINED and shown.loc[0, "precision"] == UNDEFINED

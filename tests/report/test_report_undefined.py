@@ -8,20 +8,24 @@ import csv
 import math
 from pathlib import Path
 
-from support.md_tables import section, table_rows
 from mlflow.tracking import MlflowClient
-from support.mlflow_runs import METRICS, Store, log_job
 
 from mcu_exp.names import TAG_CLASS_WARNING, TAG_VERDICT, UNDEFINED, mlflow_series
 from mcu_exp.report.cli import make_report
+from support.md_tables import section, table_rows
+from support.mlflow_runs import METRICS, Store, log_job
 
 NAN = float("nan")
 
 
 def test_the_tracker_logs_undefined_metrics_as_nan(store: Store) -> None:
     key = mlflow_series("threshold", "auc_binary")
-    run_id = log_job(store, "nan", metrics={**METRICS, "auc_binary": NAN, "odd": math.inf},
-                     series={key: [(100, 0.5), (200, NAN), (300, 0.6)]})
+    run_id = log_job(
+        store,
+        "nan",
+        metrics={**METRICS, "auc_binary": NAN, "odd": math.inf},
+        series={key: [(100, 0.5), (200, NAN), (300, 0.6)]},
+    )
     client = MlflowClient(tracking_uri=store.uri)
     metrics = client.get_run(run_id).data.metrics
     assert math.isnan(metrics["auc_binary"]) and metrics["f1"] == 0.7
@@ -32,14 +36,40 @@ def test_the_tracker_logs_undefined_metrics_as_nan(store: Store) -> None:
 
 def test_report_shows_undefined_as_a_word_and_missing_as_a_dash(store: Store, tmp_path: Path) -> None:
     exp = "undefined"
-    one_class = log_job(store, exp, ["decision.epsilon=0.1"], metrics={
-        **METRICS, "auc_binary": NAN, "auc_binary_ci_low": NAN, "auc_binary_ci_high": NAN, "f1_ci_low": NAN,
-        "precision": NAN, "precision_ci_low": NAN, "precision_ci_high": NAN, "baseline_random_f1": NAN},
-        tags={TAG_CLASS_WARNING: "the Low class has 2 programs (under 5)",
-              TAG_VERDICT: "No evidence of alignment: F1 is below the always-1 baseline."})
-    log_job(store, exp, ["decision.epsilon=0.2"], metrics={
-        **METRICS, "precision": 0.5, "precision_ci_low": 0.4, "precision_ci_high": 0.6,
-        "auc_score": 0.61, "auc_score_ci_low": 0.5, "auc_score_ci_high": 0.7})
+    one_class = log_job(
+        store,
+        exp,
+        ["decision.epsilon=0.1"],
+        metrics={
+            **METRICS,
+            "auc_binary": NAN,
+            "auc_binary_ci_low": NAN,
+            "auc_binary_ci_high": NAN,
+            "f1_ci_low": NAN,
+            "precision": NAN,
+            "precision_ci_low": NAN,
+            "precision_ci_high": NAN,
+            "baseline_random_f1": NAN,
+        },
+        tags={
+            TAG_CLASS_WARNING: "the Low class has 2 programs (under 5)",
+            TAG_VERDICT: "No evidence of alignment: F1 is below the always-1 baseline.",
+        },
+    )
+    log_job(
+        store,
+        exp,
+        ["decision.epsilon=0.2"],
+        metrics={
+            **METRICS,
+            "precision": 0.5,
+            "precision_ci_low": 0.4,
+            "precision_ci_high": 0.6,
+            "auc_score": 0.61,
+            "auc_score_ci_low": 0.5,
+            "auc_score_ci_high": 0.7,
+        },
+    )
     out = make_report(store.uri, experiments=[exp], out=tmp_path / "report", log=False)
 
     markdown = (out / "report.md").read_text()
@@ -68,8 +98,18 @@ def test_report_shows_undefined_as_a_word_and_missing_as_a_dash(store: Store, tm
 
 def test_report_shows_correlations_and_the_permutation_p_value(store: Store, tmp_path: Path) -> None:
     exp = "continuous"
-    log_job(store, exp, metrics={**METRICS, "spearman": 0.31, "spearman_ci_low": 0.05, "spearman_ci_high": 0.55,
-                                 "kendall": NAN, "auc_score_perm_p": 0.0123})
+    log_job(
+        store,
+        exp,
+        metrics={
+            **METRICS,
+            "spearman": 0.31,
+            "spearman_ci_low": 0.05,
+            "spearman_ci_high": 0.55,
+            "kendall": NAN,
+            "auc_score_perm_p": 0.0123,
+        },
+    )
     out = make_report(store.uri, experiments=[exp], out=tmp_path / "report", log=False)
     (row,) = table_rows(section((out / "report.md").read_text(), "Alignment with human labels"))
     assert row["Spearman ρ (score, correctness)"] == "0.310 [0.050, 0.550]"

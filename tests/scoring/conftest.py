@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from support.scorer_data import scorer_config
 
 from mcu_exp.scoring import BertScorer
+from support.scorer_data import scorer_config
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.scorer_data import EMPTY, LONG, SUMMARIES, scorer_config
 
 from mcu_exp.scoring import BertScorer
+from support.scorer_data import EMPTY, LONG, SUMMARIES, scorer_config
 
 TOL = 1e-5
 
@@ -25,8 +25,7 @@ def _pairs(texts: list[str]) -> tuple[list[str], list[str]]:
     return [a for a, _ in pairs], [b for _, b in pairs]
 
 
-def test_f1_agrees_with_bert_score_including_a_truncated_text(scorer: BertScorer,
-                                                              reference: Any) -> None:
+def test_f1_agrees_with_bert_score_including_a_truncated_text(scorer: BertScorer, reference: Any) -> None:
     texts = SUMMARIES + [LONG]
     cands, refs = _pairs(texts)
     _, _, expected = reference.score(cands, refs, batch_size=1)
@@ -42,13 +41,15 @@ def test_truncated_inputs_are_counted(minilm_cfg: Any) -> None:
     assert (spec["n_truncated"], spec["n_inputs"], spec["max_length"]) == (1, 3, 512)
 
 
-def test_empty_summary_scores_zero_like_bert_score(scorer: BertScorer, reference: Any,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_empty_summary_scores_zero_like_bert_score(
+    scorer: BertScorer, reference: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # bert-score 0.3.13 crashes on "" under transformers 5; give its tokenizer the method it
     # calls (what transformers 4 provided) to see what it intends an empty text to score.
     tok = reference._tokenizer
-    monkeypatch.setattr(tok, "build_inputs_with_special_tokens",
-                        lambda ids: [tok.cls_token_id, *ids, tok.sep_token_id], raising=False)
+    monkeypatch.setattr(
+        tok, "build_inputs_with_special_tokens", lambda ids: [tok.cls_token_id, *ids, tok.sep_token_id], raising=False
+    )
     cands = [EMPTY, SUMMARIES[0], EMPTY, "   "]
     refs = [SUMMARIES[0], EMPTY, EMPTY, SUMMARIES[1]]
     _, _, expected = reference.score(cands, refs, batch_size=1)
@@ -65,11 +66,20 @@ def test_idf_and_rescaling_agree_with_bert_score(scorer: BertScorer, tmp_path: P
     rows = [f"{layer},0.{30 + layer},0.{31 + layer},0.{32 + layer}" for layer in range(7)]
     baseline.write_text("LAYER,P,R,F\n" + "\n".join(rows) + "\n")
     corpus = SUMMARIES + [LONG, SUMMARIES[0]]
-    ours = BertScorer(scorer_config(idf=True, rescale_with_baseline=True,
-                                    baseline_path=str(baseline)), idf_sents=corpus)
-    theirs = BERTScorer(model_type=str(scorer.resolved.path), num_layers=6, idf=True,
-                        idf_sents=corpus, nthreads=0, device="cpu", lang="en",
-                        rescale_with_baseline=True, baseline_path=str(baseline))
+    ours = BertScorer(
+        scorer_config(idf=True, rescale_with_baseline=True, baseline_path=str(baseline)), idf_sents=corpus
+    )
+    theirs = BERTScorer(
+        model_type=str(scorer.resolved.path),
+        num_layers=6,
+        idf=True,
+        idf_sents=corpus,
+        nthreads=0,
+        device="cpu",
+        lang="en",
+        rescale_with_baseline=True,
+        baseline_path=str(baseline),
+    )
     cands, refs = _pairs(SUMMARIES[:5])
     _, _, expected = theirs.score(cands, refs, batch_size=1)
     got = np.array([ours.f1_matrix([a], [b])[0, 0] for a, b in zip(cands, refs)])

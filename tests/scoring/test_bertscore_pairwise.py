@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.scorer_data import EMPTY, LONG, SUMMARIES, scorer_config
 
 from mcu_exp.scoring import BertScorer
 from mcu_exp.scoring.matching import greedy_f1, pad
+from support.scorer_data import EMPTY, LONG, SUMMARIES, scorer_config
 
 
 def test_pairwise_matrix_is_symmetric_with_unit_diagonal(scorer: BertScorer) -> None:

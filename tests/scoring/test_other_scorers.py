@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.scorer_data import EMPTY, REPO, SUMMARIES, scorer_config
 
 from mcu_exp.scoring import (
     BertScorer,
@@ -21,9 +20,9 @@ from mcu_exp.scoring import (
     pairs,
     scorer_class,
 )
+from support.scorer_data import EMPTY, REPO, SUMMARIES, scorer_config
 
-EXPECTED_CLASS = {"minilm": BertScorer, "deberta_base": BertScorer, "rougel": RougeLScorer,
-                  "cosine": CosineScorer}
+EXPECTED_CLASS = {"minilm": BertScorer, "deberta_base": BertScorer, "rougel": RougeLScorer, "cosine": CosineScorer}
 TEXTS = SUMMARIES[:5]
 
 
@@ -83,8 +82,9 @@ def test_ssc_is_the_mean_over_pairs_i_below_j(rougel: RougeLScorer, cosine: Cosi
             scorer.ssc(TEXTS[:1])
 
 
-def test_rougel_cache_and_spec(tmp_path: Path, capfd: pytest.CaptureFixture[str],
-                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rougel_cache_and_spec(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(pairs, "BAR_DELAY_S", 0.0)
     first = RougeLScorer(scorer_config("rougel"), cache=tmp_path, progress=True)
     want = first.pairwise(TEXTS)
@@ -133,7 +133,7 @@ def test_cosine_identical_is_one_and_symmetric(cosine: CosineScorer) -> None:
     assert not m[-1].any()  # a blank text scores 0, as under BERTScore
     assert (np.abs(m) <= 1.0).all()
     cross = cosine.f1_matrix(TEXTS[:2], TEXTS)
-    np.testing.assert_array_equal(cross, m[:2, :len(TEXTS)])
+    np.testing.assert_array_equal(cross, m[:2, : len(TEXTS)])
     np.testing.assert_array_equal(cosine.f1_matrix(TEXTS, TEXTS[:2]), cross.T)
 
 

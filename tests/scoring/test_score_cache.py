@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.scorer_data import LONG, REPO, SUMMARIES, scorer_config
 
 from mcu_exp.scoring import BertScorer, ScoreCache, pair_key, text_key
+from support.scorer_data import LONG, REPO, SUMMARIES, scorer_config
 
 GROUPS = [SUMMARIES[:4], SUMMARIES[3:], [LONG, SUMMARIES[0], SUMMARIES[5]]]
 
@@ -20,7 +20,7 @@ GROUPS = [SUMMARIES[:4], SUMMARIES[3:], [LONG, SUMMARIES[0], SUMMARIES[5]]]
 def test_keys_are_canonical_json_hashes() -> None:
     import hashlib
 
-    a, b = "zeta \"quoted\" ü", "alpha\nline"
+    a, b = 'zeta "quoted" ü', "alpha\nline"
     canonical = json.dumps({"spec": "h", "a": b, "b": a}, sort_keys=True, separators=(",", ":"))
     assert pair_key("h", a, b) == hashlib.sha256(canonical.encode()).digest()
     assert pair_key("h", a, b) == pair_key("h", b, a)
@@ -51,15 +51,17 @@ print(json.dumps({"values": values, "loaded": s.model_loaded, "n_truncated": spe
 """
 
 
-def test_second_job_is_served_from_cache_without_the_encoder(minilm_cfg: Any,
-                                                            tmp_path: Path) -> None:
+def test_second_job_is_served_from_cache_without_the_encoder(minilm_cfg: Any, tmp_path: Path) -> None:
     cold = BertScorer(minilm_cfg, cache=tmp_path)
     expected = cold.ssc_many(GROUPS)
     assert cold.model_loaded and cold.spec()["n_truncated"] == 1
     cold.close()
     job = subprocess.run(
         [sys.executable, "-c", _WARM_JOB, str(tmp_path), json.dumps(GROUPS)],
-        cwd=Path(__file__).parent, capture_output=True, text=True, timeout=120,
+        cwd=Path(__file__).parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={"PYTHONPATH": f"{REPO / 'src'}:{REPO / 'tests'}", "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
     )
     assert job.returncode == 0, job.stderr
@@ -79,8 +81,9 @@ def test_only_missing_pairs_are_computed(minilm_cfg: Any, tmp_path: Path) -> Non
     again = BertScorer(minilm_cfg, cache=tmp_path)
     assert np.array_equal(again.f1_matrix(SUMMARIES[:2], SUMMARIES[4:7]), matrix)
     assert not again.model_loaded
-    assert np.array_equal(again.pairwise_f1(SUMMARIES[:4])[np.triu_indices(4, 1)],
-                          first.pairwise_f1(SUMMARIES[:4])[np.triu_indices(4, 1)])
+    assert np.array_equal(
+        again.pairwise_f1(SUMMARIES[:4])[np.triu_indices(4, 1)], first.pairwise_f1(SUMMARIES[:4])[np.triu_indices(4, 1)]
+    )
 
 
 def test_unusable_cache_file_fails_clearly(tmp_path: Path) -> None:

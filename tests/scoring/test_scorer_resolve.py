@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
-from support.scorer_data import LONG, SUMMARIES, scorer_config
 
 from mcu_exp.scoring import BertScorer, ScorerUnavailableError
 from mcu_exp.scoring.resolve import max_length
+from support.scorer_data import LONG, SUMMARIES, scorer_config
 
 
 def _one_line(err: pytest.ExceptionInfo[BaseException]) -> str:
@@ -82,8 +82,7 @@ def test_layer_out_of_range() -> None:
         BertScorer(scorer_config(num_layers=9))
 
 
-def test_tokenizer_without_a_sane_limit_truncates_at_the_position_limit(
-        scorer: BertScorer, tmp_path: Path) -> None:
+def test_tokenizer_without_a_sane_limit_truncates_at_the_position_limit(scorer: BertScorer, tmp_path: Path) -> None:
     """A tokenizer saved without model_max_length (microsoft/deberta-base's) reports ~1e30."""
     folder = tmp_path / "encoder"
     folder.mkdir()

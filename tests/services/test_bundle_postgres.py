@@ -25,9 +25,19 @@ assert _spec is not None and _spec.loader is not None
 fake_api = sys.modules.setdefault("fake_api", importlib.util.module_from_spec(_spec))
 if not hasattr(fake_api, "FakeServer"):
     _spec.loader.exec_module(fake_api)
-QUICK = ["model=gpt-4o", "debug=quick", "scorer=rougel", "dataset.limit=3", "proxy.k_cal=2", "quiet=true",
-         "evaluation.plots=false", "model.requests_per_minute=null", "model.tokens_per_minute=null",
-         "tracking.enabled=false", "tracking.bundle=true"]
+QUICK = [
+    "model=gpt-4o",
+    "debug=quick",
+    "scorer=rougel",
+    "dataset.limit=3",
+    "proxy.k_cal=2",
+    "quiet=true",
+    "evaluation.plots=false",
+    "model.requests_per_minute=null",
+    "model.tokens_per_minute=null",
+    "tracking.enabled=false",
+    "tracking.bundle=true",
+]
 
 
 def job(outputs: Path, *overrides: str) -> Path:
@@ -40,8 +50,11 @@ def job(outputs: Path, *overrides: str) -> Path:
 
 
 def test_bundle_from_the_shared_store_holds_the_jobs_rows_only_and_replays_without_it(
-        postgres_cluster: PostgresCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    postgres_cluster: PostgresCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     store = postgres_cluster.database(f"bundle_{os.getpid()}")
     server = fake_api.FakeServer().start()
     try:

@@ -39,8 +39,13 @@ REPO = Path(__file__).resolve().parents[2]
 DATABASE = "mlflow_tracking"
 # The cheapest stand-in jobs: the fewest resamples allowed, no per-job PNGs, no report in the
 # sweep's parent run (the report test makes one from the server).
-FAST = ("quiet=true", "evaluation.bootstrap_resamples=1000", "evaluation.permutations=200",
-        "evaluation.plots=false", "tracking.sweep_report=false")
+FAST = (
+    "quiet=true",
+    "evaluation.bootstrap_resamples=1000",
+    "evaluation.permutations=200",
+    "evaluation.plots=false",
+    "tracking.sweep_report=false",
+)
 
 
 @dataclass(frozen=True)
@@ -68,8 +73,13 @@ def server(postgres_cluster: PostgresCluster, tmp_path_factory: pytest.TempPathF
 
 def job_env(server: Server, outputs: Path, **extra: str) -> dict[str, str]:
     """A job's environment: the stand-in proxy importable, outputs in ``outputs``, the server as store."""
-    return {**os.environ, "PYTHONPATH": str(REPO / "tests"), "MCU_EXP_OUTPUTS": str(outputs),
-            "MLFLOW_TRACKING_URI": server.url, **extra}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "tests"),
+        "MCU_EXP_OUTPUTS": str(outputs),
+        "MLFLOW_TRACKING_URI": server.url,
+        **extra,
+    }
 
 
 def mcu_exp(*args: str) -> list[str]:
@@ -90,9 +100,15 @@ def killed(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Run:
     """A job killed with SIGKILL (its process group, as the kernel's OOM killer would) while
     it sleeps inside its run; the run as the job left it."""
     outputs = tmp_path_factory.mktemp("pg_killed") / "outputs"
-    proc = subprocess.Popen(mcu_exp(TARGET, "decision.epsilon=0.1", *FAST), cwd=REPO,
-                            env=job_env(server, outputs, MCU_STANDIN_SLEEP_S="600"),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        mcu_exp(TARGET, "decision.epsilon=0.1", *FAST),
+        cwd=REPO,
+        env=job_env(server, outputs, MCU_STANDIN_SLEEP_S="600"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 300
         while True:  # read from PostgreSQL: the job's run is open
@@ -114,9 +130,22 @@ def sweep(server: Server, killed: Run, tmp_path_factory: pytest.TempPathFactory)
     """The next jobs after the kill: ε × reader group, 2 × 2 jobs on two joblib workers,
     logged to the server."""
     outputs = tmp_path_factory.mktemp("pg_sweep") / "outputs"
-    res = subprocess.run(mcu_exp("-m", TARGET, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                                 "decision.epsilon=0.05,0.2", "labels.group=all,professional", *FAST),
-                         cwd=REPO, env=job_env(server, outputs), capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        mcu_exp(
+            "-m",
+            TARGET,
+            "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=2",
+            "decision.epsilon=0.05,0.2",
+            "labels.group=all,professional",
+            *FAST,
+        ),
+        cwd=REPO,
+        env=job_env(server, outputs),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"--tracking-uri {server.url}" in res.stdout  # the sweep logged to the server
     assert not (outputs / "mlflow.db").exists()
@@ -136,15 +165,18 @@ def test_a_joblib_sweep_logs_a_parent_and_four_finished_jobs_to_postgres(server:
     job_pids = {r.data.tags[TAG_PID] for r in sweep.children}
     assert parent.data.tags[TAG_PID] not in job_pids and 1 <= len(job_pids) <= 2
     assert sorted((r.data.params["decision.epsilon"], r.data.params["labels.group"]) for r in sweep.children) == [
-        ("0.05", "all"), ("0.05", "professional"), ("0.2", "all"), ("0.2", "professional")]
+        ("0.05", "all"),
+        ("0.05", "professional"),
+        ("0.2", "all"),
+        ("0.2", "professional"),
+    ]
 
     # PostgreSQL itself holds the five runs and each job's headline metrics.
     ids = [parent.info.run_id, *(r.info.run_id for r in sweep.children)]
     rows = server.sql("SELECT run_uuid, status FROM runs WHERE run_uuid = ANY(%s)", ids)
     assert sorted(rows) == sorted((i, "FINISHED") for i in ids)
     for child in sweep.children:
-        (stored,) = server.sql("SELECT value FROM latest_metrics WHERE run_uuid = %s AND key = 'f1'",
-                               child.info.run_id)
+        (stored,) = server.sql("SELECT value FROM latest_metrics WHERE run_uuid = %s AND key = 'f1'", child.info.run_id)
         assert stored[0] == pytest.approx(child.data.metrics["f1"])
         # The artifacts went through the server to its artifact root.
         assert child.info.artifact_uri.startswith("mlflow-artifacts:")
@@ -165,8 +197,9 @@ def test_a_killed_job_is_marked_killed_by_the_next_job(server: Server, killed: R
     assert server.sql("SELECT count(*) FROM runs WHERE status = 'RUNNING'") == [(0,)]
 
 
-def test_report_reads_the_sweep_from_the_server(server: Server, sweep: Sweep, tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_reads_the_sweep_from_the_server(
+    server: Server, sweep: Sweep, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from mcu_exp.report.cli import main
 
     out = tmp_path / "report"
@@ -186,30 +219,56 @@ def test_report_reads_the_sweep_from_the_server(server: Server, sweep: Sweep, tm
     assert RunArtifacts(client, logged.info.run_id, logged.info.artifact_uri).get("report.html", tmp_path)
 
 
-def test_tune_reads_a_job_from_the_server(server: Server, sweep: Sweep, tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_tune_reads_a_job_from_the_server(
+    server: Server, sweep: Sweep, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from mcu_exp.tune.cli import main
     from mcu_exp.tune.nested_cv import nested_cv, read_per_program
 
-    job = next(r for r in sweep.children
-               if r.data.params["decision.epsilon"] == "0.2" and r.data.params["labels.group"] == "all")
+    job = next(
+        r
+        for r in sweep.children
+        if r.data.params["decision.epsilon"] == "0.2" and r.data.params["labels.group"] == "all"
+    )
     out = tmp_path / "tune.csv"
-    main(["--run-id", job.info.run_id, "--tracking-uri", server.url, "--trials", "8", "--folds", "3",  # `mcu-exp tune`
-          "--seed", "1", "--out", str(out)])
+    main(
+        [
+            "--run-id",
+            job.info.run_id,
+            "--tracking-uri",
+            server.url,
+            "--trials",
+            "8",
+            "--folds",
+            "3",  # `mcu-exp tune`
+            "--seed",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     assert f"run {job.info.run_id}" in capsys.readouterr().out
     rows = pd.read_csv(out).set_index("search")
     # The run's own ε scores the run's own F1 on the scores tune fetched from the server.
     assert rows.loc["epsilon", "reference_epsilon"] == 0.2
     assert rows.loc["epsilon", "reference_f1"] == pytest.approx(job.data.metrics["f1"])
     scores = RunArtifacts(server.client(), job.info.run_id, job.info.artifact_uri).get(names.SCORES_FILE, tmp_path)
-    expected = nested_cv(read_per_program(scores), "threshold", folds=3, trials=8, seed=1,
-                         quantile=job.data.params["decision.quantile"], reference_epsilon=0.2)
+    expected = nested_cv(
+        read_per_program(scores),
+        "threshold",
+        folds=3,
+        trials=8,
+        seed=1,
+        quantile=job.data.params["decision.quantile"],
+        reference_epsilon=0.2,
+    )
     assert rows.loc["threshold", "held_out_f1"] == pytest.approx(expected.held_out_f1)
     assert rows.loc["threshold", "in_sample_f1"] == pytest.approx(expected.in_sample.f1)
 
 
-def test_jobs_started_together_all_finish_with_one_dataset_row(server: Server, tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_jobs_started_together_all_finish_with_one_dataset_row(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Five jobs open their runs in a new experiment and log the same dataset at one instant,
     four rounds: the server's insert of the shared dataset row raced (``UniqueViolation …
     "dataset_pk"``) and failed all jobs but one of a round; every job now finishes. The same

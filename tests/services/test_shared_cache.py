@@ -57,9 +57,19 @@ def server() -> Any:
 
 
 def cfg_for(server: Any) -> ModelConfig:
-    return ModelConfig(name="fake-openai", backend="openai", model_id="fake-model", base_url=server.url + "/v1",
-                       timeout_s=30.0, max_concurrency=2, n_per_request=1, max_new_tokens=16, max_retries=2,
-                       backoff_initial_s=0.01, backoff_max_s=0.02)
+    return ModelConfig(
+        name="fake-openai",
+        backend="openai",
+        model_id="fake-model",
+        base_url=server.url + "/v1",
+        timeout_s=30.0,
+        max_concurrency=2,
+        n_per_request=1,
+        max_new_tokens=16,
+        max_retries=2,
+        backoff_initial_s=0.01,
+        backoff_max_s=0.02,
+    )
 
 
 def spec(count: int, n: int = 2) -> list[list[Any]]:
@@ -72,8 +82,13 @@ def requests_of(spec_: list[list[Any]]) -> list[GenerationRequest]:
 
 def worker(server: Any, cache_dir: Path, url: str, spec_: list[list[Any]]) -> subprocess.Popen[str]:
     env = {**os.environ, "OPENAI_API_KEY": fake_api.PLANTED_KEY}
-    return subprocess.Popen([sys.executable, str(WORKER), server.url + "/v1", str(cache_dir), url, json.dumps(spec_)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), server.url + "/v1", str(cache_dir), url, json.dumps(spec_)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def prompts_sent(server: Any) -> Counter[str]:
@@ -86,12 +101,19 @@ def exercise(cache: GenerationCache) -> dict[str, Any]:
     ident = {"backend": "fake", "model": "m"}
     req = GenerationRequest(messages=(Message("user", "hi é\n\t"),), n=4, seed=3)
     keys = sample_keys(ident, req, range(4))
-    written = cache.put_responses([(request_parts(ident, req), [
-        (keys[0], 0, Sample("first", "stop", 5, 2)),
-        (keys[0], 0, Sample("second put of one key", "stop", 5, 2)),
-        (keys[1], 1, Sample(" \t\n", "stop", 5, 2)),  # empty: a failure, never a hit
-        (keys[2], 2, Sample("", "error", 0, 0)),
-    ])])
+    written = cache.put_responses(
+        [
+            (
+                request_parts(ident, req),
+                [
+                    (keys[0], 0, Sample("first", "stop", 5, 2)),
+                    (keys[0], 0, Sample("second put of one key", "stop", 5, 2)),
+                    (keys[1], 1, Sample(" \t\n", "stop", 5, 2)),  # empty: a failure, never a hit
+                    (keys[2], 2, Sample("", "error", 0, 0)),
+                ],
+            )
+        ]
+    )
     again = cache.put(keys[0], Sample("a later put", "stop", 1, 1))
     fixed = cache.put(keys[1], Sample("retried fine", "length", 5, 9))
     return {
@@ -118,7 +140,9 @@ def test_the_postgresql_store_keeps_exactly_what_the_sqlite_file_keeps(store: st
             scores.put_scores([(b"\x00pair", 0.99)])  # a key present keeps its value
             scores.put_lengths([(b"text", 12, True)])
         assert shared_scores.get_scores([b"\x00pair", b"\xffpair", b"absent"]) == {b"\x00pair": 0.25, b"\xffpair": 0.75}
-        assert shared_scores.get_scores([b"\x00pair", b"\xffpair"]) == sqlite_scores.get_scores([b"\x00pair", b"\xffpair"])
+        assert shared_scores.get_scores([b"\x00pair", b"\xffpair"]) == sqlite_scores.get_scores(
+            [b"\x00pair", b"\xffpair"]
+        )
         assert shared_scores.get_lengths([b"text"]) == sqlite_scores.get_lengths([b"text"]) == {b"text": (12, True)}
 
 
@@ -146,7 +170,7 @@ def _claim_all(url: str, keys: list[str], start: Any, out: Any) -> None:
         start.wait()
         mine: set[str] = set()
         for i in range(0, len(keys), 50):
-            mine |= cache.claim(keys[i:i + 50], owner, ttl_s=60, since=0)
+            mine |= cache.claim(keys[i : i + 50], owner, ttl_s=60, since=0)
         out.put(sorted(mine))
 
 
@@ -154,8 +178,10 @@ def test_processes_claiming_the_same_keys_at_once_split_them(store: str) -> None
     keys = [f"{i:064x}" for i in range(1500)]
     ctx = mp.get_context("fork")
     start, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_claim_all, args=(store, list(reversed(keys)) if i % 2 else keys, start, out))
-             for i in range(3)]
+    procs = [
+        ctx.Process(target=_claim_all, args=(store, list(reversed(keys)) if i % 2 else keys, start, out))
+        for i in range(3)
+    ]
     for proc in procs:
         proc.start()
     start.set()
@@ -175,7 +201,7 @@ def test_two_processes_on_one_request_set_send_each_request_once(store: str, ser
     time.sleep(0.3)
     second = worker(server, tmp_path / "node-b", store, work)
     outs = [proc.communicate(timeout=120) for proc in (first, second)]
-    for proc, (stdout, stderr) in zip((first, second), outs, strict=True):
+    for proc, (_stdout, stderr) in zip((first, second), outs, strict=True):
         assert proc.returncode == 0, stderr[-3000:]
     a, b = (json.loads(stdout.splitlines()[-1]) for stdout, _ in outs)
     assert a["texts"] == b["texts"] and len(a["texts"]) == 12 and all(len(t) == 2 for t in a["texts"])
@@ -187,7 +213,8 @@ def test_two_processes_on_one_request_set_send_each_request_once(store: str, ser
 
 
 def test_a_killed_run_resumes_from_the_store_without_losing_or_redoing_a_sample(
-        store: str, server: Any, tmp_path: Path) -> None:
+    store: str, server: Any, tmp_path: Path
+) -> None:
     work = spec(20)
     server.push(*[fake_api.Action(delay_s=0.1) for _ in range(40)])
     proc = worker(server, tmp_path, store, work)
@@ -220,8 +247,14 @@ def cache_total(spec_: list[list[Any]]) -> int:
 
 
 def mcu_exp(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mcu_exp", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "mcu_exp", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def cache_command(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -239,8 +272,8 @@ def cache_command(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, 
 
 
 def test_import_then_export_moves_every_entry_and_a_second_copy_adds_nothing(
-        store: str, server: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    store: str, server: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     laptop, cluster_copy = tmp_path / "laptop", tmp_path / "back"
     generator = CachedGenerator(cfg_for(server), laptop, progress=False)
     with pytest.MonkeyPatch.context() as patch:
@@ -265,11 +298,14 @@ def test_import_then_export_moves_every_entry_and_a_second_copy_adds_nothing(
     assert code == 0 and "samples: 10 (10 new, 0 there already)" in out, err
     with GenerationCache(laptop / CACHE_FILE) as a, GenerationCache(cluster_copy / CACHE_FILE) as b:
         for table in ("samples", "requests"):
-            assert sorted(r for rows in a.rows(table) for r in rows) == sorted(r for rows in b.rows(table) for r in rows)
+            assert sorted(r for rows in a.rows(table) for r in rows) == sorted(
+                r for rows in b.rows(table) for r in rows
+            )
     with ScoreCache.in_dir(laptop) as a_scores, ScoreCache.in_dir(cluster_copy) as b_scores:
         for table in ("pair_scores", "text_lengths", "specs"):
             assert sorted(r for rows in a_scores.rows(table) for r in rows) == sorted(
-                r for rows in b_scores.rows(table) for r in rows)
+                r for rows in b_scores.rows(table) for r in rows
+            )
     sent = len(server.log)
     again = CachedGenerator(cfg_for(server), cluster_copy, progress=False)
     assert [r.texts for r in again.generate(requests_of(spec(5)))] == texts
@@ -277,8 +313,9 @@ def test_import_then_export_moves_every_entry_and_a_second_copy_adds_nothing(
     again.close()
 
 
-def test_cache_command_errors_are_one_line(tmp_path: Path, store: str, capsys: pytest.CaptureFixture[str],
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cache_command_errors_are_one_line(
+    tmp_path: Path, store: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("MCU_EXP_CACHE_URL", raising=False)
     cases = [
         (["import", str(tmp_path)], "no shared store given"),
@@ -294,11 +331,13 @@ def test_cache_command_errors_are_one_line(tmp_path: Path, store: str, capsys: p
     res = mcu_exp("cache", "import", str(tmp_path), env={"MCU_EXP_CACHE_URL": ""})  # through the console entry
     assert res.returncode == 1 and res.stderr.strip() == (
         "mcu-exp cache import: error: no shared store given: pass --url postgresql://user@host:port/database "
-        "or set MCU_EXP_CACHE_URL"), res.stderr
+        "or set MCU_EXP_CACHE_URL"
+    ), res.stderr
 
 
 def test_cache_import_of_text_that_is_not_utf8_is_one_line_with_the_commands_advice(
-        tmp_path: Path, store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, store: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     import sqlite3
 
     from mcu_exp.llm.cache import GenerationCache
@@ -309,21 +348,36 @@ def test_cache_import_of_text_that_is_not_utf8_is_one_line_with_the_commands_adv
         conn.execute("INSERT INTO samples VALUES ('k', CAST(x'ff61' AS TEXT), 'stop', 1, 1, 0, '{}')")
     code, out, err = cache_command(capsys, "import", str(source), "--url", store, "--quiet")
     assert code == 1 and err.count("\n") == 1, err
-    assert err.startswith(f"mcu-exp cache import: error: generation cache {source / 'generations.sqlite'} holds "
-                          "text that is not UTF-8"), err
+    assert err.startswith(
+        f"mcu-exp cache import: error: generation cache {source / 'generations.sqlite'} holds text that is not UTF-8"
+    ), err
     assert "run the command again" in err and "generated again" not in err, err
 
 
-QUICK = ["model=gpt-4o", "debug=quick", "scorer=rougel", "dataset.limit=3", "proxy.k=4", "proxy.k_cal=2", "quiet=true",
-         "evaluation.plots=false", "model.requests_per_minute=null", "model.tokens_per_minute=null"]
+QUICK = [
+    "model=gpt-4o",
+    "debug=quick",
+    "scorer=rougel",
+    "dataset.limit=3",
+    "proxy.k=4",
+    "proxy.k_cal=2",
+    "quiet=true",
+    "evaluation.plots=false",
+    "model.requests_per_minute=null",
+    "model.tokens_per_minute=null",
+]
 
 
 def test_a_job_on_another_machine_is_served_from_the_shared_store(store: str, server: Any, tmp_path: Path) -> None:
     env = {"OPENAI_API_KEY": fake_api.PLANTED_KEY, "MLFLOW_TRACKING_URI": ""}
 
     def job(machine: str) -> dict[str, Any]:
-        res = mcu_exp(*QUICK, f"model.base_url={server.url}/v1", f"cache.url={store}",
-                      env={**env, "MCU_EXP_OUTPUTS": str(tmp_path / machine)})
+        res = mcu_exp(
+            *QUICK,
+            f"model.base_url={server.url}/v1",
+            f"cache.url={store}",
+            env={**env, "MCU_EXP_OUTPUTS": str(tmp_path / machine)},
+        )
         assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
         found = list((tmp_path / machine / "runs").rglob("metrics.json"))
         assert len(found) == 1
@@ -334,26 +388,33 @@ def test_a_job_on_another_machine_is_served_from_the_shared_store(store: str, se
     assert sent > 0 and first["generation_cache_misses"] > 0
     second = job("node-b")
     assert len(server.log) == sent  # nothing asked again
-    assert second["generation_cache_misses"] == 0 and second["generation_cache_hits"] == first["generation_cache_misses"]
+    assert (
+        second["generation_cache_misses"] == 0 and second["generation_cache_hits"] == first["generation_cache_misses"]
+    )
     assert (first["scorer_loaded"], second["scorer_loaded"]) == (1.0, 0.0)  # every score from the store too
     skip = {"job_seconds", "generation_cache_hits", "generation_cache_misses", "model_loaded", "scorer_loaded"}
     assert {k: v for k, v in first.items() if k not in skip and not k.startswith("usage.")} == {
-        k: v for k, v in second.items() if k not in skip and not k.startswith("usage.")}
+        k: v for k, v in second.items() if k not in skip and not k.startswith("usage.")
+    }
     assert not list((tmp_path / "node-a").rglob(CACHE_FILE))  # generations went to the store only
     with GenerationCache(store) as cache:
         assert len(cache) == first["generation_cache_misses"]
 
 
 def test_a_server_that_drops_the_connection_mid_run_is_one_line_and_keeps_what_was_stored(
-        store: str, postgres_cluster: PostgresCluster) -> None:
+    store: str, postgres_cluster: PostgresCluster
+) -> None:
     from mcu_exp.llm.errors import CacheCorrupt
 
     key = "ab" * 32
     with GenerationCache(store) as cache:
         cache.put(key, Sample("kept", "stop", 1, 1))
         database = store.rsplit("/", 1)[1]
-        postgres_cluster.query("postgres", "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                               "WHERE datname = %s AND pid <> pg_backend_pid()", database)
+        postgres_cluster.query(
+            "postgres",
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            database,
+        )
         with pytest.raises(CacheCorrupt) as caught:
             cache.get_many([key])
     message = str(caught.value)
@@ -366,14 +427,25 @@ def test_a_server_that_drops_the_connection_mid_run_is_one_line_and_keeps_what_w
 ODD = ["a\x00b", "c\ud800d", "plain"]  # a NUL byte (no PostgreSQL TEXT holds it), a lone surrogate
 
 
-def test_outputs_postgresql_cannot_hold_are_stored_once_and_served_back(store: str, server: Any,
-                                                                         tmp_path: Path) -> None:
+def test_outputs_postgresql_cannot_hold_are_stored_once_and_served_back(
+    store: str, server: Any, tmp_path: Path
+) -> None:
     cfg = dataclasses.replace(cfg_for(server), n_per_request=3)
-    server.push(fake_api.Action(body={
-        "id": "c", "object": "chat.completion", "created": 0, "model": "fake-model",
-        "usage": {"prompt_tokens": 1, "completion_tokens": 3, "total_tokens": 4},
-        "choices": [{"index": k, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
-                    for k, t in enumerate(ODD)]}))
+    server.push(
+        fake_api.Action(
+            body={
+                "id": "c",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "fake-model",
+                "usage": {"prompt_tokens": 1, "completion_tokens": 3, "total_tokens": 4},
+                "choices": [
+                    {"index": k, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
+                    for k, t in enumerate(ODD)
+                ],
+            }
+        )
+    )
     request = GenerationRequest(messages=(Message("user", "odd"),), n=3, max_new_tokens=16)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OPENAI_API_KEY", fake_api.PLANTED_KEY)
@@ -387,8 +459,9 @@ def test_outputs_postgresql_cannot_hold_are_stored_once_and_served_back(store: s
         assert [cache.get_many(keys)[k].text for k in keys] == ODD
 
 
-def test_import_and_export_carry_texts_postgresql_cannot_hold(store: str, tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_and_export_carry_texts_postgresql_cannot_hold(
+    store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     laptop, back = tmp_path / "laptop", tmp_path / "back"
     with GenerationCache(laptop / CACHE_FILE) as cache:
         cache.put("k-surrogate", Sample(ODD[1], "stop", 1, 1), {"messages": "p\ud800"})
@@ -400,10 +473,14 @@ def test_import_and_export_carry_texts_postgresql_cannot_hold(store: str, tmp_pa
     assert code == 0 and "samples: 2 (2 new" in out and "requests: 1 (1 new" in out, err
     with GenerationCache(store) as shared:
         assert {k: s.text for k, s in shared.get_many(["k-nul", "k-surrogate"]).items()} == {
-            "k-nul": ODD[0], "k-surrogate": ODD[1]}
+            "k-nul": ODD[0],
+            "k-surrogate": ODD[1],
+        }
         assert [json.loads(r[1]) for rows in shared.rows("requests") for r in rows] == [{"messages": "q\x00"}]
     code, out, err = cache_command(capsys, "export", str(back), "--url", store)
     assert code == 0 and "samples: 2 (2 new" in out, err
     with GenerationCache(back / CACHE_FILE) as copy:
         assert {k: s.text for k, s in copy.get_many(["k-nul", "k-surrogate"]).items()} == {
-            "k-nul": ODD[0], "k-surrogate": ODD[1]}
+            "k-nul": ODD[0],
+            "k-surrogate": ODD[1],
+        }

@@ -19,19 +19,31 @@ PRICES = {"price_input_per_mtok": 2.0, "price_output_per_mtok": 10.0}
 def batch_cfg(provider: str, server: BatchServer, **fields: Any) -> ModelConfig:
     """A batch-mode ModelConfig for ``provider`` against ``server``, polling every 0.05 s."""
     values: dict[str, Any] = {
-        "name": f"fake-{provider}", "backend": provider, "model_id": "fake-model",
+        "name": f"fake-{provider}",
+        "backend": provider,
+        "model_id": "fake-model",
         "base_url": server.url + "/v1" if provider == "openai" else server.url,
-        "timeout_s": 5.0, "max_retries": 1, "backoff_initial_s": 0.01, "backoff_max_s": 0.02,
-        "max_new_tokens": 16, "stop": [], "batch": True, "batch_poll_s": 0.05, "batch_poll_max_s": 0.1,
-        "n_per_request": 2, **PRICES,
+        "timeout_s": 5.0,
+        "max_retries": 1,
+        "backoff_initial_s": 0.01,
+        "backoff_max_s": 0.02,
+        "max_new_tokens": 16,
+        "stop": [],
+        "batch": True,
+        "batch_poll_s": 0.05,
+        "batch_poll_max_s": 0.1,
+        "n_per_request": 2,
+        **PRICES,
     }
     values.update(fields)
     return ModelConfig(**values)
 
 
 def requests(*prompts: str, n: int = 2) -> list[GenerationRequest]:
-    return [GenerationRequest(messages=(Message("system", "Be brief."), Message("user", p)), n=n,
-                              max_new_tokens=16, seed=5) for p in prompts]
+    return [
+        GenerationRequest(messages=(Message("system", "Be brief."), Message("user", p)), n=n, max_new_tokens=16, seed=5)
+        for p in prompts
+    ]
 
 
 def generator(cfg: ModelConfig, cache_dir: Path) -> CachedGenerator:

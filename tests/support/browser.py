@@ -11,8 +11,16 @@ import pytest
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 # Without these, headless Chromium stops before MLflow's single-page app has rendered.
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run", "--virtual-time-budget=15000")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--virtual-time-budget=15000",
+)
 
 
 def chromium_binary() -> str:
@@ -21,14 +29,20 @@ def chromium_binary() -> str:
         found = shutil.which(name)
         if found:
             return found
-    pytest.fail("Chromium is not installed, and the UI tests need it: install it with "
-                "`apt-get install -y chromium` (Debian/Ubuntu); CI must install it when missing")
+    pytest.fail(
+        "Chromium is not installed, and the UI tests need it: install it with "
+        "`apt-get install -y chromium` (Debian/Ubuntu); CI must install it when missing"
+    )
 
 
 def chromium(url: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run headless Chromium on ``url`` with a fresh profile folder."""
-    return subprocess.run([chromium_binary(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, url],
-                          capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [chromium_binary(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, url],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def check_screenshot(path: Path, size: tuple[int, int]) -> None:

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support.standin_proxy import StandInProxy
-
 from mcu_exp.llm.cache import GenerationCache
 from mcu_exp.llm.contract import Sample
 from mcu_exp.proxies.base import ProxyOutcome
 from mcu_exp.proxies.stages import StageResults
+from support.standin_proxy import StandInProxy
 
 
 class CacheStandInProxy(StandInProxy):

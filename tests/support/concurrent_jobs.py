@@ -26,12 +26,24 @@ BARRIER_TIMEOUT_S = 120.0  # a job that failed before a barrier breaks it for th
 
 def tiny_dataset() -> Dataset:
     """Two programs, four evaluations: enough for a dataset input with a digest."""
-    evaluations = pd.DataFrame({"program_id": ["p1", "p1", "p2", "p2"], "participant_id": ["a", "b", "a", "b"],
-                                "correct": [1, 2, 0, 2], "total": [2, 2, 2, 2],
-                                "perceived": [True, True, False, True], "group": ["master"] * 4})
+    evaluations = pd.DataFrame(
+        {
+            "program_id": ["p1", "p1", "p2", "p2"],
+            "participant_id": ["a", "b", "a", "b"],
+            "correct": [1, 2, 0, 2],
+            "total": [2, 2, 2, 2],
+            "perceived": [True, True, False, True],
+            "group": ["master"] * 4,
+        }
+    )
     programs = [Program("p1", "java", "int one() { return 1; }"), Program("p2", "java", "int two() { return 2; }")]
-    return Dataset(name="concurrent", programs=programs, evaluations=evaluations, questions=[],
-                   source="tests/support/concurrent_jobs.py")
+    return Dataset(
+        name="concurrent",
+        programs=programs,
+        evaluations=evaluations,
+        questions=[],
+        source="tests/support/concurrent_jobs.py",
+    )
 
 
 @dataclass(frozen=True)
@@ -44,8 +56,7 @@ class Round:
     dataset_rows: int
 
 
-def start_together(uri: str, outputs: Path, experiment: str, jobs: int,
-                   dataset_rows: Callable[[str], int]) -> Round:
+def start_together(uri: str, outputs: Path, experiment: str, jobs: int, dataset_rows: Callable[[str], int]) -> Round:
     """Run ``jobs`` jobs at once in the new ``experiment`` of the store ``uri``;
     ``dataset_rows(experiment_id)`` counts the dataset rows the store holds for it."""
     dataset = tiny_dataset()

@@ -30,8 +30,9 @@ def smollm_config() -> ModelConfig:
 def tiny_config(folder: Path) -> ModelConfig:
     """The tiny Llama saved in ``folder``: a plain local model folder, SmolLM2's decoding settings,
     on the CPU with one torch thread."""
-    return dataclasses.replace(smollm_config(), name="tiny-llama", model_id=str(folder), package=None,
-                               gguf_file=None, device="cpu")
+    return dataclasses.replace(
+        smollm_config(), name="tiny-llama", model_id=str(folder), package=None, gguf_file=None, device="cpu"
+    )
 
 
 def build_tiny_llama(folder: Path) -> Path:
@@ -44,8 +45,10 @@ def build_tiny_llama(folder: Path) -> Path:
 def requests(first: int, last: int) -> list[GenerationRequest]:
     """Requests ``first..last-1``: one small Java method each, ``K`` samples, the shipped decoding settings."""
     cfg = smollm_config()
-    return [request_for(cfg, summary_messages(f"int add{j}(int x) {{\n    return x + {j};\n}}", "Java"), n=K, seed=7)
-            for j in range(first, last)]
+    return [
+        request_for(cfg, summary_messages(f"int add{j}(int x) {{\n    return x + {j};\n}}", "Java"), n=K, seed=7)
+        for j in range(first, last)
+    ]
 
 
 def row_count(db: Path) -> int:

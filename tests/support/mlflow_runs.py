@@ -18,10 +18,23 @@ from mcu_exp.tracking import flatten_config, mlflow_run, run_name, run_tags
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
 # Metrics of an ordinary run against all readers (values do not matter, their presence does).
-METRICS = {"f1": 0.7, "f1_ci_low": 0.6, "f1_ci_high": 0.8, "accuracy": 0.6, "accuracy_ci_low": 0.5,
-           "accuracy_ci_high": 0.7, "auc_binary": 0.55, "auc_binary_ci_low": 0.45, "auc_binary_ci_high": 0.65,
-           "baseline_always_f1": 0.684, "baseline_random_f1": 0.518, "tau": 0.3, "coverage": 0.9, "n": 50.0,
-           "prevalence": 0.52}
+METRICS = {
+    "f1": 0.7,
+    "f1_ci_low": 0.6,
+    "f1_ci_high": 0.8,
+    "accuracy": 0.6,
+    "accuracy_ci_low": 0.5,
+    "accuracy_ci_high": 0.7,
+    "auc_binary": 0.55,
+    "auc_binary_ci_low": 0.45,
+    "auc_binary_ci_high": 0.65,
+    "baseline_always_f1": 0.684,
+    "baseline_random_f1": 0.518,
+    "tau": 0.3,
+    "coverage": 0.9,
+    "n": 50.0,
+    "prevalence": 0.52,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,8 +53,14 @@ def compose_job(*overrides: str) -> tuple[DictConfig, Config]:
     return raw, OmegaConf.to_object(raw)  # type: ignore[return-value]
 
 
-def log_job(store: Store, experiment: str, overrides: Sequence[str] = (), metrics: Mapping[str, Any] | None = None,
-            tags: Mapping[str, str] | None = None, series: Mapping[str, list[tuple[int, float]]] | None = None) -> str:
+def log_job(
+    store: Store,
+    experiment: str,
+    overrides: Sequence[str] = (),
+    metrics: Mapping[str, Any] | None = None,
+    tags: Mapping[str, str] | None = None,
+    series: Mapping[str, list[tuple[int, float]]] | None = None,
+) -> str:
     """Log one job's run as the pipeline does (name, tags, flattened config as params, metrics
     and series); return its run id."""
     raw, cfg = compose_job(f"tracking.experiment={experiment}", *overrides)

@@ -26,11 +26,28 @@ def mlflow_server(backend_store_uri: str, folder: Path, timeout_s: float = 180) 
     log_path = folder / "server.log"
     with log_path.open("w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", backend_store_uri,
-             "--artifacts-destination", (folder / "artifacts").as_uri(), "--host", "127.0.0.1",
-             "--port", url.rsplit(":", 1)[1], "--workers", "1"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=folder,
-            env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
+            [
+                sys.executable,
+                "-m",
+                "mlflow",
+                "server",
+                "--backend-store-uri",
+                backend_store_uri,
+                "--artifacts-destination",
+                (folder / "artifacts").as_uri(),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                url.rsplit(":", 1)[1],
+                "--workers",
+                "1",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=folder,
+            env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+        )
     try:
         deadline = time.monotonic() + timeout_s
         while True:

@@ -54,12 +54,15 @@ def postgres_binary(name: str) -> str:
     found = shutil.which(name)
     if found:
         return found
-    versions = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"),
-                      key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0)
+    versions = sorted(
+        Path("/usr/lib/postgresql").glob(f"*/bin/{name}"),
+        key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0,
+    )
     if versions:
         return str(versions[-1])
-    raise FileNotFoundError(f"PostgreSQL's {name} is not installed (not on PATH nor in "
-                            f"/usr/lib/postgresql/*/bin): {INSTALL}")
+    raise FileNotFoundError(
+        f"PostgreSQL's {name} is not installed (not on PATH nor in /usr/lib/postgresql/*/bin): {INSTALL}"
+    )
 
 
 def _stop_with_parent() -> None:
@@ -110,20 +113,58 @@ class PostgresCluster:
             for path in (self.root, self.sockets):
                 os.chown(path, entry.pw_uid, entry.pw_gid)
         env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
-        res = subprocess.run([self.initdb, "-D", str(self.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
-                              "--no-locale", "--no-sync"], capture_output=True, text=True, env=env,
-                             cwd=self.root, **self._as_user())  # type: ignore[call-overload]
+        res = subprocess.run(
+            [
+                self.initdb,
+                "-D",
+                str(self.data),
+                "-U",
+                SUPERUSER,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-locale",
+                "--no-sync",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=self.root,
+            **self._as_user(),
+        )  # type: ignore[call-overload]
         if res.returncode != 0:
             raise RuntimeError(f"initdb failed: {(res.stdout + res.stderr).strip()[-2000:]}")
         for attempt in range(3):  # another process may take the free port first
             self.port = free_port()
             with self.log.open("ab") as log:
                 self.proc = subprocess.Popen(
-                    [self.postgres, "-D", str(self.data), "-h", "127.0.0.1", "-p", str(self.port),
-                     "-k", str(self.sockets), "-c", "fsync=off", "-c", "synchronous_commit=off",
-                     "-c", "full_page_writes=off", "-c", "max_connections=200"],
-                    stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.root, start_new_session=True,
-                    preexec_fn=_stop_with_parent, **self._as_user())  # type: ignore[call-overload]
+                    [
+                        self.postgres,
+                        "-D",
+                        str(self.data),
+                        "-h",
+                        "127.0.0.1",
+                        "-p",
+                        str(self.port),
+                        "-k",
+                        str(self.sockets),
+                        "-c",
+                        "fsync=off",
+                        "-c",
+                        "synchronous_commit=off",
+                        "-c",
+                        "full_page_writes=off",
+                        "-c",
+                        "max_connections=200",
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=self.root,
+                    start_new_session=True,
+                    preexec_fn=_stop_with_parent,
+                    **self._as_user(),
+                )  # type: ignore[call-overload]
             if self._wait_ready(timeout_s):
                 return self
             if attempt == 2 or "could not bind" not in self.log.read_text(errors="replace"):

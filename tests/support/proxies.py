@@ -32,17 +32,30 @@ def compose_cfg(*overrides: str) -> DictConfig:
         return compose("config", overrides=list(overrides))
 
 
-def context(cfg: DictConfig, dataset: Dataset, cache_dir: Path | str,
-            program_ids: Sequence[str] | None = None) -> ProxyContext:
+def context(
+    cfg: DictConfig, dataset: Dataset, cache_dir: Path | str, program_ids: Sequence[str] | None = None
+) -> ProxyContext:
     """The :class:`ProxyContext` a job of ``cfg`` on ``dataset`` gives its proxies."""
     typed = typed_config(cfg)
-    return ProxyContext(dataset=dataset, program_ids=list(dataset.program_ids if program_ids is None else program_ids),
-                        model=typed.model, scorer=typed.scorer, experts=typed.experts, decision=typed.decision,
-                        cache_dir=Path(cache_dir), progress=False)
+    return ProxyContext(
+        dataset=dataset,
+        program_ids=list(dataset.program_ids if program_ids is None else program_ids),
+        model=typed.model,
+        scorer=typed.scorer,
+        experts=typed.experts,
+        decision=typed.decision,
+        cache_dir=Path(cache_dir),
+        progress=False,
+    )
 
 
-def make_proxy(cfg: DictConfig, dataset: Dataset, cache_dir: Path | str,
-               program_ids: Sequence[str] | None = None, key: str = "proxy") -> Proxy:
+def make_proxy(
+    cfg: DictConfig,
+    dataset: Dataset,
+    cache_dir: Path | str,
+    program_ids: Sequence[str] | None = None,
+    key: str = "proxy",
+) -> Proxy:
     """The proxy (``key="proxy"``) or cross-proxy reference (``key="reference"``) of a
     composed config, on ``dataset``, with the typed sections as a job builds them."""
     section = getattr(typed_config(cfg), key)
@@ -51,25 +64,42 @@ def make_proxy(cfg: DictConfig, dataset: Dataset, cache_dir: Path | str,
 
 def synthetic_dataset(n_programs: int = 50, n_questions: int = 3, n_options: int = 4) -> Dataset:
     """``n_programs`` small Java methods, each with ``n_questions`` questions of ``n_options`` options."""
-    programs = [Program(id=f"p{i}", language="java", code=f"int f{i}(int x) {{\n    return x + {i};\n}}")
-                for i in range(n_programs)]
-    questions = [Question(p.id, f"q{j}", f"What does f{i} add to x? ({j})",
-                          tuple(f"{i + o}" for o in range(n_options)), correct=j % n_options)
-                 for i, p in enumerate(programs) for j in range(n_questions)]
-    return Dataset(name="synthetic", programs=programs, evaluations=evaluations_frame([], [], [], []),
-                   questions=questions, source="test")
+    programs = [
+        Program(id=f"p{i}", language="java", code=f"int f{i}(int x) {{\n    return x + {i};\n}}")
+        for i in range(n_programs)
+    ]
+    questions = [
+        Question(
+            p.id,
+            f"q{j}",
+            f"What does f{i} add to x? ({j})",
+            tuple(f"{i + o}" for o in range(n_options)),
+            correct=j % n_options,
+        )
+        for i, p in enumerate(programs)
+        for j in range(n_questions)
+    ]
+    return Dataset(
+        name="synthetic",
+        programs=programs,
+        evaluations=evaluations_frame([], [], [], []),
+        questions=questions,
+        source="test",
+    )
 
 
-def prefill(cache_dir: Path, model_cfg: Any, requests: Sequence[GenerationRequest],
-            text: Callable[[int, int], str]) -> None:
+def prefill(
+    cache_dir: Path, model_cfg: Any, requests: Sequence[GenerationRequest], text: Callable[[int, int], str]
+) -> None:
     """Store ``text(request position, sample index)`` as every sample of ``requests`` in the
     generation cache, as if a model had written them (the cache is the model boundary)."""
     cache = GenerationCache(Path(cache_dir) / CACHE_FILE)
     identity = backend_identity(model_cfg)
     for pos, request in enumerate(requests):
         for i in range(request.n):
-            cache.put(sample_key(identity, request, i), Sample(text(pos, i), "stop", 100, 3),
-                      key_parts(identity, request, i))
+            cache.put(
+                sample_key(identity, request, i), Sample(text(pos, i), "stop", 100, 3), key_parts(identity, request, i)
+            )
     cache.close()
 
 

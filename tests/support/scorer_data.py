@@ -39,6 +39,7 @@ def scorer_config(name: str = "minilm", **overrides: Any) -> ScorerConfig:
     overrides, composed by Hydra (so a scorer's composed ``fallback`` is there too)."""
     register_configs()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = compose("config", overrides=[f"scorer={name}",
-                                           *(f"scorer.{k}={_value(v)}" for k, v in overrides.items())])
+        cfg = compose(
+            "config", overrides=[f"scorer={name}", *(f"scorer.{k}={_value(v)}" for k, v in overrides.items())]
+        )
     return OmegaConf.to_object(cfg.scorer)  # type: ignore[return-value]

@@ -12,8 +12,8 @@ reads it, which is all the tests need to show that a job ran under SLURM. Needs 
 from __future__ import annotations
 
 import os
-import shutil
 import pwd
+import shutil
 import signal
 import subprocess
 import time
@@ -47,15 +47,15 @@ class Cluster:
 
     def run(self, *command: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
         """A SLURM client command against this cluster (its output as text)."""
-        return subprocess.run(command, env={**os.environ, **self.env}, capture_output=True, text=True,
-                              timeout=timeout)
+        return subprocess.run(command, env={**os.environ, **self.env}, capture_output=True, text=True, timeout=timeout)
 
     def sacct(self, *job_ids: str) -> list[dict[str, str]]:
         """The finished jobs as ``sacct --completion`` reports them (one dict per job, the
         fields of :data:`SACCT_FIELDS`), all of them or those of ``job_ids``."""
         select = ["--jobs", ",".join(job_ids)] if job_ids else []
-        res = self.run("sacct", "--completion", "--allusers", "--parsable2", "--format", ",".join(SACCT_FIELDS),
-                       *select)
+        res = self.run(
+            "sacct", "--completion", "--allusers", "--parsable2", "--format", ",".join(SACCT_FIELDS), *select
+        )
         assert res.returncode == 0, res.stderr
         lines = res.stdout.splitlines()
         names = lines[0].split("|")
@@ -66,8 +66,11 @@ class Cluster:
         ``ArrayJobId``, ``ArrayTaskId``, ``JobState``, ...), which ``sacct --completion`` reads."""
         if not self.jobcomp.exists():
             return []
-        return [dict(field.split("=", 1) for field in line.split() if "=" in field)
-                for line in self.jobcomp.read_text().splitlines() if line.strip()]
+        return [
+            dict(field.split("=", 1) for field in line.split() if "=" in field)
+            for line in self.jobcomp.read_text().splitlines()
+            if line.strip()
+        ]
 
     def wait_idle(self, timeout: float = 60) -> None:
         """Wait until no job is pending, running or completing: then every job is in the
@@ -81,13 +84,19 @@ class Cluster:
 
     def sacct_text(self) -> str:
         """``sacct --completion`` as a person reads it (for logs and the issue's note)."""
-        return self.run("sacct", "--completion", "--allusers", "--format",
-                        "JobID%12,JobName%14,Partition,State,ExitCode,NodeList,Start,End").stdout
+        return self.run(
+            "sacct",
+            "--completion",
+            "--allusers",
+            "--format",
+            "JobID%12,JobName%14,Partition,State,ExitCode,NodeList,Start,End",
+        ).stdout
 
     def logs(self) -> str:
         """The tails of the daemons' logs, for a failure message."""
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}"
-                         for p in sorted(self.folder.glob("*.log")))
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in sorted(self.folder.glob("*.log"))
+        )
 
 
 def search_path() -> str:
@@ -153,10 +162,20 @@ def _start_munge(folder: Path) -> tuple[subprocess.Popen[bytes], Path]:
     with (folder / "munged.err.log").open("wb") as log:
         proc = subprocess.Popen(
             # --force: the socket's folder is private to this user (munged wants it open to all users).
-            [shutil.which("munged", path=search_path()) or "munged", "--foreground", "--force", f"--key-file={key}",
-             f"--socket={sock}", f"--pid-file={munge / 'munged.pid'}", f"--seed-file={munge / 'munged.seed'}",
-             f"--log-file={folder / 'munged.log'}"],
-            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+            [
+                shutil.which("munged", path=search_path()) or "munged",
+                "--foreground",
+                "--force",
+                f"--key-file={key}",
+                f"--socket={sock}",
+                f"--pid-file={munge / 'munged.pid'}",
+                f"--seed-file={munge / 'munged.seed'}",
+                f"--log-file={folder / 'munged.log'}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+        )
     return proc, sock
 
 
@@ -190,8 +209,13 @@ def start(folder: Path) -> Cluster:
     def daemon(name: str, *args: str) -> None:
         binary = shutil.which(name, path=env["PATH"]) or name
         with (folder / f"{name}.err.log").open("wb") as log:
-            cluster.procs[name] = subprocess.Popen([binary, "-D", "-f", str(conf), *args], env={**os.environ, **env},
-                                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            cluster.procs[name] = subprocess.Popen(
+                [binary, "-D", "-f", str(conf), *args],
+                env={**os.environ, **env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     daemon("slurmctld", "-i")
     _wait("slurmctld", lambda: cluster.run("scontrol", "ping").stdout.count("UP") > 0, cluster)

@@ -16,8 +16,9 @@ import pytest
 def small_disk(folder: Path, size: str = "2m") -> Iterator[Path]:
     """``folder`` (created) with a tmpfs of ``size`` mounted on it; unmounted afterwards."""
     folder.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs to fill ({done.stderr.strip() or 'mount failed'})")
     try:

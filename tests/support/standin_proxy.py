@@ -24,6 +24,7 @@ from mcu_exp.proxies.stages import Stage, StageResults
 
 TARGET = "proxy._target_=support.standin_proxy.StandInProxy"
 
+
 class StandInProxy(SummaryProxy):
     """P1's config and decision, made-up scores, no generation."""
 
@@ -47,5 +48,10 @@ class StandInProxy(SummaryProxy):
             {"alpha_cal": alpha_cal, "alpha_test": alpha_test, "score": -alpha_test, "label": decision.labels},
             index=pd.Index(ids, name="program_id"),
         )
-        return ProxyOutcome(table=table, params=decision.params, metrics=dict(decision.metrics),
-                            scores=scores, quantile=self.ctx.decision.quantile)
+        return ProxyOutcome(
+            table=table,
+            params=decision.params,
+            metrics=dict(decision.metrics),
+            scores=scores,
+            quantile=self.ctx.decision.quantile,
+        )

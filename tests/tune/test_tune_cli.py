@@ -22,11 +22,18 @@ def write_per_program(path: Path, n: int = 40, seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, 2, n)
     alpha_test = rng.uniform(0.05, 0.4, n) - 0.08 * labels
-    table = pd.DataFrame({
-        "program_id": [f"prog-{i}" for i in range(n)], "human_label": labels, "human_fraction": 0.5,
-        "n_evaluators": 9, "score": -alpha_test, "label": 1, "alpha_cal": alpha_test + rng.normal(0, 0.02, n),
-        "alpha_test": alpha_test,
-    })
+    table = pd.DataFrame(
+        {
+            "program_id": [f"prog-{i}" for i in range(n)],
+            "human_label": labels,
+            "human_fraction": 0.5,
+            "n_evaluators": 9,
+            "score": -alpha_test,
+            "label": 1,
+            "alpha_cal": alpha_test + rng.normal(0, 0.02, n),
+            "alpha_test": alpha_test,
+        }
+    )
     table.to_csv(path, index=False)
     return path
 
@@ -34,10 +41,29 @@ def write_per_program(path: Path, n: int = 40, seed: int = 0) -> Path:
 def test_command_prints_both_searches_and_writes_the_same_numbers(tmp_path: Path) -> None:
     csv = write_per_program(tmp_path / "per_program.csv")
     out = tmp_path / "tune.csv"
-    res = subprocess.run([sys.executable, "-m", "mcu_exp", "tune", "--per-program", str(csv), "--trials", "12",
-                          "--folds", "3", "--seed", "4", "--out", str(out)],
-                         cwd=REPO, env={**os.environ, "MCU_EXP_OUTPUTS": str(tmp_path / "outputs")},
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcu_exp",
+            "tune",
+            "--per-program",
+            str(csv),
+            "--trials",
+            "12",
+            "--folds",
+            "3",
+            "--seed",
+            "4",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        env={**os.environ, "MCU_EXP_OUTPUTS": str(tmp_path / "outputs")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     assert "in-sample F1" in res.stdout and "held-out F1" in res.stdout and "3 stratified outer folds" in res.stdout
     rows = pd.read_csv(out)
@@ -48,8 +74,9 @@ def test_command_prints_both_searches_and_writes_the_same_numbers(tmp_path: Path
     assert f"{100 * expected.held_out_f1:.1f}%" in res.stdout
 
 
-def test_run_id_reads_the_runs_artifact_and_decision_params(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_id_reads_the_runs_artifact_and_decision_params(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mlflow.tracking import MlflowClient
 
     monkeypatch.setenv("MCU_EXP_OUTPUTS", str(tmp_path / "outputs"))
@@ -62,25 +89,37 @@ def test_run_id_reads_the_runs_artifact_and_decision_params(tmp_path: Path, caps
     client.log_artifact(run.info.run_id, str(write_per_program(tmp_path / "scores.csv", seed=1)))
     client.set_terminated(run.info.run_id)
 
-    main(["--run-id", run.info.run_id, "--tracking-uri", uri, "--search", "epsilon", "--trials", "8",
-          "--folds", "3"])
+    main(["--run-id", run.info.run_id, "--tracking-uri", uri, "--search", "epsilon", "--trials", "8", "--folds", "3"])
     printed = capsys.readouterr().out
     assert f"run {run.info.run_id}" in printed and "ε=0.2 F1" in printed  # the run's own ε for reference
     threshold_row = [line for line in printed.splitlines() if "threshold" in line and "│" in line]
     assert threshold_row == []  # --search epsilon only
 
 
-@pytest.mark.parametrize("content,message", [
-    ("program_id,human_label,alpha_test\np,1,0.2\n", "missing column(s) alpha_cal"),
-    ("program_id,human_label,alpha_cal,alpha_test\na,1,0.1,0.1\nb,2,0.1,0.1\n", "line 3: human_label must be 0 or 1"),
-    # four programs, one of them twice: not n = 5
-    ("program_id,human_label,alpha_cal,alpha_test\na,1,0.1,0.1\nb,0,0.3,0.3\nc,1,0.1,0.2\nd,0,0.2,0.4\n"
-     "a,1,0.1,0.1\n", "program ids repeat (a); expected each program once"),
-    (b"program_id,human_label,alpha_cal,alpha_test\na,1,0.1,0.1\n\xe9,0,0.2,0.2\n", ":3: not UTF-8 text (byte 0xe9"),
-    ("", "empty file, expected a CSV table"),
-])
-def test_bad_files_fail_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | bytes,
-                                    message: str) -> None:
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("program_id,human_label,alpha_test\np,1,0.2\n", "missing column(s) alpha_cal"),
+        (
+            "program_id,human_label,alpha_cal,alpha_test\na,1,0.1,0.1\nb,2,0.1,0.1\n",
+            "line 3: human_label must be 0 or 1",
+        ),
+        # four programs, one of them twice: not n = 5
+        (
+            "program_id,human_label,alpha_cal,alpha_test\na,1,0.1,0.1\nb,0,0.3,0.3\nc,1,0.1,0.2\nd,0,0.2,0.4\n"
+            "a,1,0.1,0.1\n",
+            "program ids repeat (a); expected each program once",
+        ),
+        (
+            b"program_id,human_label,alpha_cal,alpha_test\na,1,0.1,0.1\n\xe9,0,0.2,0.2\n",
+            ":3: not UTF-8 text (byte 0xe9",
+        ),
+        ("", "empty file, expected a CSV table"),
+    ],
+)
+def test_bad_files_fail_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | bytes, message: str
+) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.raises(SystemExit) as exc:

@@ -56,12 +56,30 @@ def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     from mlflow.tracking import MlflowClient
 
     outputs = tmp_path_factory.mktemp("ui_sweep") / "outputs"
-    env = {**os.environ, "PYTHONPATH": str(REPO / "tests"), "MCU_EXP_OUTPUTS": str(outputs),
-           "MLFLOW_TRACKING_URI": server}
-    res = subprocess.run([sys.executable, "-m", "mcu_exp", "-m", "proxy._target_=support.standin_proxy.StandInProxy",
-                          "quiet=true", "evaluation.bootstrap_resamples=1000", "decision.epsilon=0.05,0.2",
-                          "tracking.sweep_report=false"],
-                         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "tests"),
+        "MCU_EXP_OUTPUTS": str(outputs),
+        "MLFLOW_TRACKING_URI": server,
+    }
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcu_exp",
+            "-m",
+            "proxy._target_=support.standin_proxy.StandInProxy",
+            "quiet=true",
+            "evaluation.bootstrap_resamples=1000",
+            "decision.epsilon=0.05,0.2",
+            "tracking.sweep_report=false",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"in {server}" in res.stdout  # the jobs logged to the server, not to a local file
     assert not (outputs / "mlflow.db").exists()
@@ -71,16 +89,22 @@ def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     (parent,) = [r for r in found if r.data.tags.get("mcu.kind") == "sweep"]
     runs = [r for r in found if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     assert len(found) == 3 and len(runs) == 2 and {r.info.status for r in found} == {"FINISHED"}
-    return Sweep(server, outputs, exp.experiment_id, {r.info.run_id: r.info.run_name for r in runs},
-                 (parent.info.run_id, parent.info.run_name))
+    return Sweep(
+        server,
+        outputs,
+        exp.experiment_id,
+        {r.info.run_id: r.info.run_name for r in runs},
+        (parent.info.run_id, parent.info.run_name),
+    )
 
 
 def dom_and_screenshot(url: str, tmp_path: Path, name: str, size: tuple[int, int]) -> str:
     """The page's DOM (HTML entities decoded) and a checked screenshot ``<name>.png``, kept
     for a person to look at (:func:`keep`); one browser launch takes both."""
     shot = tmp_path / f"{name}.png"
-    res = chromium(url, tmp_path / f"profile-{name}", f"--window-size={size[0]},{size[1]}", "--dump-dom",
-                   f"--screenshot={shot}")
+    res = chromium(
+        url, tmp_path / f"profile-{name}", f"--window-size={size[0]},{size[1]}", "--dump-dom", f"--screenshot={shot}"
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     check_screenshot(shot, size)
     keep(shot)
@@ -97,27 +121,30 @@ def keep(shot: Path) -> None:
 
 def test_run_comparison_page_renders_the_sweep(sweep: Sweep, tmp_path: Path) -> None:
     query = urllib.parse.urlencode(
-        {"runs": json.dumps(list(sweep.runs)), "experiments": json.dumps([sweep.experiment_id])}, safe='[]",')
+        {"runs": json.dumps(list(sweep.runs)), "experiments": json.dumps([sweep.experiment_id])}, safe='[]",'
+    )
     url = f"{sweep.url}/#/compare-runs?{query}"
     dom = dom_and_screenshot(url, tmp_path, "compare", (1400, 1000))
     assert "Comparing 2 Runs" in dom
     for run_id, name in sweep.runs.items():
         assert run_id in dom and name in dom, f"run {name} ({run_id}) is not on the page"
-    shown = set(re.findall(r'metric=%22([\w.]+)%22', dom))
+    shown = set(re.findall(r"metric=%22([\w.]+)%22", dom))
     assert {"f1", "auc_binary"} <= shown, f"metrics on the page: {sorted(shown)}"
     assert "decision.epsilon" in dom  # the swept parameter
 
 
 def test_experiment_page_shows_the_sweep_as_a_parent_run(sweep: Sweep, tmp_path: Path) -> None:
-    dom = dom_and_screenshot(f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs", tmp_path,
-                             "sweep_parent", (1600, 1000))
+    dom = dom_and_screenshot(
+        f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs", tmp_path, "sweep_parent", (1600, 1000)
+    )
     assert sweep.parent[1] in dom, "the sweep's parent run is not on the experiment page"
 
 
 def test_parent_run_page_lists_its_jobs(sweep: Sweep, tmp_path: Path) -> None:
     parent_id, name = sweep.parent
-    dom = dom_and_screenshot(f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{parent_id}", tmp_path,
-                             "sweep_parent_run", (1600, 1000))
+    dom = dom_and_screenshot(
+        f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{parent_id}", tmp_path, "sweep_parent_run", (1600, 1000)
+    )
     assert name in dom and "Child runs" in dom
     for child in sweep.runs.values():
         assert child in dom, f"child run {child} is not on its parent's page"
@@ -126,16 +153,24 @@ def test_parent_run_page_lists_its_jobs(sweep: Sweep, tmp_path: Path) -> None:
 def test_a_job_charts_its_sensitivity_against_the_threshold(sweep: Sweep, tmp_path: Path) -> None:
     run_id = next(iter(sweep.runs))
     key = "sens.threshold_x1000.f1"
-    query = urllib.parse.urlencode({"runs": json.dumps([run_id]), "metric": json.dumps(key),
-                                    "experiments": json.dumps([sweep.experiment_id]),
-                                    "plot_metric_keys": json.dumps([key]), "x_axis": "step",
-                                    "show_point": "true"}, safe='[]",')
+    query = urllib.parse.urlencode(
+        {
+            "runs": json.dumps([run_id]),
+            "metric": json.dumps(key),
+            "experiments": json.dumps([sweep.experiment_id]),
+            "plot_metric_keys": json.dumps([key]),
+            "x_axis": "step",
+            "show_point": "true",
+        },
+        safe='[]",',
+    )
     dom = dom_and_screenshot(f"{sweep.url}/#/metric?{query}", tmp_path, "sensitivity_chart", (1400, 900))
     assert key in dom
 
 
-def test_html_report_renders_every_figure(sweep: Sweep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_html_report_renders_every_figure(
+    sweep: Sweep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from mcu_exp.report.cli import main
 
     out = tmp_path / "report"
@@ -148,9 +183,13 @@ def test_html_report_renders_every_figure(sweep: Sweep, tmp_path: Path, monkeypa
 
     # A copy of the page that records, once loaded, how many images the browser decoded.
     probe = tmp_path / "probe.html"
-    probe.write_text(page.read_text().replace(
-        "</body>", "<script>window.addEventListener('load', () => { document.body.dataset.decoded = "
-                   "[...document.images].filter(i => i.complete && i.naturalWidth > 0).length; });</script></body>"))
+    probe.write_text(
+        page.read_text().replace(
+            "</body>",
+            "<script>window.addEventListener('load', () => { document.body.dataset.decoded = "
+            "[...document.images].filter(i => i.complete && i.naturalWidth > 0).length; });</script></body>",
+        )
+    )
     dom = dom_and_screenshot(probe.as_uri(), tmp_path, "report", (1200, 2400))
     images = re.findall(r'<img [^>]*src="data:image/png;base64,', dom)
     assert len(images) == 5  # the four sensitivity and subgroup figures, and the humans' ceiling figure

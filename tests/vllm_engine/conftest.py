@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from support.vllm import Server, model_config, timed  # type: ignore[import-not-found]
 
 # A few GiB of KV cache is vLLM's CPU default; 135M parameters at 2,048 tokens need far less,
@@ -62,8 +63,9 @@ def engine(cfg: Any, converted_folder: Path) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _server_started_early(request: pytest.FixtureRequest, converted_folder: Path,
-                          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server | None]:
+def _server_started_early(
+    request: pytest.FixtureRequest, converted_folder: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server | None]:
     """Start ``vllm serve`` at the session's start when a collected test needs it (not waiting)."""
     if not any("server" in getattr(item, "fixturenames", ()) for item in request.session.items):
         yield None

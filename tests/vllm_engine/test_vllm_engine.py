@@ -10,21 +10,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.vllm import MODEL, QUICK, cache_identities, finished_runs, timed  # type: ignore[import-not-found]
 
 from mcu_exp.llm import CachedGenerator, GenerationRequest, Message
 from mcu_exp.llm.contract import SampleJob
 from mcu_exp.llm.providers import vllm as vllm_p
+from support.vllm import MODEL, QUICK, cache_identities, finished_runs, timed  # type: ignore[import-not-found]
 
 
 def request(text: str, n: int, seed: int = 0) -> GenerationRequest:
-    return GenerationRequest(messages=(Message("user", text),), n=n, temperature=0.8, top_p=0.95,
-                             max_new_tokens=24, stop=("\n\n",), seed=seed)
+    return GenerationRequest(
+        messages=(Message("user", text),),
+        n=n,
+        temperature=0.8,
+        top_p=0.95,
+        max_new_tokens=24,
+        stop=("\n\n",),
+        seed=seed,
+    )
 
 
 def test_n_samples_are_seeded_and_cached(engine: Any, cfg: Any, tmp_path: Path) -> None:
-    reqs = [request("What does `int add(int a, int b) { return a + b; }` do? One sentence.", n=4),
-            request("Name one use of a hash map, briefly.", n=3, seed=7)]
+    reqs = [
+        request("What does `int add(int a, int b) { return a + b; }` do? One sentence.", n=4),
+        request("Name one use of a hash map, briefly.", n=3, seed=7),
+    ]
     start = time.monotonic()
     first = CachedGenerator(cfg, tmp_path / "a", progress=False, backend=engine).generate(reqs)
     timed("7 samples (2 requests)", start)

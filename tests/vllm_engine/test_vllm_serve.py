@@ -27,10 +27,21 @@ from support.vllm import (  # type: ignore[import-not-found]
 def job_args(server: Server, *overrides: str) -> list[str]:
     """``mcu-exp`` on the served model through the OpenAI client (fast retries: a stopped
     server fails the job in a second, not after minutes of back-off)."""
-    return [sys.executable, "-m", "mcu_exp", f"model={MODEL}", "model.backend=openai_compatible",
-            f"model.base_url={server.url}", "model.max_retries=2", "model.backoff_initial_s=0.05",
-            "model.backoff_max_s=0.1", "model.requests_per_minute=null", "model.tokens_per_minute=null",
-            *QUICK, *overrides]
+    return [
+        sys.executable,
+        "-m",
+        "mcu_exp",
+        f"model={MODEL}",
+        "model.backend=openai_compatible",
+        f"model.base_url={server.url}",
+        "model.max_retries=2",
+        "model.backoff_initial_s=0.05",
+        "model.backoff_max_s=0.1",
+        "model.requests_per_minute=null",
+        "model.tokens_per_minute=null",
+        *QUICK,
+        *overrides,
+    ]
 
 
 def job_env(outputs: Path) -> dict[str, str]:
@@ -55,8 +66,9 @@ def test_p1_job_through_vllm_serve_stopped_mid_run_and_resumed(server: Server, o
     args = job_args(server, "model.n_per_request=2", "model.max_concurrency=1")
     total = 16
     start = time.monotonic()
-    job = subprocess.Popen(args, cwd=REPO, env=job_env(outputs), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
+    job = subprocess.Popen(
+        args, cwd=REPO, env=job_env(outputs), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.monotonic() + 300
     while rows(outputs) < 4 and job.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -84,7 +96,8 @@ def test_p1_job_through_vllm_serve_stopped_mid_run_and_resumed(server: Server, o
     idents = cache_identities(outputs / "cache")
     assert len(idents) == total
     assert {(i["backend"], i["model_id"], i["base_url"]) for i in idents} == {
-        ("openai_compatible", SERVED_NAME, server.url)}
+        ("openai_compatible", SERVED_NAME, server.url)
+    }
     runs = sorted(finished_runs(outputs), key=lambda r: r.info.start_time)
     assert [r.info.status for r in runs][-1] == "FINISHED" and len(runs) == 2, [r.info.status for r in runs]
     assert runs[-1].data.params["model.backend"] == "openai_compatible"

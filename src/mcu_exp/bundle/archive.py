@@ -47,7 +47,7 @@ class RowSet:
     def rows(self, table: str, size: int = 5_000) -> Iterator[list[tuple[Any, ...]]]:
         found = list(self.tables.get(table, {}).values())
         for start in range(0, len(found), size):
-            yield found[start:start + size]
+            yield found[start : start + size]
 
     def count(self, table: str) -> int:
         return len(self.tables.get(table, {}))
@@ -92,8 +92,13 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def write(out: Path, manifest: dict[str, Any], jobs: Sequence[Mapping[str, bytes]], rows: RowSet,
-          data: Sequence[Mapping[str, bytes]] = ()) -> int:
+def write(
+    out: Path,
+    manifest: dict[str, Any],
+    jobs: Sequence[Mapping[str, bytes]],
+    rows: RowSet,
+    data: Sequence[Mapping[str, bytes]] = (),
+) -> int:
     """Write the bundle file ``out``: ``jobs[i]`` maps a job's file names (``config.yaml``,
     ``results/…``) to their bytes, ``data[i]`` its dataset's files; the manifest gets the
     member digests. Returns the file's size in bytes."""
@@ -104,10 +109,12 @@ def write(out: Path, manifest: dict[str, Any], jobs: Sequence[Mapping[str, bytes
         members.update({f"data/{i}/{name}": blob for name, blob in files.items()})
     for table in (*GENERATION_TABLES, *SCORE_TABLES):
         members[f"cache/{table}.jsonl"] = rows.jsonl(table)
-    manifest = {**manifest, "format": FORMAT,
-                "members": {name: hashlib.sha256(blob).hexdigest() for name, blob in sorted(members.items())},
-                "sample_digests": {row[0]: text_digest(row[1]) for row in
-                                   sorted(rows.tables.get("samples", {}).values())}}
+    manifest = {
+        **manifest,
+        "format": FORMAT,
+        "members": {name: hashlib.sha256(blob).hexdigest() for name, blob in sorted(members.items())},
+        "sample_digests": {row[0]: text_digest(row[1]) for row in sorted(rows.tables.get("samples", {}).values())},
+    }
     text = json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=True)
     _refuse_secrets({MANIFEST: text.encode(), **members})
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -140,8 +147,9 @@ def read(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     except FileNotFoundError:
         raise BundleError(f"{path}: no such file") from None
     except (zipfile.BadZipFile, OSError) as exc:
-        raise BundleError(f"{path}: not a run bundle (expected a zip archive written by mcu-exp bundle "
-                          f"export: {exc})") from None
+        raise BundleError(
+            f"{path}: not a run bundle (expected a zip archive written by mcu-exp bundle export: {exc})"
+        ) from None
     try:
         manifest = json.loads(members.pop(MANIFEST))
     except (KeyError, json.JSONDecodeError):
@@ -161,31 +169,37 @@ def check(path: Path, manifest: Mapping[str, Any], members: Mapping[str, bytes])
         except (json.JSONDecodeError, ValueError):
             raise BundleError(f"{path}: cache/samples.jsonl line {number} is not a sample row") from None
         if digests.get(key) != text_digest(text):
-            raise BundleError(f"{path}: sample {key} (cache/samples.jsonl line {number}) differs from the "
-                              "one exported: the bundle was edited; replay refuses it")
+            raise BundleError(
+                f"{path}: sample {key} (cache/samples.jsonl line {number}) differs from the "
+                "one exported: the bundle was edited; replay refuses it"
+            )
     listed = manifest.get("members", {})
     for name in sorted(set(listed) | set(members)):
         if name not in members:
             raise BundleError(f"{path}: member {name} is missing: the bundle was edited; replay refuses it")
         if listed.get(name) != hashlib.sha256(members[name]).hexdigest():
-            raise BundleError(f"{path}: member {name} differs from the one exported: the bundle was edited; "
-                              "replay refuses it")
+            raise BundleError(
+                f"{path}: member {name} differs from the one exported: the bundle was edited; replay refuses it"
+            )
 
 
 def job_files(members: Mapping[str, bytes], index: int) -> dict[str, bytes]:
     """The files of job ``index`` (``config.yaml``, ``results/…``) by their name inside the job."""
     prefix = f"jobs/{index}/"
-    return {name[len(prefix):]: blob for name, blob in members.items() if name.startswith(prefix)}
+    return {name[len(prefix) :]: blob for name, blob in members.items() if name.startswith(prefix)}
 
 
 def data_files(members: Mapping[str, bytes], index: int) -> dict[str, bytes]:
     """The dataset files stored for job ``index`` (empty without ``--with-data``)."""
     prefix = f"data/{index}/"
-    return {name[len(prefix):]: blob for name, blob in members.items() if name.startswith(prefix)}
+    return {name[len(prefix) :]: blob for name, blob in members.items() if name.startswith(prefix)}
 
 
 def results_files(folder: Path) -> dict[str, bytes]:
     """The files of a job's results folder a bundle keeps: its tables, metrics and config
     (not the figures)."""
-    return {f"results/{p.name}": p.read_bytes() for p in sorted(folder.iterdir())
-            if p.is_file() and p.suffix in _RESULT_SUFFIXES}
+    return {
+        f"results/{p.name}": p.read_bytes()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and p.suffix in _RESULT_SUFFIXES
+    }

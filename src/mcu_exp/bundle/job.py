@@ -11,8 +11,15 @@ from typing import Any
 
 from mcu_exp import names
 from mcu_exp.bundle import reads
-from mcu_exp.bundle.export import (BUNDLE_DIR, BUNDLE_FILE, READS_FILE, dataset_facts, job_part, reads_record,
-                                   write_bundle)
+from mcu_exp.bundle.export import (
+    BUNDLE_DIR,
+    BUNDLE_FILE,
+    READS_FILE,
+    dataset_facts,
+    job_part,
+    reads_record,
+    write_bundle,
+)
 
 log = logging.getLogger("mcu_exp")
 
@@ -40,8 +47,9 @@ def finish_job(cfg: Any, tracker: Any, run_dir: Path, dataset: Any, title: str) 
         return None
     out = folder / BUNDLE_FILE
     try:
-        part = job_part(title, tracker.run_id, run_dir / names.RESULTS_DIR, keys, pins, facts,
-                        cfg.cache.dir, cfg.cache.url or None)
+        part = job_part(
+            title, tracker.run_id, run_dir / names.RESULTS_DIR, keys, pins, facts, cfg.cache.dir, cfg.cache.url or None
+        )
         size = write_bundle(out, [part])
     except (OSError, ValueError) as exc:
         log.warning("run bundle not written: %s", exc)

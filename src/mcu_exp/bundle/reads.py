@@ -100,5 +100,7 @@ def pin(pins: Mapping[str, Mapping[str, Any]], bundle: str) -> Iterator[None]:
 def no_model(what: str) -> None:
     """Raise :class:`ReplayMiss` during a replay: ``what`` (a model, a scorer) would be needed."""
     if _replaying:
-        raise ReplayMiss(f"{_replaying[-1]}: {what} is not in the bundle, and a replay loads no model "
-                         "and sends no request; export the bundle again from the run's cache")
+        raise ReplayMiss(
+            f"{_replaying[-1]}: {what} is not in the bundle, and a replay loads no model "
+            "and sends no request; export the bundle again from the run's cache"
+        )

@@ -47,8 +47,11 @@ class JobCheck:
         """The check's one-line verdict."""
         if self.difference is not None:
             return f"job {self.name}: DIFFERS from the bundle: {self.difference}"
-        how = "identical to the bundle's" if not self.tolerated else (
-            f"identical to the bundle's, {self.tolerated} value(s) equal within a relative {RTOL:g}")
+        how = (
+            "identical to the bundle's"
+            if not self.tolerated
+            else (f"identical to the bundle's, {self.tolerated} value(s) equal within a relative {RTOL:g}")
+        )
         return f"job {self.name}: {self.metrics} metrics and {self.files} files {how}"
 
 
@@ -62,8 +65,9 @@ def replay(path: Path, work: Path | None = None, quiet: bool = True) -> list[Job
     return _replay(path, manifest, members, work, quiet)
 
 
-def _replay(path: Path, manifest: Mapping[str, Any], members: Mapping[str, bytes], work: Path,
-            quiet: bool) -> list[JobCheck]:
+def _replay(
+    path: Path, manifest: Mapping[str, Any], members: Mapping[str, bytes], work: Path, quiet: bool
+) -> list[JobCheck]:
     cache_dir = work / "cache"
     import_rows(RowSet.from_jsonl(members), cache_dir)
     checks = []
@@ -71,24 +75,27 @@ def _replay(path: Path, manifest: Mapping[str, Any], members: Mapping[str, bytes
         for index, entry in enumerate(manifest.get("jobs", [])):
             files = archive.job_files(members, index)
             outputs = work / "outputs" / str(index)
-            raw = job_config(files, entry, cache_dir, outputs, work / "data" / str(index),
-                             archive.data_files(members, index), quiet)
+            raw = job_config(
+                files, entry, cache_dir, outputs, work / "data" / str(index), archive.data_files(members, index), quiet
+            )
             check_dataset(raw, entry)
             from mcu_exp.pipeline import run_job
 
             run_job(raw)
             found = sorted(outputs.glob(f"runs/*/*/{names.RESULTS_DIR}"))
             if len(found) != 1:
-                raise BundleError(f"job {entry.get('name')}: expected one results folder under {outputs}, found {len(found)}")
+                raise BundleError(
+                    f"job {entry.get('name')}: expected one results folder under {outputs}, found {len(found)}"
+                )
             checks.append(compare(entry.get("name", str(index)), files, found[0]))
     return checks
 
 
 def import_rows(rows: RowSet, cache_dir: Path) -> None:
     """The bundle's rows into fresh SQLite caches in ``cache_dir``, as ``mcu-exp cache import`` copies."""
-    from mcu_exp.store.cli import copy_tables
     from mcu_exp.llm.cache import CACHE_FILE, GenerationCache
     from mcu_exp.scoring.score_cache import ScoreCache
+    from mcu_exp.store.cli import copy_tables
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     with GenerationCache(cache_dir / CACHE_FILE) as generations:
@@ -97,8 +104,15 @@ def import_rows(rows: RowSet, cache_dir: Path) -> None:
         copy_tables(rows, scores, list(SCORE_TABLES), progress=False)
 
 
-def job_config(files: Mapping[str, bytes], entry: Mapping[str, Any], cache_dir: Path, outputs: Path,
-               data_dir: Path, data: Mapping[str, bytes], quiet: bool) -> Any:
+def job_config(
+    files: Mapping[str, bytes],
+    entry: Mapping[str, Any],
+    cache_dir: Path,
+    outputs: Path,
+    data_dir: Path,
+    data: Mapping[str, bytes],
+    quiet: bool,
+) -> Any:
     """The job's resolved config from the bundle, typed by the schema, pointed at the replay's
     cache and outputs (no MLflow run, no new bundle), and at the bundle's data when it holds it."""
     from omegaconf import OmegaConf
@@ -112,9 +126,17 @@ def job_config(files: Mapping[str, bytes], entry: Mapping[str, Any], cache_dir: 
         raw = OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(files["config.yaml"].decode()))
     except OmegaConfBaseException as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise BundleError(f"job {entry.get('name')}: its config.yaml does not fit this version's schema ({first})") from None
-    settings: dict[str, Any] = {"cache.dir": str(cache_dir), "cache.url": None, "paths.outputs": str(outputs),
-                                "tracking.enabled": False, "tracking.bundle": False, "quiet": quiet}
+        raise BundleError(
+            f"job {entry.get('name')}: its config.yaml does not fit this version's schema ({first})"
+        ) from None
+    settings: dict[str, Any] = {
+        "cache.dir": str(cache_dir),
+        "cache.url": None,
+        "paths.outputs": str(outputs),
+        "tracking.enabled": False,
+        "tracking.bundle": False,
+        "quiet": quiet,
+    }
     if data:
         for name, blob in data.items():
             target = data_dir / name
@@ -141,14 +163,18 @@ def check_dataset(raw: Any, entry: Mapping[str, Any]) -> None:
         dataset = load_dataset(typed_config(raw).dataset)
     found = dataset_digest(dataset)
     if wanted.get("digest") and found != wanted["digest"]:
-        raise BundleError(f"job {entry.get('name')}: dataset {dataset.name} here ({dataset.source}) has digest "
-                          f"{found}, the job read {wanted['digest']}: put the same data in place "
-                          "(dataset.root or $MCU_EXP_DATA), or export the bundle with --with-data")
+        raise BundleError(
+            f"job {entry.get('name')}: dataset {dataset.name} here ({dataset.source}) has digest "
+            f"{found}, the job read {wanted['digest']}: put the same data in place "
+            "(dataset.root or $MCU_EXP_DATA), or export the bundle with --with-data"
+        )
 
 
 def compare(name: str, files: Mapping[str, bytes], results: Path) -> JobCheck:
     """Compare the bundle's result files of one job with the replay's ``results`` folder."""
-    compared = [f for f in sorted(files) if f.startswith("results/") and f.endswith(_COMPARED) and f not in _NOT_COMPARED]
+    compared = [
+        f for f in sorted(files) if f.startswith("results/") and f.endswith(_COMPARED) and f not in _NOT_COMPARED
+    ]
     tolerated = metrics = 0
     for member in compared:
         here = results / member.split("/", 1)[1]
@@ -167,8 +193,9 @@ def compare(name: str, files: Mapping[str, bytes], results: Path) -> JobCheck:
         for where, a, b in cells:
             same, close = _agree(a, b)
             if not same and not close:
-                return JobCheck(name, len(compared), metrics, tolerated,
-                                f"{member} {where}: bundle {a!r}, replay {b!r}")
+                return JobCheck(
+                    name, len(compared), metrics, tolerated, f"{member} {where}: bundle {a!r}, replay {b!r}"
+                )
             tolerated += int(close and not same)
     return JobCheck(name, len(compared), metrics, tolerated, None)
 
@@ -176,8 +203,9 @@ def compare(name: str, files: Mapping[str, bytes], results: Path) -> JobCheck:
 def _metrics(blob: bytes) -> dict[str, Any]:
     """A metrics.json without the values that describe the run rather than its result."""
     found = json.loads(blob)
-    return {k: v for k, v in found.items()
-            if not k.endswith(VOLATILE) and not k.startswith("usage.") and ".usage." not in k}
+    return {
+        k: v for k, v in found.items() if not k.endswith(VOLATILE) and not k.startswith("usage.") and ".usage." not in k
+    }
 
 
 def _csv_cells(before: bytes, after: bytes) -> list[tuple[str, str | None, str | None]]:
@@ -194,8 +222,13 @@ def _csv_cells(before: bytes, after: bytes) -> list[tuple[str, str | None, str |
         label = (row_a or row_b or [""])[0]
         for col in range(max(len(row_a), len(row_b))):
             column = header[col] if col < len(header) else str(col)
-            cells.append((f"row {number} ({label}) column {column}", row_a[col] if col < len(row_a) else None,
-                          row_b[col] if col < len(row_b) else None))
+            cells.append(
+                (
+                    f"row {number} ({label}) column {column}",
+                    row_a[col] if col < len(row_a) else None,
+                    row_b[col] if col < len(row_b) else None,
+                )
+            )
     return cells
 
 

@@ -83,8 +83,9 @@ class DecisionRule:
 RULES: dict[str, DecisionRule] = {}
 
 
-def register_rule(name: str, needs: tuple[str, ...], uses_theta: bool = False,
-                  relabel: RelabelFn | None = None) -> Callable[[RuleFn], RuleFn]:
+def register_rule(
+    name: str, needs: tuple[str, ...], uses_theta: bool = False, relabel: RelabelFn | None = None
+) -> Callable[[RuleFn], RuleFn]:
     """Register ``fn(scores, decision_cfg) -> RuleDecision`` as ``decision.rule=<name>``
     (``relabel``: see :class:`DecisionRule`)."""
 
@@ -113,8 +114,10 @@ def check_rule(name: str, proxy: str, offered: tuple[str, ...]) -> DecisionRule:
     rule = get_rule(name)
     missing = [n for n in rule.needs if n not in offered]
     if missing:
-        raise ValueError(f"decision.rule={name!r} needs {', '.join(missing)}, which proxy {proxy} does not "
-                         f"compute; rules for {proxy}: {', '.join(rules_for(offered))}")
+        raise ValueError(
+            f"decision.rule={name!r} needs {', '.join(missing)}, which proxy {proxy} does not "
+            f"compute; rules for {proxy}: {', '.join(rules_for(offered))}"
+        )
     return rule
 
 
@@ -129,8 +132,9 @@ def _above_theta(scores: Scores, cfg: DecisionConfig) -> tuple[np.ndarray, dict[
     return above, {"theta": float(cfg.theta), "above_theta_share": share}
 
 
-def _recalibrated(alpha_cal: np.ndarray | None, alpha_test: np.ndarray | None, cfg: DecisionConfig,
-                  indices: np.ndarray) -> np.ndarray:
+def _recalibrated(
+    alpha_cal: np.ndarray | None, alpha_test: np.ndarray | None, cfg: DecisionConfig, indices: np.ndarray
+) -> np.ndarray:
     """High iff α_test ≤ τ for each row of ``indices``, τ recalibrated on that row's α_cal."""
     cal = np.asarray(alpha_cal, dtype=float)[indices]
     test = np.asarray(alpha_test, dtype=float)[indices]
@@ -151,8 +155,7 @@ def _relabel_p1_and_theta(scores: Scores, cfg: DecisionConfig, indices: np.ndarr
 def conformal(scores: Scores, cfg: DecisionConfig) -> RuleDecision:
     """High iff α_test ≤ τ, τ calibrated on α_cal."""
     d = decide(scores.alpha_cal, scores.alpha_test, float(cfg.epsilon), str(cfg.quantile))
-    return RuleDecision("conformal", d.labels, params={"tau": d.tau, "quantile": d.quantile},
-                        metrics=d.metrics())
+    return RuleDecision("conformal", d.labels, params={"tau": d.tau, "quantile": d.quantile}, metrics=d.metrics())
 
 
 @register_rule("theta", needs=("similarity_test",), uses_theta=True)
@@ -162,14 +165,21 @@ def theta(scores: Scores, cfg: DecisionConfig) -> RuleDecision:
     return RuleDecision("theta", above, params={"theta": float(cfg.theta)}, prefixed=prefixed)
 
 
-@register_rule("p1_and_theta", needs=("similarity_test", "p1_alpha_cal", "p1_alpha_test"), uses_theta=True,
-               relabel=_relabel_p1_and_theta)
+@register_rule(
+    "p1_and_theta",
+    needs=("similarity_test", "p1_alpha_cal", "p1_alpha_test"),
+    uses_theta=True,
+    relabel=_relabel_p1_and_theta,
+)
 def p1_and_theta(scores: Scores, cfg: DecisionConfig) -> RuleDecision:
     """P1's conformal labels AND similarity_test ≥ θ."""
     above, prefixed = _above_theta(scores, cfg)
     p1 = decide(scores.p1_alpha_cal, scores.p1_alpha_test, float(cfg.epsilon), str(cfg.quantile))
     labels = (p1.labels.astype(bool) & above.astype(bool)).astype(int)
-    return RuleDecision("p1_and_theta", labels, params={"theta": float(cfg.theta), "tau_p1": p1.tau},
-                        metrics={**p1.metrics(prefix="p1."), "p1.high_share": float(p1.labels.mean())},
-                        prefixed=prefixed)
-
+    return RuleDecision(
+        "p1_and_theta",
+        labels,
+        params={"theta": float(cfg.theta), "tau_p1": p1.tau},
+        metrics={**p1.metrics(prefix="p1."), "p1.high_share": float(p1.labels.mean())},
+        prefixed=prefixed,
+    )

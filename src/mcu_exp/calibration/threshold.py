@@ -136,9 +136,14 @@ class Decision:
     def metrics(self, prefix: str = "") -> dict[str, float]:
         """τ, the calibration fraction, the coverage (nominal, achieved, interval) by name."""
         low, high = self.coverage_ci
-        return {f"{prefix}tau": self.tau, f"{prefix}calibration_fraction": self.calibration_fraction,
-                f"{prefix}coverage": self.coverage, f"{prefix}coverage_ci_low": low,
-                f"{prefix}coverage_ci_high": high, f"{prefix}nominal_coverage": 1.0 - self.epsilon}
+        return {
+            f"{prefix}tau": self.tau,
+            f"{prefix}calibration_fraction": self.calibration_fraction,
+            f"{prefix}coverage": self.coverage,
+            f"{prefix}coverage_ci_low": low,
+            f"{prefix}coverage_ci_high": high,
+            f"{prefix}nominal_coverage": 1.0 - self.epsilon,
+        }
 
 
 def decide(
@@ -153,7 +158,12 @@ def decide(
     cal = cal[~np.isnan(cal)]
     test = np.asarray(alpha_test, dtype=float)
     labels = (test <= tau).astype(int)
-    return Decision(tau=tau, epsilon=epsilon, quantile=quantile, labels=labels,
-                    coverage=empirical_coverage(test, tau),
-                    calibration_fraction=float(np.mean(cal <= tau)),
-                    coverage_ci=clopper_pearson(int(labels.sum()), int(test.size)))
+    return Decision(
+        tau=tau,
+        epsilon=epsilon,
+        quantile=quantile,
+        labels=labels,
+        coverage=empirical_coverage(test, tau),
+        calibration_fraction=float(np.mean(cal <= tau)),
+        coverage_ci=clopper_pearson(int(labels.sum()), int(test.size)),
+    )

@@ -90,8 +90,7 @@ def from_metrics_json(path: Path | None) -> dict[str, float]:
     return {name: value for name, value in found.items() if value is not None}
 
 
-def run_ceiling(logged: Mapping[str, float], metrics_json: Path | None, reliability: Path | None
-                ) -> dict[str, float]:
+def run_ceiling(logged: Mapping[str, float], metrics_json: Path | None, reliability: Path | None) -> dict[str, float]:
     """A run's ceiling and share figures: ``reliability.csv``, then its MLflow metrics
     (``logged``), then ``metrics.json`` over them."""
     out = from_reliability(reliability)
@@ -144,30 +143,41 @@ def _same(x: float | None, y: float | None) -> bool:
     return (math.isnan(x) and math.isnan(y)) or abs(x - y) <= 1e-9
 
 
-def notes(a: Mapping[str, float], b: Mapping[str, float], labels_a: Mapping[str, str],
-          labels_b: Mapping[str, str]) -> list[str]:
+def notes(
+    a: Mapping[str, float], b: Mapping[str, float], labels_a: Mapping[str, str], labels_b: Mapping[str, str]
+) -> list[str]:
     """The lines under the table on the ceilings: what they are, and whether the two runs'
     ceilings differ (and in which label settings); none when neither run logged one."""
     has_a, has_b = (any(k.startswith(CEILING) for k in side) for side in (a, b))
     if not (has_a or has_b):
         return []
-    lines = ["Ceilings: the humans' own alignment on each run's labels, mean over seeded splits of each program's "
-             "readers into halves [interval over the splits]; the AUC (score) ceiling is half-panel, the ρ ceiling "
-             "extrapolated to the full panel (√ of the Spearman–Brown reliability). Share of ceiling: "
-             "(AUC − 0.5)/(ceiling − 0.5) and ρ/ρ ceiling, as each run logged them; '—': not logged."]
+    lines = [
+        "Ceilings: the humans' own alignment on each run's labels, mean over seeded splits of each program's "
+        "readers into halves [interval over the splits]; the AUC (score) ceiling is half-panel, the ρ ceiling "
+        "extrapolated to the full panel (√ of the Spearman–Brown reliability). Share of ceiling: "
+        "(AUC − 0.5)/(ceiling − 0.5) and ρ/ρ ceiling, as each run logged them; '—': not logged."
+    ]
     if has_a != has_b:
         lines.append(f"Only {'A' if has_a else 'B'} logged a ceiling.")
         return lines
-    differ = [f"{short} ceiling {cell(a, CEILING + n)} vs {cell(b, CEILING + n)}" for n, short in SHOWN.items()
-              if not all(_same(a.get(CEILING + n + s), b.get(CEILING + n + s)) for s in ("", LOW, HIGH))]
+    differ = [
+        f"{short} ceiling {cell(a, CEILING + n)} vs {cell(b, CEILING + n)}"
+        for n, short in SHOWN.items()
+        if not all(_same(a.get(CEILING + n + s), b.get(CEILING + n + s)) for s in ("", LOW, HIGH))
+    ]
     if not differ:
         lines.append("Both runs stand against the same ceiling (the same human label settings).")
         return lines
-    changed = [f"labels.{k}: {labels_a.get(k, '?')} vs {labels_b.get(k, '?')}" for k in LABEL_SETTINGS
-               if labels_a.get(k) != labels_b.get(k) and (k in labels_a or k in labels_b)]
+    changed = [
+        f"labels.{k}: {labels_a.get(k, '?')} vs {labels_b.get(k, '?')}"
+        for k in LABEL_SETTINGS
+        if labels_a.get(k) != labels_b.get(k) and (k in labels_a or k in labels_b)
+    ]
     why = f"different label settings ({'; '.join(changed)})" if changed else "different label settings"
-    lines.append(f"The runs' ceilings differ ({'; '.join(differ)}): {why}, so each share is against its own "
-                 "run's ceiling, not a common one.")
+    lines.append(
+        f"The runs' ceilings differ ({'; '.join(differ)}): {why}, so each share is against its own "
+        "run's ceiling, not a common one."
+    )
     return lines
 
 

@@ -45,19 +45,26 @@ REJECTION_FILE = "rejection.csv"
 
 def build_parser(prog: str = "mcu-exp compare") -> argparse.ArgumentParser:
     """The command's arguments."""
-    parser = argparse.ArgumentParser(prog=prog, description=(
-        "Compare two finished runs on the programs both scored: F1, accuracy, AUC(score) and prediction "
-        "rejection ratio with paired bootstrap intervals of the differences (calibrated runs recalibrated in "
-        "each resample), McNemar's test of the accuracies and DeLong's of the AUCs."))
-    parser.add_argument("run_a", metavar="RUN_A", help="an MLflow run id, or a run folder holding "
-                        f"{RESULTS_DIR}/{PER_PROGRAM_FILE}")
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "Compare two finished runs on the programs both scored: F1, accuracy, AUC(score) and prediction "
+            "rejection ratio with paired bootstrap intervals of the differences (calibrated runs recalibrated in "
+            "each resample), McNemar's test of the accuracies and DeLong's of the AUCs."
+        ),
+    )
+    parser.add_argument(
+        "run_a", metavar="RUN_A", help=f"an MLflow run id, or a run folder holding {RESULTS_DIR}/{PER_PROGRAM_FILE}"
+    )
     parser.add_argument("run_b", metavar="RUN_B", help="the run to compare it with (same forms)")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="default: $MLFLOW_TRACKING_URI, else sqlite:///<outputs>/mlflow.db")
+    parser.add_argument(
+        "--tracking-uri", default=None, help="default: $MLFLOW_TRACKING_URI, else sqlite:///<outputs>/mlflow.db"
+    )
     parser.add_argument("--resamples", type=int, default=2000, help="paired bootstrap resamples (default 2000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help=f"also write {COMPARISON_FILE} and {REJECTION_FILE} to this folder")
+    parser.add_argument(
+        "--out", type=Path, default=None, help=f"also write {COMPARISON_FILE} and {REJECTION_FILE} to this folder"
+    )
     return parser
 
 
@@ -101,8 +108,9 @@ def folder_table(path: Path) -> Path:
     for candidate in (path / RESULTS_DIR / PER_PROGRAM_FILE, path / PER_PROGRAM_FILE):
         if candidate.is_file():
             return candidate
-    raise CompareError(f"no {PER_PROGRAM_FILE} in run folder {path} (looked for "
-                       f"{path / RESULTS_DIR / PER_PROGRAM_FILE})")
+    raise CompareError(
+        f"no {PER_PROGRAM_FILE} in run folder {path} (looked for {path / RESULTS_DIR / PER_PROGRAM_FILE})"
+    )
 
 
 def calibration_of(scores: Path | None, settings: dict[str, Any] | None, where: str) -> tuple[Any, str]:
@@ -165,9 +173,12 @@ def fetch_run(run_id: str, uri: str, dst: Path) -> Source:
     try:
         client, run = fetch_run(uri, run_id)
     except RunLookupError as exc:
-        raise CompareError(f"{run_id!r} is no run folder, and there is {exc} to look it up in "
-                           "(pass --tracking-uri or set MLFLOW_TRACKING_URI)" if exc.missing_store
-                           else f"unknown run {run_id!r}: no such folder, and not a run of {uri} ({exc})") from None
+        raise CompareError(
+            f"{run_id!r} is no run folder, and there is {exc} to look it up in "
+            "(pass --tracking-uri or set MLFLOW_TRACKING_URI)"
+            if exc.missing_store
+            else f"unknown run {run_id!r}: no such folder, and not a run of {uri} ({exc})"
+        ) from None
     artifacts = RunArtifacts(client, run_id, run.info.artifact_uri)
     folder = dst / run_id
     folder.mkdir(parents=True, exist_ok=True)
@@ -177,11 +188,22 @@ def fetch_run(run_id: str, uri: str, dst: Path) -> Source:
     name = run.info.run_name or run_id
     scores = artifacts.get(SCORES_FILE, folder) or artifacts.get(f"{RESULTS_DIR}/{SCORES_FILE}", folder)
     calibration, missing = calibration_of(scores, dict(run.data.params), f"the params of run {run_id}")
-    found = run_ceiling(run.data.metrics, *(artifacts.get(f, folder) or artifacts.get(f"{RESULTS_DIR}/{f}", folder)
-                                            for f in (METRICS_FILE, RELIABILITY_FILE)))
-    return Source(name=name, where=f"MLflow run {run_id} ({name})", frame=read_per_program(path),
-                  calibration=calibration, missing=missing, ceiling=found,
-                  labels=label_settings(dict(run.data.params), "labels."))
+    found = run_ceiling(
+        run.data.metrics,
+        *(
+            artifacts.get(f, folder) or artifacts.get(f"{RESULTS_DIR}/{f}", folder)
+            for f in (METRICS_FILE, RELIABILITY_FILE)
+        ),
+    )
+    return Source(
+        name=name,
+        where=f"MLflow run {run_id} ({name})",
+        frame=read_per_program(path),
+        calibration=calibration,
+        missing=missing,
+        ceiling=found,
+        labels=label_settings(dict(run.data.params), "labels."),
+    )
 
 
 def load_source(ref: str, uri: str, dst: Path) -> Source:
@@ -191,8 +213,15 @@ def load_source(ref: str, uri: str, dst: Path) -> Source:
         table = folder_table(path)
         calibration, missing = folder_calibration(table)
         found, labels = folder_ceiling(table)
-        return Source(name=path.name or str(path), where=f"{table}", frame=read_per_program(table),
-                      calibration=calibration, missing=missing, ceiling=found, labels=labels)
+        return Source(
+            name=path.name or str(path),
+            where=f"{table}",
+            frame=read_per_program(table),
+            calibration=calibration,
+            missing=missing,
+            ceiling=found,
+            labels=labels,
+        )
     return fetch_run(ref, uri, dst)
 
 
@@ -239,15 +268,27 @@ def cells(cmp: Any) -> list[list[str]]:
     df, dacc, da, dp = cmp.delta_f1, cmp.delta_accuracy, cmp.delta_auc, cmp.delta_prr
     mc, dl = cmp.mcnemar, cmp.delong
     variant = "exact binomial" if mc.method == EXACT else "χ² with continuity correction"
-    delong = (f"DeLong z = {UNDEFINED if _undefined(dl.z) else f'{dl.z:+.2f}'}, p = {p_value(dl.p)}"
-              if dl is not None else "DeLong: needs both scores")
+    delong = (
+        f"DeLong z = {UNDEFINED if _undefined(dl.z) else f'{dl.z:+.2f}'}, p = {p_value(dl.p)}"
+        if dl is not None
+        else "DeLong: needs both scores"
+    )
     return [
         ["F1", rate(cmp.f1_a), rate(cmp.f1_b), f"{points(df.value)} pts [{points(df.low)}, {points(df.high)}]", ""],
-        ["McNemar (accuracy)", rate(cmp.accuracy_a), rate(cmp.accuracy_b),
-         f"{points(dacc.value)} pts [{points(dacc.low)}, {points(dacc.high)}]",
-         f"b = {mc.b}, c = {mc.c}, p = {p_value(mc.p)} ({variant})"],
-        ["AUC (score)", number(cmp.auc_a), number(cmp.auc_b),
-         f"{signed(da.value)} [{signed(da.low)}, {signed(da.high)}]", delong],
+        [
+            "McNemar (accuracy)",
+            rate(cmp.accuracy_a),
+            rate(cmp.accuracy_b),
+            f"{points(dacc.value)} pts [{points(dacc.low)}, {points(dacc.high)}]",
+            f"b = {mc.b}, c = {mc.c}, p = {p_value(mc.p)} ({variant})",
+        ],
+        [
+            "AUC (score)",
+            number(cmp.auc_a),
+            number(cmp.auc_b),
+            f"{signed(da.value)} [{signed(da.low)}, {signed(da.high)}]",
+            delong,
+        ],
         ["PRR", number(cmp.prr_a), number(cmp.prr_b), f"{signed(dp.value)} [{signed(dp.low)}, {signed(dp.high)}]", ""],
         ["labels in the CIs", cmp.labels_a, cmp.labels_b, "", ""],
     ]
@@ -261,15 +302,18 @@ def notes(cmp: Any, a: Source, b: Source, only_a: int, only_b: int) -> list[str]
 
     def labels_line(side: str, labels: str, note: str) -> str:
         if labels == RECALIBRATED:
-            return (f"{side} recalibrated ({note}): τ recomputed from alpha_cal on each resample's programs, then "
-                    "its programs relabelled, as in the run's own intervals.")
+            return (
+                f"{side} recalibrated ({note}): τ recomputed from alpha_cal on each resample's programs, then "
+                "its programs relabelled, as in the run's own intervals."
+            )
         return f"{side} labels fixed ({note}): each program keeps the run's label in every resample."
 
     lines = [
         f"A: {a.where}",
         f"B: {b.where}",
         f"n = {cmp.n} shared programs ({cmp.n_pos} understood, {cmp.n - cmp.n_pos} not)"
-        + (f"; left out: {only_a} scored only by A, {only_b} only by B" if only_a or only_b else "") + ".",
+        + (f"; left out: {only_a} scored only by A, {only_b} only by B" if only_a or only_b else "")
+        + ".",
         f"[{pct} % CI]: {cmp.resamples} paired bootstrap resamples of the programs, stratified by human class, "
         f"seed {cmp.seed}; unadjusted for multiplicity: the table is a family of 4 intervals (ΔF1, Δaccuracy, "
         "ΔAUC, ΔPRR) and 2 tests (McNemar, DeLong), and its p-values are unadjusted too.",
@@ -281,8 +325,10 @@ def notes(cmp: Any, a: Source, b: Source, only_a: int, only_b: int) -> list[str]
     ]
     missing = [side for side, score in (("A", cmp.auc_a), ("B", cmp.auc_b)) if _undefined(score)]
     if missing and cmp.delong is None:
-        lines.append(f"AUC (score), DeLong and PRR need a finite score for every shared program; "
-                     f"{' and '.join(missing)} {'has' if len(missing) == 1 else 'have'} none.")
+        lines.append(
+            f"AUC (score), DeLong and PRR need a finite score for every shared program; "
+            f"{' and '.join(missing)} {'has' if len(missing) == 1 else 'have'} none."
+        )
     if cmp.delta_f1.undefined_share > 0:
         lines.append(f"ΔF1 undefined in {100 * cmp.delta_f1.undefined_share:.1f}% of the resamples (left out).")
     return lines
@@ -327,11 +373,20 @@ def write_csv(cmp: Any, a: Source, b: Source, data: Any, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     from mcu_exp.compare.ceiling import csv_columns
 
-    row = {"run_a": a.name, "run_b": b.name, "source_a": a.where, "source_b": b.where, **cmp.row(),
-           **csv_columns(a.ceiling, b.ceiling)}
+    row = {
+        "run_a": a.name,
+        "run_b": b.name,
+        "source_a": a.where,
+        "source_b": b.where,
+        **cmp.row(),
+        **csv_columns(a.ceiling, b.ceiling),
+    }
     pd.DataFrame([row]).to_csv(out / COMPARISON_FILE, index=False)
-    curves = [rejection_curves(data.truth, score).assign(run=side)
-              for side, score in (("A", data.score_a), ("B", data.score_b)) if score is not None]
+    curves = [
+        rejection_curves(data.truth, score).assign(run=side)
+        for side, score in (("A", data.score_a), ("B", data.score_b))
+        if score is not None
+    ]
     if curves:
         pd.concat(curves, ignore_index=True).to_csv(out / REJECTION_FILE, index=False)
     return out / COMPARISON_FILE

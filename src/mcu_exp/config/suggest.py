@@ -66,8 +66,10 @@ def suggest_key(key: str, keys: list[str]) -> str | None:
             continue
         c_parent, _, c_name = candidate.rpartition(".")
         depth = -candidate.count(".")
-        scores = [(SequenceMatcher(None, key, candidate).ratio(), 0.8, 1),
-                  (SequenceMatcher(None, name, c_name).ratio(), 0.8, 1)]
+        scores = [
+            (SequenceMatcher(None, key, candidate).ratio(), 0.8, 1),
+            (SequenceMatcher(None, name, c_name).ratio(), 0.8, 1),
+        ]
         if c_parent == parent:
             scores.append((SequenceMatcher(None, name, c_name).ratio(), 0.6, 2))
         for ratio, cutoff, preference in scores:

@@ -82,8 +82,9 @@ def loader(fmt: str) -> Callable[[Any], Dataset]:
         return FORMATS[fmt]
     module, _, function = str(fmt).partition(":")
     if not function:
-        raise DatasetError(f"dataset.format is {fmt!r}, expected one of: {', '.join(FORMATS)} "
-                           "(or package.module:function)")
+        raise DatasetError(
+            f"dataset.format is {fmt!r}, expected one of: {', '.join(FORMATS)} (or package.module:function)"
+        )
     import importlib
 
     try:

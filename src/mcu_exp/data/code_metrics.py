@@ -16,7 +16,6 @@ values follow :meth:`Dataset.subset` and ``load_dataset``'s reordering with the 
 
 from __future__ import annotations
 
-
 import keyword
 import math
 import re
@@ -41,8 +40,7 @@ LIZARD_COLUMNS: dict[str, str] = {
     "code.cyclomatic_max": "largest cyclomatic complexity of one function; 0 when none",
     "code.functions": "number of functions lizard finds (anonymous-class methods count)",
     "code.nloc": "lines of code without blank and comment-only lines (lizard NLOC)",
-    "code.tokens": "lizard's token count: comments and whitespace excluded, a string literal "
-    "is one token",
+    "code.tokens": "lizard's token count: comments and whitespace excluded, a string literal is one token",
     "code.distinct_identifiers": "distinct identifiers among lizard's tokens (comments and "
     "string literals are never looked into), the language's keywords and literal words "
     "(true, null, ...) left out where a keyword list is known (see KEYWORDS)",
@@ -75,16 +73,22 @@ synchronized this throw throws transient try void volatile while true false null
 _C = """auto break case char const continue default do double else enum extern float for goto if
 inline int long register restrict return short signed sizeof static struct switch typedef union
 unsigned void volatile while _Bool _Complex NULL true false bool"""
-_CPP = _C + """ alignas alignof and asm catch class constexpr const_cast decltype delete
+_CPP = (
+    _C
+    + """ alignas alignof and asm catch class constexpr const_cast decltype delete
 dynamic_cast explicit export friend mutable namespace new noexcept not nullptr operator or
 private protected public reinterpret_cast static_assert static_cast template this
 thread_local throw try typeid typename using virtual wchar_t xor override final"""
+)
 _JAVASCRIPT = """break case catch class const continue debugger default delete do else export
 extends finally for function if import in instanceof new return super switch this throw try
 typeof var void while with yield let static await async of true false null undefined"""
-_TYPESCRIPT = _JAVASCRIPT + """ any boolean number string symbol interface type enum
+_TYPESCRIPT = (
+    _JAVASCRIPT
+    + """ any boolean number string symbol interface type enum
 implements namespace declare readonly private protected public abstract as is keyof never
 unknown"""
+)
 _CSHARP = """abstract as base bool break byte case catch char checked class const continue
 decimal default delegate do double else enum event explicit extern false finally fixed float
 for foreach goto if implicit in int interface internal is lock long namespace new null object
@@ -136,9 +140,7 @@ def _lizard() -> Any:
         import lizard
         import lizard_languages
     except ImportError as err:  # pragma: no cover - lizard is a declared dependency
-        raise ImportError(
-            "code metrics need lizard: pip install 'lizard>=1.17' (or reinstall mcu_exp)"
-        ) from err
+        raise ImportError("code metrics need lizard: pip install 'lizard>=1.17' (or reinstall mcu_exp)") from err
     return lizard, lizard_languages
 
 
@@ -183,14 +185,16 @@ def _lizard_metrics(code: str, language: str, file_name: str) -> tuple[tuple[str
     info = analyzer.analyze_source_code(file_name, code)
     complexities = [f.cyclomatic_complexity for f in info.function_list]
     keywords = KEYWORDS.get(_language(language), frozenset())
-    return tuple({
-        "code.cyclomatic_sum": float(sum(complexities)),
-        "code.cyclomatic_max": float(max(complexities, default=0)),
-        "code.functions": float(len(complexities)),
-        "code.nloc": float(info.nloc),
-        "code.tokens": float(info.token_count),
-        "code.distinct_identifiers": float(len(words - keywords)),
-    }.items())
+    return tuple(
+        {
+            "code.cyclomatic_sum": float(sum(complexities)),
+            "code.cyclomatic_max": float(max(complexities, default=0)),
+            "code.functions": float(len(complexities)),
+            "code.nloc": float(info.nloc),
+            "code.tokens": float(info.token_count),
+            "code.distinct_identifiers": float(len(words - keywords)),
+        }.items()
+    )
 
 
 def code_metrics(dataset: Dataset) -> pd.DataFrame:
@@ -205,8 +209,7 @@ def code_metrics(dataset: Dataset) -> pd.DataFrame:
     rows: list[dict[str, float]] = []
     unknown: dict[str, int] = {}
     for program in dataset.programs:
-        row = {"code.characters": float(len(program.code)),
-               "code.lines": float(len(program.code.splitlines()))}
+        row = {"code.characters": float(len(program.code)), "code.lines": float(len(program.code.splitlines()))}
         file_name = lizard_file_name(program.language)
         if file_name is None:
             unknown[program.language] = unknown.get(program.language, 0) + 1

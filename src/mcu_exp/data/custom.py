@@ -45,9 +45,7 @@ QUESTION_KEYS = ("program_id", "question_id", "text", "options")
 """Keys every question must have; ``correct`` is optional (only proxy P0 needs it)."""
 
 
-def _rows(
-    path: Path, required: tuple[str, ...], one_of: tuple[str, ...] = ()
-) -> Iterator[tuple[int, dict[str, str]]]:
+def _rows(path: Path, required: tuple[str, ...], one_of: tuple[str, ...] = ()) -> Iterator[tuple[int, dict[str, str]]]:
     """Yield ``(line where the record starts, row)`` of a CSV file after checking its header.
 
     ``required`` columns must all be present, and at least one of ``one_of`` when given.
@@ -64,10 +62,7 @@ def _rows(
             raise DatasetError(f"{path}:1: {_csv_problem(err)} (in the header)") from None
         missing = [c for c in required if c not in header]
         if missing:
-            raise DatasetError(
-                f"{path}:1: missing column(s) {', '.join(missing)}; "
-                f"the header has {', '.join(header)}"
-            )
+            raise DatasetError(f"{path}:1: missing column(s) {', '.join(missing)}; the header has {', '.join(header)}")
         if one_of and not any(c in header for c in one_of):
             raise DatasetError(f"{path}:1: missing column {' or '.join(one_of)} (one is required)")
         duplicated = sorted({h for h in header if header.count(h) > 1})
@@ -85,10 +80,7 @@ def _rows(
             if not values:
                 continue
             if len(values) != len(header):
-                raise DatasetError(
-                    f"{path}:{line}: expected {len(header)} fields like the header, "
-                    f"got {len(values)}"
-                )
+                raise DatasetError(f"{path}:{line}: expected {len(header)} fields like the header, got {len(values)}")
             yield line, dict(zip(header, values, strict=True))
 
 
@@ -96,8 +88,10 @@ def _csv_problem(err: csv.Error) -> str:
     """What the csv module's error means for the user: a cell over its size limit (long inline
     code) gets the way around it."""
     if "field larger than field limit" in str(err):
-        return (f"a cell is longer than {csv.field_size_limit():,} characters (the CSV reader's limit); "
-                "expected a shorter cell: put long source code in a file and name it in the code_file column")
+        return (
+            f"a cell is longer than {csv.field_size_limit():,} characters (the CSV reader's limit); "
+            "expected a shorter cell: put long source code in a file and name it in the code_file column"
+        )
     return f"malformed CSV: {err}"
 
 
@@ -124,18 +118,13 @@ def _read_programs(root: Path) -> list[Program]:
         if not program_id:
             raise DatasetError(f"{where}: empty program_id")
         if program_id in first_line:
-            raise DatasetError(
-                f"{where}: duplicate program_id {program_id!r} "
-                f"(first on line {first_line[program_id]})"
-            )
+            raise DatasetError(f"{where}: duplicate program_id {program_id!r} (first on line {first_line[program_id]})")
         first_line[program_id] = line
         language = row["language"].strip()
         if not language:
             raise DatasetError(f"{where}: empty language for program {program_id!r}")
         code = _program_code(root, row, where, program_id)
-        meta = {
-            k: v for k, v in row.items() if k not in ("program_id", "language", "code", "code_file")
-        }
+        meta = {k: v for k, v in row.items() if k not in ("program_id", "language", "code", "code_file")}
         programs.append(Program(id=program_id, language=language, code=code, meta=meta))
         extras.append(meta)
     return _with_metrics(programs, extras)
@@ -160,9 +149,7 @@ def _program_code(root: Path, row: dict[str, str], where: str, program_id: str) 
     inline = row.get("code") or ""
     code_file = (row.get("code_file") or "").strip()
     if inline.strip() and code_file:
-        raise DatasetError(
-            f"{where}: program {program_id!r} has both code and code_file, expected exactly one"
-        )
+        raise DatasetError(f"{where}: program {program_id!r} has both code and code_file, expected exactly one")
     if code_file:
         relative = Path(code_file)
         if relative.is_absolute():
@@ -231,14 +218,10 @@ def _read_evaluations(root: Path, known: set[str]) -> dict[str, list[Any]]:
         correct = _integer(row["correct"], "correct", where)
         total = _integer(row["total"], "total", where)
         if total < 0:
-            raise DatasetError(
-                f"{where}: total is {total}, expected 0 (not asked) or a positive number of "
-                "questions"
-            )
+            raise DatasetError(f"{where}: total is {total}, expected 0 (not asked) or a positive number of questions")
         if total == 0 and correct != 0:
             raise DatasetError(
-                f"{where}: correct is {correct}, expected 0 (total 0: the participant was not "
-                "asked the questions)"
+                f"{where}: correct is {correct}, expected 0 (total 0: the participant was not asked the questions)"
             )
         if not 0 <= correct <= total:
             raise DatasetError(f"{where}: correct is {correct}, expected 0..{total} (total)")
@@ -247,9 +230,7 @@ def _read_evaluations(root: Path, known: set[str]) -> dict[str, list[Any]]:
             raise DatasetError(f"{where}: perceived is {perceived!r}, expected 0, 1 or empty")
         group = (row.get("group") or "").strip().lower()
         if group and group not in GROUPS:
-            raise DatasetError(
-                f"{where}: group is {row['group']!r}, expected one of {', '.join(GROUPS)} or empty"
-            )
+            raise DatasetError(f"{where}: group is {row['group']!r}, expected one of {', '.join(GROUPS)} or empty")
         columns["program_id"].append(program_id)
         columns["participant_id"].append(participant)
         columns["correct"].append(correct)
@@ -281,13 +262,9 @@ def _question(obj: Any, where: str) -> Question:
     if correct is None:
         return Question(text=text, options=tuple(options), correct=None, source=where, **ids)
     if isinstance(correct, bool) or not isinstance(correct, int):
-        raise DatasetError(
-            f"{where}: correct is {correct!r}, expected a 0-based option index (or no key)"
-        )
+        raise DatasetError(f"{where}: correct is {correct!r}, expected a 0-based option index (or no key)")
     if not 0 <= correct < len(options):
-        raise DatasetError(
-            f"{where}: correct is {correct}, expected an option index in 0..{len(options) - 1}"
-        )
+        raise DatasetError(f"{where}: correct is {correct}, expected an option index in 0..{len(options) - 1}")
     return Question(text=text, options=tuple(options), correct=correct, source=where, **ids)
 
 
@@ -315,14 +292,10 @@ def read_questions(path: Path | str, program_ids: set[str] | None = None) -> lis
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as err:
-                raise DatasetError(
-                    f"{where}: malformed JSON: {err.msg} at column {err.colno}"
-                ) from err
+                raise DatasetError(f"{where}: malformed JSON: {err.msg} at column {err.colno}") from err
             question = _question(obj, where)
             if program_ids is not None and question.program_id not in program_ids:
-                raise DatasetError(
-                    f"{where}: program_id {question.program_id!r} is not a program of the dataset"
-                )
+                raise DatasetError(f"{where}: program_id {question.program_id!r} is not a program of the dataset")
             key = (question.program_id, question.question_id)
             if key in first_line:
                 raise DatasetError(
@@ -338,18 +311,14 @@ def load_custom(root: Path | str, name: str = "custom") -> Dataset:
     """Load and validate a dataset folder in the generic format."""
     root = Path(root).expanduser()
     if not root.is_dir():
-        raise DatasetError(
-            f"{root}: dataset folder not found (expected {PROGRAMS_FILE} etc. in it)"
-        )
+        raise DatasetError(f"{root}: dataset folder not found (expected {PROGRAMS_FILE} etc. in it)")
     programs = _read_programs(root)
     if not programs:
         raise DatasetError(f"{root / PROGRAMS_FILE}: no programs, expected at least one row")
     known = {p.id for p in programs}
     columns = _read_evaluations(root, known)
     if not columns["program_id"]:
-        raise DatasetError(
-            f"{root / EVALUATIONS_FILE}: no evaluations after the header, expected at least one row"
-        )
+        raise DatasetError(f"{root / EVALUATIONS_FILE}: no evaluations after the header, expected at least one row")
     evaluations = evaluations_frame(**columns)
     questions_path = root / QUESTIONS_FILE
     questions = read_questions(questions_path, known) if questions_path.exists() else []

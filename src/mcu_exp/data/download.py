@@ -27,9 +27,7 @@ DEFAULT_BASE_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/{COMMIT}/"
 BASE_URL_ENV = "MCU_EXP_SCALABRINO_URL"
 """Environment variable that replaces :data:`DEFAULT_BASE_URL` (a mirror, a test server)."""
 
-EVALUATIONS_PATH = (
-    "feature_extraction/src/main/resources/study_data/understandability_with_targets.csv"
-)
+EVALUATIONS_PATH = "feature_extraction/src/main/resources/study_data/understandability_with_targets.csv"
 SNIPPETS_PATH = "feature_extraction/src/main/resources/corrected_raw_snippets/ds_6"
 EVALUATIONS_FILE = "evaluations.csv"
 SNIPPETS_DIR = "snippets"
@@ -146,8 +144,7 @@ def checksum_problems(root: Path) -> list[tuple[str, str]]:
             problems.append(
                 (
                     f"{SNIPPETS_DIR}/*.java",
-                    f"sha256 of the {len(names)} files concatenated is {got}, "
-                    f"expected {SNIPPETS_SHA256}",
+                    f"sha256 of the {len(names)} files concatenated is {got}, expected {SNIPPETS_SHA256}",
                 )
             )
     return problems
@@ -166,8 +163,10 @@ def _fetch(url: str, dest: Path, timeout: float) -> None:
         raise DatasetError(f"downloading {url} failed: HTTP {err.code} {err.reason}") from err
     except (urllib.error.URLError, OSError) as err:
         reason = getattr(err, "reason", err)
-        raise DatasetError(f"downloading {url} failed: {reason} (offline? point MCU_EXP_DATA or "
-                           "dataset.root at a local copy of the data)") from err
+        raise DatasetError(
+            f"downloading {url} failed: {reason} (offline? point MCU_EXP_DATA or "
+            "dataset.root at a local copy of the data)"
+        ) from err
 
 
 def download(dest: Path | None = None, url: str | None = None, timeout: float = 60.0) -> Path:
@@ -180,9 +179,7 @@ def download(dest: Path | None = None, url: str | None = None, timeout: float = 
     dest = Path(dest) if dest is not None else cache_root()
     dest.parent.mkdir(parents=True, exist_ok=True)
     urls = file_urls(url)
-    log.info(
-        "downloading Scalabrino data (%d files) from %s into %s", len(urls), base_url(url), dest
-    )
+    log.info("downloading Scalabrino data (%d files) from %s into %s", len(urls), base_url(url), dest)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", suffix=".partial", dir=dest.parent))
     try:
         (tmp / SNIPPETS_DIR).mkdir()
@@ -192,9 +189,7 @@ def download(dest: Path | None = None, url: str | None = None, timeout: float = 
         if problems:
             relative, detail = problems[0]
             source = urls.get(relative, f"{base_url(url)}{SNIPPETS_PATH}/")
-            raise DatasetError(
-                f"downloaded {relative} ({source}) fails verification: {detail}; nothing was cached"
-            )
+            raise DatasetError(f"downloaded {relative} ({source}) fails verification: {detail}; nothing was cached")
         _install(tmp, dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

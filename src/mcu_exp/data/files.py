@@ -30,4 +30,3 @@ def decode_text(data: bytes, path: Path) -> str:
             f"{path}:{line}: not UTF-8 text (byte 0x{data[offset]:02x} at byte offset {offset}); "
             "expected UTF-8, e.g. save it again as UTF-8"
         ) from None
-

@@ -156,9 +156,7 @@ def label_evaluations(dataset: Dataset, group: str = ALL, readers: str = ALL) ->
     return evaluations
 
 
-def _labels(
-    dataset: Dataset, rule: str, min_fraction: float, group: str, readers: str = ALL
-) -> HumanLabels:
+def _labels(dataset: Dataset, rule: str, min_fraction: float, group: str, readers: str = ALL) -> HumanLabels:
     check_settings(rule, min_fraction, group, readers)
     evaluations = label_evaluations(dataset, group, readers)
     score = RULES[rule](evaluations)
@@ -187,9 +185,7 @@ def human_labels(dataset: Dataset, cfg: LabelsConfig) -> HumanLabels:
     return _labels(dataset, cfg.rule, float(cfg.min_fraction), cfg.group, cfg.readers)
 
 
-def subgroup_labels(
-    dataset: Dataset, cfg: LabelsConfig, groups: Iterable[str]
-) -> dict[str, HumanLabels]:
+def subgroup_labels(dataset: Dataset, cfg: LabelsConfig, groups: Iterable[str]) -> dict[str, HumanLabels]:
     """Labels from each subgroup's evaluators alone (``cfg.group`` is ignored).
 
     A subgroup with no evaluation in the dataset is left out (not an empty label set), with
@@ -202,13 +198,11 @@ def subgroup_labels(
     present = set(dataset.evaluations["group"].dropna())
     absent = [g for g in groups if g not in present]
     if absent and not present:
-        log.info("no reader group in the evaluations of dataset %s: subgroups not evaluated",
-                 dataset.name)
+        log.info("no reader group in the evaluations of dataset %s: subgroups not evaluated", dataset.name)
     elif absent:
-        log.info("no %s reader in the evaluations of dataset %s: those subgroups not evaluated",
-                 ", ".join(absent), dataset.name)
-    return {
-        g: _labels(dataset, cfg.rule, float(cfg.min_fraction), g, cfg.readers)
-        for g in groups
-        if g in present
-    }
+        log.info(
+            "no %s reader in the evaluations of dataset %s: those subgroups not evaluated",
+            ", ".join(absent),
+            dataset.name,
+        )
+    return {g: _labels(dataset, cfg.rule, float(cfg.min_fraction), g, cfg.readers) for g in groups if g in present}

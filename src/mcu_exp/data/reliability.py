@@ -95,8 +95,9 @@ def _split_halves(programs: np.ndarray, splits: int, rng: np.random.Generator) -
     return in_a
 
 
-def _half_statistics(evaluations: pd.DataFrame, programs: np.ndarray, in_a: np.ndarray, rule: str
-                     ) -> tuple[np.ndarray, np.ndarray]:
+def _half_statistics(
+    evaluations: pd.DataFrame, programs: np.ndarray, in_a: np.ndarray, rule: str
+) -> tuple[np.ndarray, np.ndarray]:
     """The rule's score and the mean correctness of each (split, half, program), as two
     (splits, 2, programs) arrays; the rule runs once on every half of every split at once
     (it sees the evaluations' numeric columns: ``correct``, ``total``…)."""
@@ -104,8 +105,9 @@ def _half_statistics(evaluations: pd.DataFrame, programs: np.ndarray, in_a: np.n
     n_programs = int(programs.max()) + 1
     cell = ((np.arange(splits)[:, None] * 2 + (~in_a)) * n_programs + programs[None, :]).ravel()
     numeric = evaluations.drop(columns="program_id").select_dtypes(include=["number", "bool"])
-    stacked = pd.DataFrame({column: np.tile(numeric[column].to_numpy(dtype=float, na_value=np.nan), splits)
-                            for column in numeric.columns})
+    stacked = pd.DataFrame(
+        {column: np.tile(numeric[column].to_numpy(dtype=float, na_value=np.nan), splits) for column in numeric.columns}
+    )
     cells = splits * 2 * n_programs
     stacked["program_id"] = pd.Categorical.from_codes(cell, categories=pd.RangeIndex(cells))  # no hashing
     score = RULES[rule](stacked).reindex(np.arange(cells)).to_numpy(dtype=float)
@@ -121,10 +123,13 @@ def krippendorff_alpha(evaluations: pd.DataFrame) -> float:
     import krippendorff
 
     values = abu50(evaluations).astype(float)
-    matrix = pd.DataFrame({"participant": evaluations["participant_id"].astype(str).to_numpy(),
-                           "program": evaluations["program_id"].astype(str).to_numpy(),
-                           "value": values.to_numpy()}).pivot_table(
-        index="participant", columns="program", values="value", aggfunc="first")
+    matrix = pd.DataFrame(
+        {
+            "participant": evaluations["participant_id"].astype(str).to_numpy(),
+            "program": evaluations["program_id"].astype(str).to_numpy(),
+            "value": values.to_numpy(),
+        }
+    ).pivot_table(index="participant", columns="program", values="value", aggfunc="first")
     if (matrix.notna().sum(axis=0) >= 2).sum() == 0 or np.unique(values).size < 2:
         return math.nan
     return float(krippendorff.alpha(reliability_data=matrix.to_numpy(dtype=float), level_of_measurement="nominal"))
@@ -140,8 +145,7 @@ def _spread(values: np.ndarray, confidence: float) -> tuple[float, float, float]
     return (float(defined.mean()), *percentile_interval(defined, confidence))
 
 
-def _ceiling(score: np.ndarray, correctness: np.ndarray, min_fraction: float, confidence: float
-             ) -> dict[str, float]:
+def _ceiling(score: np.ndarray, correctness: np.ndarray, min_fraction: float, confidence: float) -> dict[str, float]:
     """The figures of :data:`SPREAD` from the per-split half statistics."""
     from mcu_exp.evaluation import definitions
     from mcu_exp.evaluation.metrics import batch_metrics
@@ -152,8 +156,9 @@ def _ceiling(score: np.ndarray, correctness: np.ndarray, min_fraction: float, co
     rows = np.arange(splits * n).reshape(splits, n)
     auc = definitions.auc_score(Ranking(score=score[:, 0].ravel(), indices=rows, truth=labels[:, 1]))
     f1 = batch_metrics(labels[:, 1], labels[:, 0])["f1"]
-    rho = definitions.spearman(Ranking(score=correctness[:, 0].ravel(), indices=rows, truth=labels[:, 1],
-                                       human=correctness[:, 1].ravel()))
+    rho = definitions.spearman(
+        Ranking(score=correctness[:, 0].ravel(), indices=rows, truth=labels[:, 1], human=correctness[:, 1].ravel())
+    )
     out: dict[str, float] = {}
     for name, values in (("auc_score", auc), ("f1", f1), ("split_half_rho", rho)):
         out[name], out[f"{name}_ci_low"], out[f"{name}_ci_high"] = _spread(np.asarray(values, float), confidence)
@@ -175,8 +180,16 @@ def ceiling_rho(rho: float | np.ndarray) -> float | np.ndarray:
     return np.sqrt(np.clip(spearman_brown(rho), 0.0, None))
 
 
-def split_half(dataset: Dataset, rule: str = "mean_abu50", min_fraction: float = 0.5, group: str = ALL,
-               readers: str = ALL, splits: int = 1000, seed: int = 0, confidence: float = 0.95) -> Reliability:
+def split_half(
+    dataset: Dataset,
+    rule: str = "mean_abu50",
+    min_fraction: float = 0.5,
+    group: str = ALL,
+    readers: str = ALL,
+    splits: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Reliability:
     """The split-half ceiling of the label set ``rule ≥ min_fraction`` over ``group``'s
     evaluations (``readers``: all, or only those asked questions), over ``splits`` splits."""
     check_settings(rule, min_fraction, group, readers)
@@ -198,16 +211,25 @@ def split_half(dataset: Dataset, rule: str = "mean_abu50", min_fraction: float =
     return Reliability(group=group, figures=figures, splits=splits, confidence=confidence, seed=seed)
 
 
-def reliabilities(dataset: Dataset, labels: LabelsConfig, ev: EvaluationConfig, groups: list[str]
-                  ) -> dict[str, Reliability]:
+def reliabilities(
+    dataset: Dataset, labels: LabelsConfig, ev: EvaluationConfig, groups: list[str]
+) -> dict[str, Reliability]:
     """The ceiling of each label set the job evaluates: ``all`` (the ``labels`` config's own
     group) and each subgroup in ``groups`` (its readers alone), with ``evaluation.ceiling_splits``
     splits seeded by ``evaluation.seed``."""
     out = {}
     for name in [ALL, *groups]:
         group = labels.group if name == ALL else name
-        out[name] = split_half(dataset, labels.rule, float(labels.min_fraction), group, labels.readers,
-                               ev.ceiling_splits, ev.seed, ev.confidence)
+        out[name] = split_half(
+            dataset,
+            labels.rule,
+            float(labels.min_fraction),
+            group,
+            labels.readers,
+            ev.ceiling_splits,
+            ev.seed,
+            ev.confidence,
+        )
     return out
 
 

@@ -21,23 +21,36 @@ if TYPE_CHECKING:
     from mcu_exp.config import Config
 
 PROG = "mcu-exp reliability"
-COLUMNS = (("auc_score", "AUC", "half"), ("f1", "F1", "half"), ("split_half_rho", "ρ", "half"),
-           ("reliability", "reliability", "full"), ("spearman", "ceiling on ρ", "full"))
+COLUMNS = (
+    ("auc_score", "AUC", "half"),
+    ("f1", "F1", "half"),
+    ("split_half_rho", "ρ", "half"),
+    ("reliability", "reliability", "full"),
+    ("spearman", "ceiling on ρ", "full"),
+)
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     """The command's arguments: Hydra overrides of the dataset, labels and evaluation sections."""
     parser = argparse.ArgumentParser(
-        prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=("Print the humans' own noise ceiling of a dataset: each program's readers split in half\n"
-                     "at random many times (evaluation.ceiling_splits, seed evaluation.seed), the half-panel\n"
-                     "AUC and F1 of one half against the other's label, their rank correlation, its\n"
-                     "Spearman-Brown extrapolation to the full panel and the ceiling on any predictor's rho,\n"
-                     "and Krippendorff's alpha; for all readers and each reader subgroup. No model is run."),
+        prog=prog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Print the humans' own noise ceiling of a dataset: each program's readers split in half\n"
+            "at random many times (evaluation.ceiling_splits, seed evaluation.seed), the half-panel\n"
+            "AUC and F1 of one half against the other's label, their rank correlation, its\n"
+            "Spearman-Brown extrapolation to the full panel and the ceiling on any predictor's rho,\n"
+            "and Krippendorff's alpha; for all readers and each reader subgroup. No model is run."
+        ),
         epilog="examples: mcu-exp reliability\n"
-               "          mcu-exp reliability dataset=custom dataset.root=/path/to/folder labels.readers=tested")
-    parser.add_argument("overrides", nargs="*", metavar="OVERRIDE",
-                        help="Hydra overrides, as for a job (dataset=…, dataset.*, labels.*, evaluation.*)")
+        "          mcu-exp reliability dataset=custom dataset.root=/path/to/folder labels.readers=tested",
+    )
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="OVERRIDE",
+        help="Hydra overrides, as for a job (dataset=…, dataset.*, labels.*, evaluation.*)",
+    )
     return parser
 
 
@@ -57,11 +70,15 @@ def render(found: dict[str, Reliability], dataset: str, labels: str) -> str:
     from rich.table import Table
 
     first = next(iter(found.values()))
-    table = Table(title=f"Human reliability of {dataset} ({labels})", caption=(
-        f"half: one half of each program's readers (AUC: its mean ABU50; ρ: its mean correctness) against the other (mean over {first.splits:,} splits "
-        f"[{100 * first.confidence:g} % of splits]); full: the whole panel, by Spearman–Brown; ceiling on ρ = "
-        "√reliability; α: Krippendorff's α (nominal) on each evaluation's ABU50; programs: with two or more "
-        "readers (left out: one reader); undefined below 10 programs"))
+    table = Table(
+        title=f"Human reliability of {dataset} ({labels})",
+        caption=(
+            f"half: one half of each program's readers (AUC: its mean ABU50; ρ: its mean correctness) against the other (mean over {first.splits:,} splits "
+            f"[{100 * first.confidence:g} % of splits]); full: the whole panel, by Spearman–Brown; ceiling on ρ = "
+            "√reliability; α: Krippendorff's α (nominal) on each evaluation's ABU50; programs: with two or more "
+            "readers (left out: one reader); undefined below 10 programs"
+        ),
+    )
     table.add_column("group")
     table.add_column("programs (1 reader)", justify="right", no_wrap=True)
     for _, head, kind in COLUMNS:
@@ -69,9 +86,12 @@ def render(found: dict[str, Reliability], dataset: str, labels: str) -> str:
     table.add_column("α", justify="right")
     for name, rel in found.items():
         alpha = rel.figures["krippendorff_alpha"]
-        table.add_row(name, f"{rel.figures['programs']:.0f} ({rel.figures['programs_left_out']:.0f})",
-                      *(_cell(rel, key) for key, _, _ in COLUMNS),
-                      f"{alpha:.3f}" if math.isfinite(alpha) else "undefined")
+        table.add_row(
+            name,
+            f"{rel.figures['programs']:.0f} ({rel.figures['programs_left_out']:.0f})",
+            *(_cell(rel, key) for key, _, _ in COLUMNS),
+            f"{alpha:.3f}" if math.isfinite(alpha) else "undefined",
+        )
     buffer = io.StringIO()
     Console(file=buffer, width=170, color_system=None, force_terminal=False, soft_wrap=False).print(table)
     return buffer.getvalue()
@@ -110,6 +130,7 @@ def report(config_dir: str, overrides: Sequence[str]) -> str:
     present = set(dataset.evaluations["group"].dropna())
     found = reliabilities(dataset, lab, ev, [g for g in ev.subgroups if g in present])
     labels = f"{lab.rule} ≥ {lab.min_fraction:g}, group {lab.group}, readers {lab.readers}"
-    return (f"Dataset {dataset.name}: {len(dataset.programs)} programs, {len(dataset.evaluations)} evaluations\n"
-            + render(found, dataset.name, labels))
-
+    return (
+        f"Dataset {dataset.name}: {len(dataset.programs)} programs, {len(dataset.evaluations)} evaluations\n"
+        + render(found, dataset.name, labels)
+    )

@@ -105,9 +105,7 @@ def strip_wrapper(text: str, path: Path | str = "<snippet>") -> str:
         or not lines[0].startswith("package ")
         or not re.match(r"^public class ds_6_snip\S*\s*\{\s*$", lines[1])
     ):
-        raise DatasetError(
-            f"{path}: expected line 1 'package ...;' and line 2 'public class ds_6_snip...{{'"
-        )
+        raise DatasetError(f"{path}: expected line 1 'package ...;' and line 2 'public class ds_6_snip...{{'")
     body = "\n".join(lines[2:]).rstrip()
     if not body.endswith("}"):
         raise DatasetError(f"{path}: expected the class's closing '}}' on the last line")
@@ -125,14 +123,10 @@ def strip_wrapper(text: str, path: Path | str = "<snippet>") -> str:
 def _snippet_for(program_id: str, snippets: Path, line: int, csv_path: Path) -> Path:
     match = _FILE_NAME.match(program_id)
     if not match:
-        raise DatasetError(
-            f"{csv_path}:{line}: file_name {program_id!r} is not of the form '<N>-<System>'"
-        )
+        raise DatasetError(f"{csv_path}:{line}: file_name {program_id!r} is not of the form '<N>-<System>'")
     number, system = match.groups()
     prefix = f"ds_6_snip_{number}${system}_"
-    found = sorted(
-        p for p in snippets.iterdir() if p.name.startswith(prefix) and p.suffix == ".java"
-    )
+    found = sorted(p for p in snippets.iterdir() if p.name.startswith(prefix) and p.suffix == ".java")
     if len(found) != 1:
         raise DatasetError(
             f"{csv_path}:{line}: file_name {program_id!r} should match exactly one snippet "
@@ -147,18 +141,14 @@ def _integers(frame: pd.DataFrame, column: str, allowed: set[int], path: Path) -
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0])
         raise DatasetError(
-            f"{path}:{row + 2}: column {column} is '{frame[column].iloc[row]}', "
-            f"expected one of {sorted(allowed)}"
+            f"{path}:{row + 2}: column {column} is '{frame[column].iloc[row]}', expected one of {sorted(allowed)}"
         )
     return values.astype(int)
 
 
 def _program_metric_columns(frame: pd.DataFrame, path: Path) -> list[str]:
     """The numeric per-program metric columns, those constant within every program."""
-    candidates = [
-        c for c in frame.columns
-        if c not in NOT_PROGRAM_METRICS and pd.api.types.is_numeric_dtype(frame[c])
-    ]
+    candidates = [c for c in frame.columns if c not in NOT_PROGRAM_METRICS and pd.api.types.is_numeric_dtype(frame[c])]
     if not candidates:
         return []
     varying = frame.groupby("file_name", sort=False)[candidates].nunique(dropna=False).gt(1)
@@ -169,9 +159,7 @@ def _program_metric_columns(frame: pd.DataFrame, path: Path) -> list[str]:
             program = varying.index[varying[column].to_numpy().nonzero()[0][0]]
             values = frame.loc[frame["file_name"] == program, column]
             first = values.iloc[0]
-            other = next(
-                i for i, v in values.items() if not (v == first or (pd.isna(v) and pd.isna(first)))
-            )
+            other = next(i for i, v in values.items() if not (v == first or (pd.isna(v) and pd.isna(first))))
             examples.append(
                 f"{column!r} (program {program!r}: {first} on line {values.index[0] + 2}, "
                 f"{values[other]} on line {other + 2})"
@@ -194,9 +182,7 @@ def read_scalabrino(root: Path, name: str = "scalabrino", source: str = "") -> D
         if not needed.exists():
             raise DatasetError(f"{needed}: missing (expected the Scalabrino data in {root})")
     try:
-        frame = pd.read_csv(
-            io.StringIO(read_text(csv_path)), dtype={"participant_id": str, "file_name": str}
-        )
+        frame = pd.read_csv(io.StringIO(read_text(csv_path)), dtype={"participant_id": str, "file_name": str})
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         detail = " ".join(str(err).split())
         raise DatasetError(f"{csv_path}: cannot parse as CSV: {detail}") from err
@@ -204,9 +190,7 @@ def read_scalabrino(root: Path, name: str = "scalabrino", source: str = "") -> D
     if missing:
         raise DatasetError(f"{csv_path}:1: missing columns {missing}")
     if frame.empty:
-        raise DatasetError(
-            f"{csv_path}: no evaluations after the header, expected at least one row"
-        )
+        raise DatasetError(f"{csv_path}: no evaluations after the header, expected at least one row")
     for column in ("participant_id", "file_name"):
         empty = frame[column].isna()
         if empty.any():

@@ -66,8 +66,7 @@ class Question:
     def __post_init__(self) -> None:
         if len(self.options) < 2:
             raise DatasetError(
-                f"question {self.program_id}/{self.question_id}: expected at least 2 options, "
-                f"got {len(self.options)}"
+                f"question {self.program_id}/{self.question_id}: expected at least 2 options, got {len(self.options)}"
             )
         if self.correct is not None and not 0 <= self.correct < len(self.options):
             raise DatasetError(
@@ -98,9 +97,7 @@ def evaluations_frame(
             "participant_id": pd.array(list(participant_id), dtype="string"),
             "correct": pd.array(list(correct), dtype="Int64"),
             "total": pd.array(list(total), dtype="Int64"),
-            "perceived": pd.array(
-                list(perceived) if perceived is not None else [None] * n, dtype="boolean"
-            ),
+            "perceived": pd.array(list(perceived) if perceived is not None else [None] * n, dtype="boolean"),
             "group": pd.array(list(group) if group is not None else [None] * n, dtype="string"),
         }
     )

@@ -90,8 +90,9 @@ def calibration_groups(truth: np.ndarray, calibration: Calibration) -> list[np.n
     return [scored[truth == 1], scored[truth == 0], *others]
 
 
-def calibrated_resamples(truth: np.ndarray, calibration: Calibration, resamples: int,
-                         rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def calibrated_resamples(
+    truth: np.ndarray, calibration: Calibration, resamples: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """One :class:`Calibration` draw: (the (resamples, m) indices of the drawn scored programs
     among the m scored programs, their (resamples, m) labels with τ recalibrated on every
     drawn program of the row)."""
@@ -104,8 +105,12 @@ def calibrated_resamples(truth: np.ndarray, calibration: Calibration, resamples:
 
 
 def resample_metrics(
-    y_true: ArrayLike, y_pred: ArrayLike, indices: np.ndarray, score: ArrayLike | None = None,
-    human: ArrayLike | None = None, relabel: Relabel | None = None,
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    indices: np.ndarray,
+    score: ArrayLike | None = None,
+    human: ArrayLike | None = None,
+    relabel: Relabel | None = None,
 ) -> dict[str, np.ndarray]:
     """Every registered rate, AUC and correlation (score metrics only when ``score`` is
     given, correlations only with ``human`` too) of every resample row of ``indices``,
@@ -140,12 +145,13 @@ def bootstrap_distribution(
     calibration program and recalibrates on all of them (module docstring); ``relabel`` is
     then not used."""
     if resamples < MIN_RESAMPLES:
-        raise ValueError(f"evaluation.bootstrap_resamples must be at least {MIN_RESAMPLES} "
-                         f"for a stable percentile interval, got {resamples}")
+        raise ValueError(
+            f"evaluation.bootstrap_resamples must be at least {MIN_RESAMPLES} "
+            f"for a stable percentile interval, got {resamples}"
+        )
     truth, pred = check_pair(y_true, y_pred)
     if calibration is not None and len(calibration.scored) != truth.size:
-        raise ValueError(f"calibration.scored names {len(calibration.scored)} programs, "
-                         f"the labels {truth.size}")
+        raise ValueError(f"calibration.scored names {len(calibration.scored)} programs, the labels {truth.size}")
     rng = np.random.default_rng(seed)
     width = truth.size if calibration is None else max(truth.size, np.asarray(calibration.strata).size)
     chunk = max(1, _CELLS_PER_CHUNK // width)

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from mcu_exp.config import EvaluationConfig, LabelsConfig
-    from mcu_exp.data.types import Dataset
     from mcu_exp.data.reliability import Reliability
+    from mcu_exp.data.types import Dataset
     from mcu_exp.evaluation.report import AlignmentReport
 
 CEILING, SHARE = "ceiling.", "share."  # key prefixes, after any group.<name>. prefix
@@ -41,8 +41,7 @@ def share(value: float, ceiling: float, chance: float) -> float:
     return (value - chance) / (ceiling - chance)
 
 
-def share_interval(interval: tuple[float, float], ceiling: tuple[float, float], chance: float
-                   ) -> tuple[float, float]:
+def share_interval(interval: tuple[float, float], ceiling: tuple[float, float], chance: float) -> tuple[float, float]:
     """The share's interval from the proxy's ``interval`` and the ceiling's, by their corners
     (NaN, NaN when the ceiling's interval reaches ``chance`` or a bound is undefined)."""
     corners = [share(v, c, chance) for v in interval for c in ceiling]
@@ -65,11 +64,14 @@ def figures(report: AlignmentReport, ceiling: Reliability) -> dict[str, float]:
     return out
 
 
-def with_ceilings(reports: Mapping[str, AlignmentReport], ceilings: Mapping[str, Reliability]
-                  ) -> dict[str, AlignmentReport]:
+def with_ceilings(
+    reports: Mapping[str, AlignmentReport], ceilings: Mapping[str, Reliability]
+) -> dict[str, AlignmentReport]:
     """Each report with its own label set's ceiling and share of ceiling attached."""
-    return {name: dataclasses.replace(rep, ceiling=figures(rep, ceilings[name])) if name in ceilings else rep
-            for name, rep in reports.items()}
+    return {
+        name: dataclasses.replace(rep, ceiling=figures(rep, ceilings[name])) if name in ceilings else rep
+        for name, rep in reports.items()
+    }
 
 
 def estimate(found: Mapping[str, float], key: str, name: str) -> str:
@@ -94,8 +96,10 @@ def percent(found: Mapping[str, float], key: str) -> str:
 
 
 def _why_undefined(found: Mapping[str, float]) -> str:
-    return (f"undefined: {found.get(CEILING + 'programs', 0):.0f} programs with two or more readers "
-            f"(at least 10 needed), {found.get(CEILING + 'programs_left_out', 0):.0f} with one left out")
+    return (
+        f"undefined: {found.get(CEILING + 'programs', 0):.0f} programs with two or more readers "
+        f"(at least 10 needed), {found.get(CEILING + 'programs_left_out', 0):.0f} with one left out"
+    )
 
 
 def verdict_clause(found: Mapping[str, float]) -> str:
@@ -114,17 +118,21 @@ def ceiling_lines(found: Mapping[str, float], splits: int | None = None) -> list
     left_out = int(found.get(CEILING + "programs_left_out", 0))
     alpha = found.get(CEILING + "krippendorff_alpha", math.nan)
     alpha_text = f"{alpha:.3f}" if math.isfinite(alpha) else UNDEFINED
-    lines = [f"Humans' ceiling: {f'{splits:,} ' if splits else ''}random split-halves of each program's readers, "
-             "[ ] = spread over splits",
-             f"  {found.get(CEILING + 'programs', 0):.0f} programs split, {left_out} with one reader left out; "
-             f"Krippendorff's α = {alpha_text}"]
+    lines = [
+        f"Humans' ceiling: {f'{splits:,} ' if splits else ''}random split-halves of each program's readers, "
+        "[ ] = spread over splits",
+        f"  {found.get(CEILING + 'programs', 0):.0f} programs split, {left_out} with one reader left out; "
+        f"Krippendorff's α = {alpha_text}",
+    ]
     if not math.isfinite(found.get(CEILING + "auc_score", math.nan)):
         return [*lines, f"  {_why_undefined(found)}"]
-    lines += [f"  half-panel: {header('auc_score')} {estimate(found, CEILING + 'auc_score', 'auc_score')}; "
-              f"{header('f1')} {estimate(found, CEILING + 'f1', 'f1')}; "
-              f"ρ {estimate(found, CEILING + 'split_half_rho', 'spearman')}",
-              f"  full panel (Spearman–Brown): reliability {estimate(found, CEILING + 'reliability', 'spearman')}; "
-              f"ceiling on ρ {estimate(found, CEILING + 'spearman', 'spearman')}"]
+    lines += [
+        f"  half-panel: {header('auc_score')} {estimate(found, CEILING + 'auc_score', 'auc_score')}; "
+        f"{header('f1')} {estimate(found, CEILING + 'f1', 'f1')}; "
+        f"ρ {estimate(found, CEILING + 'split_half_rho', 'spearman')}",
+        f"  full panel (Spearman–Brown): reliability {estimate(found, CEILING + 'reliability', 'spearman')}; "
+        f"ceiling on ρ {estimate(found, CEILING + 'spearman', 'spearman')}",
+    ]
     shares = [f"{SHORT[m]} {percent(found, SHARE + m)}" for m in SHARED if SHARE + m in found]
     if shares:
         lines.append("  share of ceiling: " + "; ".join(shares))
@@ -135,13 +143,16 @@ def measure_line(found: Mapping[str, float]) -> str:
     """The line under the measure table: the ceiling each row's AUC and ρ are read against."""
     if not math.isfinite(found.get(CEILING + "auc_score", math.nan)):
         return f"  humans' ceiling: {_why_undefined(found)}"
-    return (f"  humans' ceiling: {header('auc_score')} {estimate(found, CEILING + 'auc_score', 'auc_score')} "
-            f"(half-panel), Spearman ρ {estimate(found, CEILING + 'spearman', 'spearman')} (full panel); "
-            "a row's share of ceiling is (AUC − 0.5)/(ceiling − 0.5) and ρ/ρ_ceiling")
+    return (
+        f"  humans' ceiling: {header('auc_score')} {estimate(found, CEILING + 'auc_score', 'auc_score')} "
+        f"(half-panel), Spearman ρ {estimate(found, CEILING + 'spearman', 'spearman')} (full panel); "
+        "a row's share of ceiling is (AUC − 0.5)/(ceiling − 0.5) and ρ/ρ_ceiling"
+    )
 
 
-def attach_ceilings(reports: Mapping[str, AlignmentReport], dataset: Dataset, labels: LabelsConfig,
-                    ev: EvaluationConfig, results: Path) -> dict[str, AlignmentReport]:
+def attach_ceilings(
+    reports: Mapping[str, AlignmentReport], dataset: Dataset, labels: LabelsConfig, ev: EvaluationConfig, results: Path
+) -> dict[str, AlignmentReport]:
     """The job's reports, each with its own label set's ceiling (all readers under the
     ``labels`` config, each subgroup its readers alone); ``reliability.csv`` written to
     ``results``."""

@@ -119,8 +119,15 @@ def _pairs(r: Ranking) -> tuple[np.ndarray, np.ndarray]:
     return r.score[r.indices], np.asarray(r.human, dtype=float)[r.indices]
 
 
-@register("spearman", header="Spearman ρ (score, correctness)", short="ρ", kind="corr",
-          uses_human=True, series=False, random=lambda r: 0.0)
+@register(
+    "spearman",
+    header="Spearman ρ (score, correctness)",
+    short="ρ",
+    kind="corr",
+    uses_human=True,
+    series=False,
+    random=lambda r: 0.0,
+)
 def spearman(r: Ranking) -> np.ndarray:
     """Spearman's ρ between the score and the humans' mean correctness on each row."""
     from scipy.stats import rankdata  # imported here: SciPy's stats take ~0.8 s to import
@@ -134,8 +141,15 @@ def spearman(r: Ranking) -> np.ndarray:
 _KENDALL_ROWS = 256  # rows × m × m cells per block
 
 
-@register("kendall", header="Kendall τ (score, correctness)", short="τ_b", kind="corr",
-          uses_human=True, series=False, random=lambda r: 0.0)
+@register(
+    "kendall",
+    header="Kendall τ (score, correctness)",
+    short="τ_b",
+    kind="corr",
+    uses_human=True,
+    series=False,
+    random=lambda r: 0.0,
+)
 def kendall(r: Ranking) -> np.ndarray:
     """Kendall's τ-b between the score and the humans' mean correctness on each row."""
     x_all, y_all = _pairs(r)
@@ -143,13 +157,13 @@ def kendall(r: Ranking) -> np.ndarray:
     pairs = m * (m - 1) / 2.0
     out = np.empty(x_all.shape[0])
     for start in range(0, x_all.shape[0], _KENDALL_ROWS):
-        x, y = x_all[start:start + _KENDALL_ROWS], y_all[start:start + _KENDALL_ROWS]
+        x, y = x_all[start : start + _KENDALL_ROWS], y_all[start : start + _KENDALL_ROWS]
         sx = np.sign(x[:, :, None] - x[:, None, :])
         sy = np.sign(y[:, :, None] - y[:, None, :])
         concordance = (sx * sy).sum(axis=(1, 2)) / 2.0
         untied_x = pairs - ((sx == 0).sum(axis=(1, 2)) - m) / 2.0
         untied_y = pairs - ((sy == 0).sum(axis=(1, 2)) - m) / 2.0
-        out[start:start + _KENDALL_ROWS] = safe_ratio(concordance, np.sqrt(untied_x * untied_y))
+        out[start : start + _KENDALL_ROWS] = safe_ratio(concordance, np.sqrt(untied_x * untied_y))
     return out
 
 

@@ -20,8 +20,10 @@ from mcu_exp.evaluation.registry import header
 from mcu_exp.evaluation.report import CI_DESCRIPTIONS, AlignmentReport, format_interval, format_value
 
 GROUP_METRICS = ("f1", "auc_binary", "auc_score")  # shown per group, when the report has them
-CEILING_NOTE = ("ceiling: half-panel AUC of the group's own readers [spread over splits], undefined below 10 "
-                "programs with two; share: (AUC − 0.5)/(ceiling − 0.5)")
+CEILING_NOTE = (
+    "ceiling: half-panel AUC of the group's own readers [spread over splits], undefined below 10 "
+    "programs with two; share: (AUC − 0.5)/(ceiling − 0.5)"
+)
 
 
 def class_counts(report: AlignmentReport) -> tuple[int, int]:
@@ -36,13 +38,15 @@ def family_caption(rows: int, metrics: int, confidence: float, noun: str = "grou
     adjustment would need."""
     size = rows * metrics
     level = 100.0 * (1.0 - (1.0 - confidence) / size) if size else 100.0 * confidence
-    return (f"{100.0 * confidence:g} % CIs, unadjusted for multiplicity: a family of {rows} "
-            f"{noun if rows == 1 else noun + 's'} × {metrics} metrics = {size} intervals "
-            f"(Bonferroni would use {level:.2f} % each)")
+    return (
+        f"{100.0 * confidence:g} % CIs, unadjusted for multiplicity: a family of {rows} "
+        f"{noun if rows == 1 else noun + 's'} × {metrics} metrics = {size} intervals "
+        f"(Bonferroni would use {level:.2f} % each)"
+    )
 
 
 def _cell(report: AlignmentReport, name: str) -> str:
-    """"68.5% [60.9%, 72.2%]"; ``undefined`` alone when the value is."""
+    """ "68.5% [60.9%, 72.2%]"; ``undefined`` alone when the value is."""
     text = format_value(name, report.metrics[name])
     interval = report.ci.get(name)
     return text if text == "undefined" or interval is None else f"{text} {format_interval(name, interval)}"
@@ -53,21 +57,23 @@ def _ceiling_cells(report: AlignmentReport) -> list[str]:
     proxy's AUC (score) reaches [interval]; ``undefined`` where too few programs can be split."""
     from mcu_exp.evaluation.ceiling import CEILING, SHARE, estimate, percent
 
-    return [estimate(report.ceiling, f"{CEILING}auc_score", "auc_score"),
-            percent(report.ceiling, f"{SHARE}auc_score")]
+    return [estimate(report.ceiling, f"{CEILING}auc_score", "auc_score"), percent(report.ceiling, f"{SHARE}auc_score")]
 
 
-def render_group_table(reports: dict[str, AlignmentReport], warnings: dict[str, str | None],
-                       title: str = "Per reader group") -> str:
+def render_group_table(
+    reports: dict[str, AlignmentReport], warnings: dict[str, str | None], title: str = "Per reader group"
+) -> str:
     """``reports`` (label set → report; all readers first) as a text table 100 columns wide,
     with the family caption and each label set's class-size warning under it."""
     first = next(iter(reports.values()))
     shown = [name for name in GROUP_METRICS if name in first.metrics]
     family = [g for g in reports if g != next(iter(reports))] or list(reports)
-    caption = (f"value [{100.0 * first.confidence:g} % CI]; n: programs (understandable / not); "
-               f"{family_caption(len(family), len(shown), first.confidence)}; "
-               f"{first.resamples} {CI_DESCRIPTIONS[first.ci_method]}"
-               f"{' on all programs' if first.ci_method == 'recalibrate' else ''}, seed {first.seed}")
+    caption = (
+        f"value [{100.0 * first.confidence:g} % CI]; n: programs (understandable / not); "
+        f"{family_caption(len(family), len(shown), first.confidence)}; "
+        f"{first.resamples} {CI_DESCRIPTIONS[first.ci_method]}"
+        f"{' on all programs' if first.ci_method == 'recalibrate' else ''}, seed {first.seed}"
+    )
     table = Table(title=title, caption=caption)
     table.add_column("group", justify="left")
     table.add_column("n (1 / 0)", justify="right")
@@ -84,8 +90,14 @@ def render_group_table(reports: dict[str, AlignmentReport], warnings: dict[str, 
             cells += _ceiling_cells(report)
         table.add_row(group, f"{report.n} ({positives} / {negatives})", *cells)
     buffer = io.StringIO()
-    console = Console(file=buffer, width=150 if ceiling else 100, color_system=None, force_terminal=False,
-                      force_jupyter=False, soft_wrap=False)
+    console = Console(
+        file=buffer,
+        width=150 if ceiling else 100,
+        color_system=None,
+        force_terminal=False,
+        force_jupyter=False,
+        soft_wrap=False,
+    )
     console.print(table)
     if ceiling:
         console.print(CEILING_NOTE, markup=False, highlight=False)

@@ -40,8 +40,8 @@ from rich.table import Table
 from mcu_exp import names
 from mcu_exp.data.code_metrics import CODE_DIRECTIONS, HARDER
 from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES, percentile_interval, stratified_indices
-from mcu_exp.evaluation.metrics import as_binary
 from mcu_exp.evaluation.groups_table import family_caption
+from mcu_exp.evaluation.metrics import as_binary
 from mcu_exp.evaluation.registry import Ranking, header, metric
 from mcu_exp.evaluation.rejection import prediction_rejection_ratio, prr_interval_and_p
 from mcu_exp.evaluation.report import format_interval, format_value
@@ -55,11 +55,20 @@ PRR = "prr"  # prediction rejection ratio of the column, see mcu_exp.evaluation.
 PRR_P = "prr_perm_p"  # its two-sided permutation p-value against 0
 DIRECTION = "direction"  # what was scored: the score column, −value (declared harder when higher) or value
 SCORE, NEGATED, RAW = "score", "-value", "value"
-VALUES = (AUC, AUC + CI_LOW, AUC + CI_HIGH, SPEARMAN, SPEARMAN + CI_LOW, SPEARMAN + CI_HIGH,
-          PRR, PRR + CI_LOW, PRR + CI_HIGH, PRR_P)
+VALUES = (
+    AUC,
+    AUC + CI_LOW,
+    AUC + CI_HIGH,
+    SPEARMAN,
+    SPEARMAN + CI_LOW,
+    SPEARMAN + CI_HIGH,
+    PRR,
+    PRR + CI_LOW,
+    PRR + CI_HIGH,
+    PRR_P,
+)
 COLUMNS = ("n", *VALUES, "spearman_vs", DIRECTION)
-ECC_NOTE = ("measure.ecc is in effect √(number of Laplacian eigenvalues below 0.9 − 1), a step count "
-            "(docs/measures.md)")
+ECC_NOTE = "measure.ecc is in effect √(number of Laplacian eigenvalues below 0.9 − 1), a step count (docs/measures.md)"
 
 
 def direction(column: str, declared: dict[str, int] | None = None) -> str:
@@ -75,8 +84,15 @@ def measure_columns(per_program: pd.DataFrame) -> list[str]:
     return [str(c) for c in per_program.columns if str(c).startswith(PREFIXES)]
 
 
-def _row(score: np.ndarray, truth: np.ndarray, human: np.ndarray, resamples: int, confidence: float,
-         seed: int, permutations: int) -> dict[str, float]:
+def _row(
+    score: np.ndarray,
+    truth: np.ndarray,
+    human: np.ndarray,
+    resamples: int,
+    confidence: float,
+    seed: int,
+    permutations: int,
+) -> dict[str, float]:
     """Point values and intervals of AUC, ρ and PRR for one column on its programs, and PRR's
     permutation p; all undefined (NaN) without programs or for a constant column."""
     out: dict[str, float] = {"n": float(truth.size)}
@@ -91,14 +107,22 @@ def _row(score: np.ndarray, truth: np.ndarray, human: np.ndarray, resamples: int
         low, high = percentile_interval(compute(sampled), confidence)  # type: ignore[arg-type]
         out[name + CI_LOW], out[name + CI_HIGH] = low, high
     out[PRR] = prediction_rejection_ratio(truth, score)
-    out[PRR + CI_LOW], out[PRR + CI_HIGH], out[PRR_P] = prr_interval_and_p(truth, score, indices, confidence,
-                                                                           permutations, seed)
+    out[PRR + CI_LOW], out[PRR + CI_HIGH], out[PRR_P] = prr_interval_and_p(
+        truth, score, indices, confidence, permutations, seed
+    )
     return out
 
 
-def measure_table(per_program: pd.DataFrame, human_labels: pd.Series, human_correctness: pd.Series | None = None,
-                  resamples: int = 2000, confidence: float = 0.95, seed: int = 0, permutations: int = 10_000,
-                  directions: dict[str, int] | None = None) -> pd.DataFrame:
+def measure_table(
+    per_program: pd.DataFrame,
+    human_labels: pd.Series,
+    human_correctness: pd.Series | None = None,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    permutations: int = 10_000,
+    directions: dict[str, int] | None = None,
+) -> pd.DataFrame:
     """One row per ``measure.*``/``code.*``/``dataset.*`` column of ``per_program`` (indexed by
     program id): n, auc_score, spearman and prr each with its CI, prr_perm_p, spearman_vs
     ("correctness" or "labels") and direction. ``human_labels`` (0/1) and ``human_correctness``
@@ -108,8 +132,10 @@ def measure_table(per_program: pd.DataFrame, human_labels: pd.Series, human_corr
     if permutations < MIN_PERMUTATIONS:
         raise ValueError(f"evaluation.permutations must be at least {MIN_PERMUTATIONS}, got {permutations}")
     if resamples < MIN_RESAMPLES:
-        raise ValueError(f"evaluation.bootstrap_resamples must be at least {MIN_RESAMPLES} "
-                         f"for a stable percentile interval, got {resamples}")
+        raise ValueError(
+            f"evaluation.bootstrap_resamples must be at least {MIN_RESAMPLES} "
+            f"for a stable percentile interval, got {resamples}"
+        )
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"evaluation.confidence must lie in (0, 1), got {confidence}")
     humans = pd.DataFrame({"label": human_labels})
@@ -126,8 +152,15 @@ def measure_table(per_program: pd.DataFrame, human_labels: pd.Series, human_corr
         values = pd.to_numeric(per_program[column], errors="coerce").astype(float)
         joined = humans.join((-values if way == NEGATED else values).rename("score"), how="inner")
         joined = joined[np.isfinite(joined["score"].to_numpy())]
-        row = _row(joined["score"].to_numpy(float), joined["label"].to_numpy(int), joined["human"].to_numpy(float),
-                   resamples, confidence, seed, permutations)
+        row = _row(
+            joined["score"].to_numpy(float),
+            joined["label"].to_numpy(int),
+            joined["human"].to_numpy(float),
+            resamples,
+            confidence,
+            seed,
+            permutations,
+        )
         rows[column] = {**row, "spearman_vs": vs, DIRECTION: way}
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))
     frame["n"] = frame["n"].astype(int)
@@ -146,12 +179,16 @@ def render_measure_table(frame: pd.DataFrame, title: str = "Measures vs human la
     confidence = float(frame.attrs.get("confidence", 0.95))
     vs = ", ".join(sorted(set(frame["spearman_vs"]))) or VS_CORRECTNESS
     ways = set(frame[DIRECTION]) if DIRECTION in frame else set()
-    caption = (f"ρ vs the humans' {vs}; PRR: prediction rejection ratio (1 = ranks like the humans, 0 = random), "
-               f"p: its two-sided permutation p-value against 0 ({frame.attrs.get('permutations', 10_000):,} "
-               "permutations)")
+    caption = (
+        f"ρ vs the humans' {vs}; PRR: prediction rejection ratio (1 = ranks like the humans, 0 = random), "
+        f"p: its two-sided permutation p-value against 0 ({frame.attrs.get('permutations', 10_000):,} "
+        "permutations)"
+    )
     if NEGATED in ways:
-        caption += ("; code.*: scored as −value, each metric's declared direction (higher = harder to "
-                    "understand), so AUC > 0.5 and ρ, PRR > 0 mean it ranks as the literature expects")
+        caption += (
+            "; code.*: scored as −value, each metric's declared direction (higher = harder to "
+            "understand), so AUC > 0.5 and ρ, PRR > 0 mean it ranks as the literature expects"
+        )
     if RAW in ways:
         caption += "; rows without a declared direction are scored on their raw value"
     if any(str(c) == f"{names.MEASURE_PREFIX}ecc" for c in frame.index):
@@ -159,25 +196,38 @@ def render_measure_table(frame: pd.DataFrame, title: str = "Measures vs human la
     caption += "; a constant column is undefined"
     caption += f"; {family_caption(len(frame), 3, confidence, noun='row')}, PRR's p unadjusted too"
     if "resamples" in frame.attrs:
-        caption += (f"; CIs: {frame.attrs['resamples']} stratified bootstrap resamples, "
-                    f"seed {frame.attrs.get('seed', 0)}")
+        caption += (
+            f"; CIs: {frame.attrs['resamples']} stratified bootstrap resamples, seed {frame.attrs.get('seed', 0)}"
+        )
     table = Table(title=title, caption=caption)
     ci = f"{100.0 * confidence:g} % CI"
-    for head, justify in (("column", "left"), ("n", "right"), (header(AUC), "right"), (ci, "right"),
-                          ("Spearman ρ", "right"), (ci, "right"), ("PRR", "right"), (ci, "right"),
-                          ("p (PRR)", "right")):
+    for head, justify in (
+        ("column", "left"),
+        ("n", "right"),
+        (header(AUC), "right"),
+        (ci, "right"),
+        ("Spearman ρ", "right"),
+        (ci, "right"),
+        ("PRR", "right"),
+        (ci, "right"),
+        ("p (PRR)", "right"),
+    ):
         table.add_column(head, justify=justify)  # type: ignore[arg-type]
     for column, row in frame.iterrows():
         prr = float(row[PRR])
-        table.add_row(str(column), str(int(row["n"])),
-                      format_value(AUC, float(row[AUC])),
-                      format_interval(AUC, (float(row[AUC + CI_LOW]), float(row[AUC + CI_HIGH]))),
-                      format_value(SPEARMAN, float(row[SPEARMAN])),
-                      format_interval(SPEARMAN, (float(row[SPEARMAN + CI_LOW]), float(row[SPEARMAN + CI_HIGH]))),
-                      "undefined" if math.isnan(prr) else f"{prr:.3f}",
-                      format_interval(SPEARMAN, (float(row[PRR + CI_LOW]), float(row[PRR + CI_HIGH]))),
-                      _p_value(float(row[PRR_P])))
+        table.add_row(
+            str(column),
+            str(int(row["n"])),
+            format_value(AUC, float(row[AUC])),
+            format_interval(AUC, (float(row[AUC + CI_LOW]), float(row[AUC + CI_HIGH]))),
+            format_value(SPEARMAN, float(row[SPEARMAN])),
+            format_interval(SPEARMAN, (float(row[SPEARMAN + CI_LOW]), float(row[SPEARMAN + CI_HIGH]))),
+            "undefined" if math.isnan(prr) else f"{prr:.3f}",
+            format_interval(SPEARMAN, (float(row[PRR + CI_LOW]), float(row[PRR + CI_HIGH]))),
+            _p_value(float(row[PRR_P])),
+        )
     buffer = io.StringIO()
-    Console(file=buffer, width=140, color_system=None, force_terminal=False, force_jupyter=False,
-            soft_wrap=False).print(table)
+    Console(
+        file=buffer, width=140, color_system=None, force_terminal=False, force_jupyter=False, soft_wrap=False
+    ).print(table)
     return buffer.getvalue()

@@ -28,6 +28,7 @@ from mcu_exp.evaluation.registry import (
 
 ArrayLike = Sequence[float] | Sequence[int] | np.ndarray
 
+
 class DegenerateMetricWarning(UserWarning):
     """A metric is undefined (NaN) or degenerate on these inputs."""
 
@@ -55,8 +56,9 @@ def as_binary(values: ArrayLike, name: str) -> np.ndarray:
         raise ValueError(f"{name} must hold 0/1 labels, got dtype {arr.dtype}") from exc
     bad = ~np.isin(as_float, (0.0, 1.0))
     if bad.any():
-        raise ValueError(f"{name} must hold 0/1 labels, got {arr[bad][0].item()!r} at position "
-                         f"{int(np.flatnonzero(bad)[0])}")
+        raise ValueError(
+            f"{name} must hold 0/1 labels, got {arr[bad][0].item()!r} at position {int(np.flatnonzero(bad)[0])}"
+        )
     return as_float.astype(int)
 
 
@@ -66,8 +68,7 @@ def as_score(values: ArrayLike, name: str, n: int) -> np.ndarray:
     if arr.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},) like y_true, got {arr.shape}")
     if not np.isfinite(arr).all():
-        raise ValueError(f"{name} holds a non-finite value at position "
-                         f"{int(np.flatnonzero(~np.isfinite(arr))[0])}")
+        raise ValueError(f"{name} holds a non-finite value at position {int(np.flatnonzero(~np.isfinite(arr))[0])}")
     return arr
 
 
@@ -84,13 +85,21 @@ def degeneracy_messages(truth: np.ndarray, pred: np.ndarray) -> list[tuple[type[
     """The degenerate cases of one (y_true, y_pred) pair, as (category, message)."""
     found: list[tuple[type[Warning], str]] = []
     if truth.min() == truth.max():
-        found.append((SingleClassWarning,
-                      f"the reference labels hold only class {int(truth[0])}: ROC AUC is undefined"
-                      + ("; recall is undefined" if truth[0] == 0 else "")))
+        found.append(
+            (
+                SingleClassWarning,
+                f"the reference labels hold only class {int(truth[0])}: ROC AUC is undefined"
+                + ("; recall is undefined" if truth[0] == 0 else ""),
+            )
+        )
     if pred.min() == pred.max():
-        found.append((ConstantPredictionWarning,
-                      f"the proxy gives every program label {int(pred[0])}: auc_binary is at most "
-                      "chance (0.5)" + ("; precision is undefined" if pred[0] == 0 else "")))
+        found.append(
+            (
+                ConstantPredictionWarning,
+                f"the proxy gives every program label {int(pred[0])}: auc_binary is at most "
+                "chance (0.5)" + ("; precision is undefined" if pred[0] == 0 else ""),
+            )
+        )
     return found
 
 
@@ -112,8 +121,9 @@ def alignment_metrics(
     for category, message in degeneracy_messages(truth, pred):
         warnings.warn(message, category, stacklevel=2)
     ranking = None if values is None else Ranking.single(values, truth, continuous)
-    result = {name: float(value[0])
-              for name, value in compute(Counts.from_labels(truth[None], pred[None]), ranking).items()}
+    result = {
+        name: float(value[0]) for name, value in compute(Counts.from_labels(truth[None], pred[None]), ranking).items()
+    }
     result.update({"n": float(n), "prevalence": float(truth.mean())})
     return result
 

@@ -52,9 +52,26 @@ from mcu_exp.evaluation.paired_tests import (
 from mcu_exp.evaluation.registry import UNDEFINED, Counts, Ranking, metric
 
 __all__ = [  # the paired tests live in paired_tests.py; importing them from here keeps working
-    "CHI2_CC", "EXACT", "EXACT_BELOW", "Comparison", "DeLong", "Difference", "McNemar", "Paired", "PairingError",
-    "arms", "compare_many", "compare_paired", "compare_runs", "delong_covariance", "delong_test", "holm",
-    "mcnemar_test", "pair", "paired_bootstrap", "paired_bootstrap_distribution",
+    "CHI2_CC",
+    "EXACT",
+    "EXACT_BELOW",
+    "Comparison",
+    "DeLong",
+    "Difference",
+    "McNemar",
+    "Paired",
+    "PairingError",
+    "arms",
+    "compare_many",
+    "compare_paired",
+    "compare_runs",
+    "delong_covariance",
+    "delong_test",
+    "holm",
+    "mcnemar_test",
+    "pair",
+    "paired_bootstrap",
+    "paired_bootstrap_distribution",
 ]
 _CELLS_PER_CHUNK = 2_000_000  # resamples × n cells scored at once, as in bootstrap.py
 _SHOWN = 5  # program ids named in an error
@@ -121,9 +138,11 @@ def pair(a: pd.DataFrame, b: pd.DataFrame, names_ab: tuple[str, str] = ("A", "B"
         dup = shared[shared.duplicated()].tolist() or right.index[right.index.duplicated()].tolist()
         raise PairingError(f"program ids repeat in a per-program table: {_listing(dup)}")
     if shared.empty:
-        raise PairingError(f"runs {name_a} and {name_b} share no scored program ({name_a}: {len(left)} programs, "
-                           f"e.g. {_listing(left.index) or 'none'}; {name_b}: {len(right)}, "
-                           f"e.g. {_listing(right.index) or 'none'})")
+        raise PairingError(
+            f"runs {name_a} and {name_b} share no scored program ({name_a}: {len(left)} programs, "
+            f"e.g. {_listing(left.index) or 'none'}; {name_b}: {len(right)}, "
+            f"e.g. {_listing(right.index) or 'none'})"
+        )
     only_a, only_b = len(left) - len(shared), len(right) - len(shared)
     left, right = left.loc[shared], right.loc[shared]
     truth_a = as_binary(left[names.HUMAN_LABEL].to_numpy(), f"{name_a}'s {names.HUMAN_LABEL}")
@@ -131,15 +150,21 @@ def pair(a: pd.DataFrame, b: pd.DataFrame, names_ab: tuple[str, str] = ("A", "B"
     differ = np.flatnonzero(truth_a != truth_b)
     if differ.size:
         cases = [f"{shared[i]}: {truth_a[i]} vs {truth_b[i]}" for i in differ]
-        raise PairingError(f"the human labels of runs {name_a} and {name_b} differ on {differ.size} of {len(shared)} "
-                           f"shared programs ({_listing(cases)}): they were scored against different human labels "
-                           "(labels.* settings or data), so a paired comparison has no meaning")
+        raise PairingError(
+            f"the human labels of runs {name_a} and {name_b} differ on {differ.size} of {len(shared)} "
+            f"shared programs ({_listing(cases)}): they were scored against different human labels "
+            "(labels.* settings or data), so a paired comparison has no meaning"
+        )
     return Paired(
-        program_ids=shared.to_numpy(), truth=truth_a,
+        program_ids=shared.to_numpy(),
+        truth=truth_a,
         label_a=as_binary(left[names.LABEL].to_numpy(), f"{name_a}'s {names.LABEL}"),
         label_b=as_binary(right[names.LABEL].to_numpy(), f"{name_b}'s {names.LABEL}"),
-        score_a=_score_column(left), score_b=_score_column(right),
-        only_a=only_a, only_b=only_b)
+        score_a=_score_column(left),
+        score_b=_score_column(right),
+        only_a=only_a,
+        only_b=only_b,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,17 +207,24 @@ DIFFERENCES = ("delta_f1", "delta_accuracy", "delta_auc", "delta_prr")
 
 
 def paired_bootstrap_distribution(
-    truth: ArrayLike, label_a: ArrayLike, label_b: ArrayLike, score_a: ArrayLike | None = None,
-    score_b: ArrayLike | None = None, resamples: int = 2000, seed: int = 0,
-    relabel_a: Relabel | None = None, relabel_b: Relabel | None = None,
+    truth: ArrayLike,
+    label_a: ArrayLike,
+    label_b: ArrayLike,
+    score_a: ArrayLike | None = None,
+    score_b: ArrayLike | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+    relabel_a: Relabel | None = None,
+    relabel_b: Relabel | None = None,
 ) -> dict[str, np.ndarray]:
     """ΔF1, Δaccuracy, ΔAUC(score) and ΔPRR (A − B) over ``resamples`` stratified resamples
     of the programs, the same rows for both runs. ``relabel_a``/``relabel_b`` give a run's
     labels of each resample row (recalibrated on it); without one the run's labels stay
     fixed. ``delta_auc`` and ``delta_prr`` are all NaN unless both scores are given."""
     if resamples < MIN_RESAMPLES:
-        raise ValueError(f"resamples must be at least {MIN_RESAMPLES} for a stable percentile interval, "
-                         f"got {resamples}")
+        raise ValueError(
+            f"resamples must be at least {MIN_RESAMPLES} for a stable percentile interval, got {resamples}"
+        )
     t = as_binary(truth, "truth")
     la, lb = as_binary(label_a, "label_a"), as_binary(label_b, "label_b")
     if not t.size == la.size == lb.size:
@@ -212,8 +244,10 @@ def paired_bootstrap_distribution(
         counts_a = Counts.from_labels(rows, la[idx] if relabel_a is None else np.asarray(relabel_a(idx), dtype=int))
         counts_b = Counts.from_labels(rows, lb[idx] if relabel_b is None else np.asarray(relabel_b(idx), dtype=int))
         parts["delta_f1"].append(np.asarray(f1(counts_a)) - np.asarray(f1(counts_b)))  # type: ignore[arg-type]
-        parts["delta_accuracy"].append(np.asarray(accuracy(counts_a))  # type: ignore[arg-type]
-                                       - np.asarray(accuracy(counts_b)))  # type: ignore[arg-type]
+        parts["delta_accuracy"].append(
+            np.asarray(accuracy(counts_a))  # type: ignore[arg-type]
+            - np.asarray(accuracy(counts_b))
+        )  # type: ignore[arg-type]
         if sa is not None and sb is not None:
             auc_a = np.asarray(auc(Ranking(sa, idx, rows)))  # type: ignore[arg-type]
             parts["delta_auc"].append(auc_a - np.asarray(auc(Ranking(sb, idx, rows))))  # type: ignore[arg-type]
@@ -225,9 +259,16 @@ def paired_bootstrap_distribution(
 
 
 def paired_bootstrap(
-    truth: ArrayLike, label_a: ArrayLike, label_b: ArrayLike, score_a: ArrayLike | None = None,
-    score_b: ArrayLike | None = None, resamples: int = 2000, seed: int = 0, confidence: float = 0.95,
-    relabel_a: Relabel | None = None, relabel_b: Relabel | None = None,
+    truth: ArrayLike,
+    label_a: ArrayLike,
+    label_b: ArrayLike,
+    score_a: ArrayLike | None = None,
+    score_b: ArrayLike | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    relabel_a: Relabel | None = None,
+    relabel_b: Relabel | None = None,
 ) -> dict[str, Difference]:
     """ΔF1, Δaccuracy, ΔAUC(score) and ΔPRR (A − B): point values on all programs (each run's
     own labels) and paired stratified bootstrap percentile intervals (see
@@ -240,11 +281,15 @@ def paired_bootstrap(
     sa = as_score(score_a, "score_a", t.size) if both else None  # type: ignore[arg-type]
     sb = as_score(score_b, "score_b", t.size) if both else None  # type: ignore[arg-type]
     dist = paired_bootstrap_distribution(t, la, lb, sa, sb, resamples, seed, relabel_a, relabel_b)
-    prr = UNDEFINED if sa is None or sb is None else \
-        prediction_rejection_ratio(t, sa) - prediction_rejection_ratio(t, sb)
-    points = {"delta_f1": f1_score(t, la) - f1_score(t, lb),
-              "delta_accuracy": accuracy_score(t, la) - accuracy_score(t, lb),
-              "delta_auc": auc_score(t, sa) - auc_score(t, sb), "delta_prr": prr}
+    prr = (
+        UNDEFINED if sa is None or sb is None else prediction_rejection_ratio(t, sa) - prediction_rejection_ratio(t, sb)
+    )
+    points = {
+        "delta_f1": f1_score(t, la) - f1_score(t, lb),
+        "delta_accuracy": accuracy_score(t, la) - accuracy_score(t, lb),
+        "delta_auc": auc_score(t, sa) - auc_score(t, sb),
+        "delta_prr": prr,
+    }
     out = {}
     for key, values in dist.items():
         low, high = percentile_interval(values, confidence)
@@ -290,28 +335,52 @@ class Comparison:
         """One flat row (the CSV of ``mcu-exp compare`` and :func:`compare_many`)."""
         d = self.delong
         return {
-            "n": self.n, "n_understandable": self.n_pos,
-            "f1_a": self.f1_a, "f1_b": self.f1_b, "delta_f1": self.delta_f1.value,
-            "delta_f1_ci_low": self.delta_f1.low, "delta_f1_ci_high": self.delta_f1.high,
-            "accuracy_a": self.accuracy_a, "accuracy_b": self.accuracy_b,
-            "delta_accuracy": self.delta_accuracy.value, "delta_accuracy_ci_low": self.delta_accuracy.low,
+            "n": self.n,
+            "n_understandable": self.n_pos,
+            "f1_a": self.f1_a,
+            "f1_b": self.f1_b,
+            "delta_f1": self.delta_f1.value,
+            "delta_f1_ci_low": self.delta_f1.low,
+            "delta_f1_ci_high": self.delta_f1.high,
+            "accuracy_a": self.accuracy_a,
+            "accuracy_b": self.accuracy_b,
+            "delta_accuracy": self.delta_accuracy.value,
+            "delta_accuracy_ci_low": self.delta_accuracy.low,
             "delta_accuracy_ci_high": self.delta_accuracy.high,
-            "auc_score_a": self.auc_a, "auc_score_b": self.auc_b, "delta_auc_score": self.delta_auc.value,
-            "delta_auc_score_ci_low": self.delta_auc.low, "delta_auc_score_ci_high": self.delta_auc.high,
-            "delong_variance": d.variance if d else UNDEFINED, "delong_z": d.z if d else UNDEFINED,
+            "auc_score_a": self.auc_a,
+            "auc_score_b": self.auc_b,
+            "delta_auc_score": self.delta_auc.value,
+            "delta_auc_score_ci_low": self.delta_auc.low,
+            "delta_auc_score_ci_high": self.delta_auc.high,
+            "delong_variance": d.variance if d else UNDEFINED,
+            "delong_z": d.z if d else UNDEFINED,
             "delong_p": d.p if d else UNDEFINED,
-            "mcnemar_b": self.mcnemar.b, "mcnemar_c": self.mcnemar.c,
-            "mcnemar_statistic": self.mcnemar.statistic, "mcnemar_p": self.mcnemar.p,
+            "mcnemar_b": self.mcnemar.b,
+            "mcnemar_c": self.mcnemar.c,
+            "mcnemar_statistic": self.mcnemar.statistic,
+            "mcnemar_p": self.mcnemar.p,
             "mcnemar_method": self.mcnemar.method,
-            "prr_a": self.prr_a, "prr_b": self.prr_b, "delta_prr": self.delta_prr.value,
-            "delta_prr_ci_low": self.delta_prr.low, "delta_prr_ci_high": self.delta_prr.high,
-            "ci_labels_a": self.labels_a, "ci_labels_b": self.labels_b,
-            "resamples": self.resamples, "seed": self.seed, "confidence": self.confidence,
+            "prr_a": self.prr_a,
+            "prr_b": self.prr_b,
+            "delta_prr": self.delta_prr.value,
+            "delta_prr_ci_low": self.delta_prr.low,
+            "delta_prr_ci_high": self.delta_prr.high,
+            "ci_labels_a": self.labels_a,
+            "ci_labels_b": self.labels_b,
+            "resamples": self.resamples,
+            "seed": self.seed,
+            "confidence": self.confidence,
         }
 
 
-def compare_paired(data: Paired, resamples: int = 2000, seed: int = 0, confidence: float = 0.95,
-                   arm_a: Arm | None = None, arm_b: Arm | None = None) -> Comparison:
+def compare_paired(
+    data: Paired,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    arm_a: Arm | None = None,
+    arm_b: Arm | None = None,
+) -> Comparison:
     """Every paired statistic of two runs already paired by :func:`pair`; ``arm_a``/``arm_b``
     (:func:`~mcu_exp.evaluation.paired_recalibration.arm`) recalibrate a run in the resamples,
     None keeps its labels fixed."""
@@ -319,8 +388,9 @@ def compare_paired(data: Paired, resamples: int = 2000, seed: int = 0, confidenc
 
     a, b = arm_a or fixed("no calibration scores"), arm_b or fixed("no calibration scores")
     t = data.truth
-    boot = paired_bootstrap(t, data.label_a, data.label_b, data.score_a, data.score_b, resamples, seed, confidence,
-                            a.relabel, b.relabel)
+    boot = paired_bootstrap(
+        t, data.label_a, data.label_b, data.score_a, data.score_b, resamples, seed, confidence, a.relabel, b.relabel
+    )
     delong = None
     if data.score_a is not None and data.score_b is not None:
         delong = delong_test(t, data.score_a, data.score_b)
@@ -329,28 +399,58 @@ def compare_paired(data: Paired, resamples: int = 2000, seed: int = 0, confidenc
         return UNDEFINED if score is None else prediction_rejection_ratio(t, score)
 
     return Comparison(
-        n=data.n, n_pos=int(t.sum()), f1_a=f1_score(t, data.label_a), f1_b=f1_score(t, data.label_b),
-        delta_f1=boot["delta_f1"], accuracy_a=accuracy_score(t, data.label_a),
-        accuracy_b=accuracy_score(t, data.label_b), delta_accuracy=boot["delta_accuracy"],
-        auc_a=auc_score(t, data.score_a), auc_b=auc_score(t, data.score_b), delta_auc=boot["delta_auc"],
-        delong=delong, mcnemar=mcnemar_test(t, data.label_a, data.label_b), prr_a=prr(data.score_a),
-        prr_b=prr(data.score_b), delta_prr=boot["delta_prr"], resamples=resamples, seed=seed,
-        confidence=confidence, labels_a=a.labels, labels_b=b.labels, note_a=a.note, note_b=b.note)
+        n=data.n,
+        n_pos=int(t.sum()),
+        f1_a=f1_score(t, data.label_a),
+        f1_b=f1_score(t, data.label_b),
+        delta_f1=boot["delta_f1"],
+        accuracy_a=accuracy_score(t, data.label_a),
+        accuracy_b=accuracy_score(t, data.label_b),
+        delta_accuracy=boot["delta_accuracy"],
+        auc_a=auc_score(t, data.score_a),
+        auc_b=auc_score(t, data.score_b),
+        delta_auc=boot["delta_auc"],
+        delong=delong,
+        mcnemar=mcnemar_test(t, data.label_a, data.label_b),
+        prr_a=prr(data.score_a),
+        prr_b=prr(data.score_b),
+        delta_prr=boot["delta_prr"],
+        resamples=resamples,
+        seed=seed,
+        confidence=confidence,
+        labels_a=a.labels,
+        labels_b=b.labels,
+        note_a=a.note,
+        note_b=b.note,
+    )
 
 
-def arms(data: Paired, calibration_a: RunCalibration | None, calibration_b: RunCalibration | None,
-         seed: int, missing: tuple[str, str] = ("", "")) -> tuple[Arm, Arm]:
+def arms(
+    data: Paired,
+    calibration_a: RunCalibration | None,
+    calibration_b: RunCalibration | None,
+    seed: int,
+    missing: tuple[str, str] = ("", ""),
+) -> tuple[Arm, Arm]:
     """Both runs' arms on the paired programs (each run's extra-program draws seeded apart);
     ``missing``: why a run without a calibration has none."""
     why = [text or "no calibration scores" for text in missing]
-    return (arm(calibration_a, data.program_ids, data.label_a, seed * 2 + 1, why[0]),
-            arm(calibration_b, data.program_ids, data.label_b, seed * 2 + 2, why[1]))
+    return (
+        arm(calibration_a, data.program_ids, data.label_a, seed * 2 + 1, why[0]),
+        arm(calibration_b, data.program_ids, data.label_b, seed * 2 + 2, why[1]),
+    )
 
 
-def compare_runs(a: pd.DataFrame, b: pd.DataFrame, resamples: int = 2000, seed: int = 0,
-                 confidence: float = 0.95, names_ab: tuple[str, str] = ("A", "B"),
-                 calibration_a: RunCalibration | None = None,
-                 calibration_b: RunCalibration | None = None) -> Comparison:
+def compare_runs(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    names_ab: tuple[str, str] = ("A", "B"),
+    calibration_a: RunCalibration | None = None,
+    calibration_b: RunCalibration | None = None,
+) -> Comparison:
     """Two runs' per-program tables (index ``program_id``; columns ``human_label``,
     ``label`` and, for score-based proxies, ``score``) compared on their shared programs:
     F1, accuracy, AUC(score) and PRR of each, paired bootstrap intervals of the differences
@@ -360,9 +460,13 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame, resamples: int = 2000, seed: 
     return compare_paired(data, resamples, seed, confidence, *arms(data, calibration_a, calibration_b, seed))
 
 
-def compare_many(frames: Mapping[str, pd.DataFrame], resamples: int = 2000, seed: int = 0,
-                 confidence: float = 0.95,
-                 calibrations: Mapping[str, RunCalibration] | None = None) -> pd.DataFrame:
+def compare_many(
+    frames: Mapping[str, pd.DataFrame],
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    calibrations: Mapping[str, RunCalibration] | None = None,
+) -> pd.DataFrame:
     """Every pair (in the order of ``frames``) as :meth:`Comparison.row` with columns
     ``run_a`` and ``run_b`` in front, plus ``delong_p_holm`` and ``mcnemar_p_holm``: each
     test's p-values Holm-adjusted over all the pairs (the family; undefined p-values left
@@ -371,8 +475,16 @@ def compare_many(frames: Mapping[str, pd.DataFrame], resamples: int = 2000, seed
     found = calibrations or {}
     rows = []
     for name_a, name_b in itertools.combinations(frames, 2):
-        cmp = compare_runs(frames[name_a], frames[name_b], resamples, seed, confidence, (name_a, name_b),
-                           found.get(name_a), found.get(name_b))
+        cmp = compare_runs(
+            frames[name_a],
+            frames[name_b],
+            resamples,
+            seed,
+            confidence,
+            (name_a, name_b),
+            found.get(name_a),
+            found.get(name_b),
+        )
         rows.append({"run_a": name_a, "run_b": name_b, **cmp.row()})
     table = pd.DataFrame(rows, columns=None if rows else ["run_a", "run_b", "delong_p", "mcnemar_p"])
     table["delong_p_holm"] = holm(table["delong_p"].to_numpy(dtype=float))

@@ -75,20 +75,31 @@ def decision_from(settings: Mapping[str, Any]) -> DecisionConfig | None:
     section (keys ``rule``, ``epsilon``, ``quantile``, ``theta``; a ``decision.`` prefix is
     dropped). None when the rule, ε or the quantile is missing (None, empty or NaN); θ
     defaults as in the config (only θ rules use it, and a run logs it)."""
-    found = {str(k).removeprefix("decision."): v for k, v in settings.items()
-             if not (v is None or v == "" or (isinstance(v, float) and np.isnan(v)))}
+    found = {
+        str(k).removeprefix("decision."): v
+        for k, v in settings.items()
+        if not (v is None or v == "" or (isinstance(v, float) and np.isnan(v)))
+    }
     if any(key not in found for key in ("rule", "epsilon", "quantile")):
         return None
     try:
-        return DecisionConfig(epsilon=float(found["epsilon"]), quantile=str(found["quantile"]),
-                              rule=str(found["rule"]),
-                              theta=float(found.get("theta", DecisionConfig.theta)))
+        return DecisionConfig(
+            epsilon=float(found["epsilon"]),
+            quantile=str(found["quantile"]),
+            rule=str(found["rule"]),
+            theta=float(found.get("theta", DecisionConfig.theta)),
+        )
     except (TypeError, ValueError):
         return None
 
 
-def arm(calibration: RunCalibration | None, program_ids: Sequence[Any], labels: np.ndarray, seed: int,
-        missing: str = "no calibration scores") -> Arm:
+def arm(
+    calibration: RunCalibration | None,
+    program_ids: Sequence[Any],
+    labels: np.ndarray,
+    seed: int,
+    missing: str = "no calibration scores",
+) -> Arm:
     """The arm of a run whose labels of ``program_ids`` (the shared programs, in the paired
     bootstrap's order) are ``labels``: recalibrated on each resample when the run's rule
     calibrates, its scores cover every shared program and recalibrating on all its programs
@@ -119,15 +130,16 @@ def arm(calibration: RunCalibration | None, program_ids: Sequence[Any], labels: 
         human = given.set_axis(given.index.astype(str)).reindex(values.index)
     strata = human.fillna(-1).to_numpy()[others]
     groups = [others[strata == v] for v in (1, 0, -1) if (strata == v).any()]
-    scores = Scores(**{f.name: values[f.name].to_numpy(dtype=float) for f in fields(Scores)
-                       if f.name in rule.needs})
+    scores = Scores(**{f.name: values[f.name].to_numpy(dtype=float) for f in fields(Scores) if f.name in rule.needs})
     relabel_rule = rule.relabel
     n = ids.size
     again = relabel_rule(scores, cfg, np.concatenate([pos, others])[None, :])[0, :n]
     differ = int((again != np.asarray(labels, dtype=int)).sum())
     if differ:
-        return fixed(f"recalibrating with its settings ({calibration.describe()}) gives other labels than "
-                     f"the run's on {differ} of {n} programs")
+        return fixed(
+            f"recalibrating with its settings ({calibration.describe()}) gives other labels than "
+            f"the run's on {differ} of {n} programs"
+        )
     rng = np.random.default_rng(seed)
 
     def relabel(idx: np.ndarray) -> np.ndarray:

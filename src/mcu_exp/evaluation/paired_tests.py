@@ -111,8 +111,7 @@ class McNemar:
     method: str
 
 
-def mcnemar_test(truth: ArrayLike, label_a: ArrayLike, label_b: ArrayLike,
-                 exact_below: int = EXACT_BELOW) -> McNemar:
+def mcnemar_test(truth: ArrayLike, label_a: ArrayLike, label_b: ArrayLike, exact_below: int = EXACT_BELOW) -> McNemar:
     """McNemar's test of equal accuracy (H₀: P(A right, B wrong) = P(A wrong, B right)).
 
     Exact when b + c < ``exact_below``: p = min(1, 2·P(Bin(b + c, ½) ≤ min(b, c))), which is

@@ -36,8 +36,12 @@ import numpy as np
 Kind = Literal["rate", "auc", "corr", "count"]
 KINDS: tuple[Kind, ...] = ("rate", "auc", "corr", "count")
 INTERVAL_KINDS: tuple[Kind, ...] = ("rate", "auc", "corr")  # bootstrapped, compared with the baselines
-FORMATS: dict[str, tuple[str, str]] = {"rate": (".1%", ".1%"), "auc": (".3f", ".3f"), "corr": (".3f", ".3f"),
-                                       "count": (".0f", ".1f")}  # (observed, expected value)
+FORMATS: dict[str, tuple[str, str]] = {
+    "rate": (".1%", ".1%"),
+    "auc": (".3f", ".3f"),
+    "corr": (".3f", ".3f"),
+    "count": (".0f", ".1f"),
+}  # (observed, expected value)
 DEFAULT_FORMAT = ".3f"  # any other number (n, prevalence, an unregistered name)
 UNDEFINED = float("nan")  # the value of a metric whose denominator is zero
 CHANCE_AUC = 0.5  # an AUC's value for a ranking independent of the truth
@@ -196,19 +200,38 @@ _REGISTRY: dict[str, Metric] = {}
 _ORDER = itertools.count()  # registration order, kept across unregister()
 
 
-def register(name: str, *, header: str | None = None, kind: Kind = "rate", uses_score: bool = False,
-             uses_human: bool = False, random: Callable[[RandomLabeller], float] | None = None,
-             short: str = "", series: bool = True, fmt: str = "",
-             expected_fmt: str = "") -> Callable[[Compute], Compute]:
+def register(
+    name: str,
+    *,
+    header: str | None = None,
+    kind: Kind = "rate",
+    uses_score: bool = False,
+    uses_human: bool = False,
+    random: Callable[[RandomLabeller], float] | None = None,
+    short: str = "",
+    series: bool = True,
+    fmt: str = "",
+    expected_fmt: str = "",
+) -> Callable[[Compute], Compute]:
     """Decorator registering its function as the implementation of metric ``name``."""
     if name in _REGISTRY:
         raise ValueError(f"metric {name!r} is already registered; unregister it first")
 
     def add(compute: Compute) -> Compute:
-        _REGISTRY[name] = Metric(name=name, header=header or name, kind=kind, compute=compute,
-                                 uses_score=uses_score or uses_human, uses_human=uses_human,
-                                 random=random, short=short, series=series,
-                                 fmt=fmt, expected_fmt=expected_fmt, order=next(_ORDER))
+        _REGISTRY[name] = Metric(
+            name=name,
+            header=header or name,
+            kind=kind,
+            compute=compute,
+            uses_score=uses_score or uses_human,
+            uses_human=uses_human,
+            random=random,
+            short=short,
+            series=series,
+            fmt=fmt,
+            expected_fmt=expected_fmt,
+            order=next(_ORDER),
+        )
         return compute
 
     return add
@@ -227,17 +250,18 @@ def metric(name: str) -> Metric:
         raise KeyError(f"no metric {name!r}; registered: {', '.join(_REGISTRY)}") from None
 
 
-def registered(kinds: tuple[Kind, ...] = KINDS, score: bool | None = None,
-               series: bool | None = None) -> list[Metric]:
+def registered(kinds: tuple[Kind, ...] = KINDS, score: bool | None = None, series: bool | None = None) -> list[Metric]:
     """Registered metrics of ``kinds`` in kind order, then registration order; ``score``
     True/False keeps only score/label metrics, ``series`` True only those on the ε grid."""
-    chosen = [m for m in _REGISTRY.values() if m.kind in kinds
-              and (score is None or m.uses_score == score) and (series is None or m.series == series)]
+    chosen = [
+        m
+        for m in _REGISTRY.values()
+        if m.kind in kinds and (score is None or m.uses_score == score) and (series is None or m.series == series)
+    ]
     return sorted(chosen, key=lambda m: (KINDS.index(m.kind), m.order))
 
 
-def metric_names(kinds: tuple[Kind, ...] = KINDS, score: bool | None = None,
-                 series: bool | None = None) -> list[str]:
+def metric_names(kinds: tuple[Kind, ...] = KINDS, score: bool | None = None, series: bool | None = None) -> list[str]:
     """Names of :func:`registered` metrics."""
     return [m.name for m in registered(kinds, score, series)]
 
@@ -247,8 +271,7 @@ def header(name: str) -> str:
     return _REGISTRY[name].header if name in _REGISTRY else name
 
 
-def compute(counts: Counts, ranking: Ranking | None = None,
-            kinds: tuple[Kind, ...] = KINDS) -> dict[str, np.ndarray]:
+def compute(counts: Counts, ranking: Ranking | None = None, kinds: tuple[Kind, ...] = KINDS) -> dict[str, np.ndarray]:
     """Every registered metric of ``kinds``, in order: label metrics from ``counts``, score
     metrics from ``ranking`` (left out when it is None, and those needing the humans'
     continuous value when the ranking has none)."""

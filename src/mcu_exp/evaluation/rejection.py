@@ -90,8 +90,15 @@ def rejection_curves(quality: ArrayLike, score: ArrayLike) -> pd.DataFrame:
     k = np.arange(n)
     rejected_quality = np.full(n, np.nan)
     rejected_quality[1:] = (q.sum() - proxy[1:] * (n - k[1:])) / k[1:]
-    return pd.DataFrame({"rejection_rate": k / n, "proxy": proxy, "random": np.full(n, q.mean()),
-                         "oracle": oracle, "low_among_rejected": 1.0 - rejected_quality})
+    return pd.DataFrame(
+        {
+            "rejection_rate": k / n,
+            "proxy": proxy,
+            "random": np.full(n, q.mean()),
+            "oracle": oracle,
+            "low_among_rejected": 1.0 - rejected_quality,
+        }
+    )
 
 
 def prediction_rejection(quality: ArrayLike, score: ArrayLike) -> Rejection:
@@ -161,8 +168,9 @@ def prr_permutation_p(y_true: ArrayLike, score: ArrayLike, permutations: int = 1
     return (1 + extreme) / (1 + permutations)
 
 
-def prr_interval_and_p(truth: np.ndarray, score: np.ndarray, indices: np.ndarray, confidence: float,
-                       permutations: int, seed: int) -> tuple[float, float, float]:
+def prr_interval_and_p(
+    truth: np.ndarray, score: np.ndarray, indices: np.ndarray, confidence: float, permutations: int, seed: int
+) -> tuple[float, float, float]:
     """PRR's percentile interval over the resample rows ``indices`` and its two-sided
     permutation p-value against 0: (low, high, p), as every table that shows PRR gives them."""
     low, high = percentile_interval(prr_many(score[indices], truth[indices]), confidence)

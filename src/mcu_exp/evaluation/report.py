@@ -35,8 +35,10 @@ CI_LOW, CI_HIGH = "_ci_low", "_ci_high"  # suffixes of a metric's interval bound
 AUC_PERMUTATION_P = "auc_score_perm_p"  # two-sided permutation p-value of AUC(score) vs 0.5
 CI_RECALIBRATE, CI_CONDITIONAL = "recalibrate", "conditional"
 CI_METHODS = (CI_RECALIBRATE, CI_CONDITIONAL)
-CI_DESCRIPTIONS = {CI_RECALIBRATE: "stratified bootstrap resamples, τ recalibrated in each",
-                   CI_CONDITIONAL: "stratified bootstrap resamples, each program's label fixed"}
+CI_DESCRIPTIONS = {
+    CI_RECALIBRATE: "stratified bootstrap resamples, τ recalibrated in each",
+    CI_CONDITIONAL: "stratified bootstrap resamples, each program's label fixed",
+}
 
 
 def baseline_key(baseline: str, name: str) -> str:
@@ -93,14 +95,16 @@ class AlignmentReport:
         out: list[dict[str, object]] = []
         for name in self.metric_names:
             low, high = self.ci.get(name, (None, None))
-            out.append({
-                "metric": name,
-                "value": self.metrics[name],
-                "ci_low": low,
-                "ci_high": high,
-                ALWAYS: self.baselines[ALWAYS].get(name),
-                RANDOM: self.baselines[RANDOM].get(name),
-            })
+            out.append(
+                {
+                    "metric": name,
+                    "value": self.metrics[name],
+                    "ci_low": low,
+                    "ci_high": high,
+                    ALWAYS: self.baselines[ALWAYS].get(name),
+                    RANDOM: self.baselines[RANDOM].get(name),
+                }
+            )
         return out
 
     def to_frame(self) -> pd.DataFrame:
@@ -135,17 +139,25 @@ def evaluate(
     notes = list(messages)
     for name, share in undefined_shares(dist).items():
         if not math.isnan(metrics[name]):
-            notes.append(f"{header(name)} is undefined in {100.0 * share:.1f}% of the resamples; "
-                         "its CI is over the others")
+            notes.append(
+                f"{header(name)} is undefined in {100.0 * share:.1f}% of the resamples; its CI is over the others"
+            )
     tests = {}
     if score is not None and permutations:
         tests[AUC_PERMUTATION_P] = auc_permutation_p(y_true, score, permutations, seed)
-    return AlignmentReport(metrics=metrics, ci=ci, baselines=baselines,
-                           warnings=tuple(notes), n=int(metrics["n"]),
-                           confidence=confidence, resamples=resamples, seed=seed,
-                           ci_method=CI_CONDITIONAL if relabel is None and calibration is None
-                           else CI_RECALIBRATE,
-                           tests=tests, permutations=permutations if tests else 0)
+    return AlignmentReport(
+        metrics=metrics,
+        ci=ci,
+        baselines=baselines,
+        warnings=tuple(notes),
+        n=int(metrics["n"]),
+        confidence=confidence,
+        resamples=resamples,
+        seed=seed,
+        ci_method=CI_CONDITIONAL if relabel is None and calibration is None else CI_RECALIBRATE,
+        tests=tests,
+        permutations=permutations if tests else 0,
+    )
 
 
 def format_value(name: str, value: float | None, expected: bool = False) -> str:
@@ -172,34 +184,50 @@ def format_interval(name: str, interval: tuple[float, float] | None) -> str:
     return f"[{low}, {high}]"
 
 
-def render_table(report: AlignmentReport, title: str = "Alignment with human labels",
-                 ceiling_splits: int | None = None) -> str:
+def render_table(
+    report: AlignmentReport, title: str = "Alignment with human labels", ceiling_splits: int | None = None
+) -> str:
     """The report as a text table (metric | value | CI | always-1 | random baseline), rendered
     with rich into a string 100 columns wide, without colour or a TTY; the humans' ceiling
     (over ``ceiling_splits`` splits) under it when the report has one."""
-    table = Table(title=title, caption=(
-        f"n = {report.n}, prevalence = {100.0 * report.metrics['prevalence']:.1f}%; "
-        f"CIs: {report.resamples} {CI_DESCRIPTIONS[report.ci_method]}, seed {report.seed}"))
-    for header, justify in (("metric", "left"), ("value", "right"),
-                            (f"{100.0 * report.confidence:g} % CI", "right"),
-                            ("always-1 baseline", "right"), ("random baseline", "right")):
-        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    table = Table(
+        title=title,
+        caption=(
+            f"n = {report.n}, prevalence = {100.0 * report.metrics['prevalence']:.1f}%; "
+            f"CIs: {report.resamples} {CI_DESCRIPTIONS[report.ci_method]}, seed {report.seed}"
+        ),
+    )
+    for column, justify in (
+        ("metric", "left"),
+        ("value", "right"),
+        (f"{100.0 * report.confidence:g} % CI", "right"),
+        ("always-1 baseline", "right"),
+        ("random baseline", "right"),
+    ):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for row in report.rows():
         name = str(row["metric"])
         interval = report.ci.get(name)
-        table.add_row(name, format_value(name, report.metrics[name]),
-                      format_interval(name, interval),
-                      format_value(name, report.baselines[ALWAYS].get(name)),
-                      format_value(name, report.baselines[RANDOM].get(name), expected=True))
+        table.add_row(
+            name,
+            format_value(name, report.metrics[name]),
+            format_interval(name, interval),
+            format_value(name, report.baselines[ALWAYS].get(name)),
+            format_value(name, report.baselines[RANDOM].get(name), expected=True),
+        )
     buffer = io.StringIO()
-    console = Console(file=buffer, width=100, color_system=None, force_terminal=False,
-                      force_jupyter=False, soft_wrap=False)
+    console = Console(
+        file=buffer, width=100, color_system=None, force_terminal=False, force_jupyter=False, soft_wrap=False
+    )
     console.print(table)
     p_value = report.tests.get(AUC_PERMUTATION_P)
     if p_value is not None:
         shown = UNDEFINED if math.isnan(p_value) else f"{p_value:.4f}"
-        console.print(f"AUC (score) vs 0.5: two-sided permutation p = {shown} "
-                      f"({report.permutations:,} permutations)", markup=False, highlight=False)
+        console.print(
+            f"AUC (score) vs 0.5: two-sided permutation p = {shown} ({report.permutations:,} permutations)",
+            markup=False,
+            highlight=False,
+        )
     if report.ceiling:
         from mcu_exp.evaluation.ceiling import ceiling_lines
 
@@ -225,5 +253,6 @@ def metrics_for_mlflow(report: AlignmentReport, prefix: str = "") -> dict[str, f
         for name in metric_names(INTERVAL_KINDS):
             if name in report.metrics:
                 flat[baseline_key(baseline, name)] = report.baselines[baseline].get(name)
-    return {f"{prefix}{name}": float(value) for name, value in flat.items()
-            if value is not None and not math.isinf(value)}
+    return {
+        f"{prefix}{name}": float(value) for name, value in flat.items() if value is not None and not math.isinf(value)
+    }

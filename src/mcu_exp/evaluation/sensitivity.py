@@ -58,8 +58,7 @@ def _sweep(truth: np.ndarray, labels: np.ndarray, key: str, grid: np.ndarray) ->
     return pd.DataFrame({key: grid, **{name: metrics[name] for name in columns}})
 
 
-def _labels_and_values(y_true: ArrayLike, values: ArrayLike, name: str
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def _labels_and_values(y_true: ArrayLike, values: ArrayLike, name: str) -> tuple[np.ndarray, np.ndarray]:
     truth = as_binary(y_true, "y_true")
     return truth, as_score(values, name, truth.size)
 
@@ -120,12 +119,14 @@ def epsilon_sweep(
     if not eps:
         raise ValueError("evaluation.epsilon_grid is empty: give at least one ε")
     taus = np.array([threshold(alpha_cal, e, quantile_rule) for e in eps])
-    frame = pd.DataFrame({
-        "epsilon": eps,
-        "nominal": [1.0 - e for e in eps],
-        "tau": taus,
-        "coverage": [empirical_coverage(alpha, tau) for tau in taus],
-    })
+    frame = pd.DataFrame(
+        {
+            "epsilon": eps,
+            "nominal": [1.0 - e for e in eps],
+            "tau": taus,
+            "coverage": [empirical_coverage(alpha, tau) for tau in taus],
+        }
+    )
     if y_true is None:
         return frame
     truth, alpha = _labels_and_values(y_true, alpha, "alpha_test")
@@ -173,8 +174,9 @@ def by_subgroup(
     return pd.concat(frames, ignore_index=True)
 
 
-def _run_sweep(sweep: SweepName | Callable[..., pd.DataFrame], y: np.ndarray, s: np.ndarray,
-               kwargs: dict[str, object]) -> pd.DataFrame:
+def _run_sweep(
+    sweep: SweepName | Callable[..., pd.DataFrame], y: np.ndarray, s: np.ndarray, kwargs: dict[str, object]
+) -> pd.DataFrame:
     if callable(sweep):
         return sweep(y, s, **kwargs)
     if sweep == "threshold":
@@ -185,5 +187,4 @@ def _run_sweep(sweep: SweepName | Callable[..., pd.DataFrame], y: np.ndarray, s:
         if "alpha_cal" not in kwargs or "epsilons" not in kwargs:
             raise ValueError("by_subgroup(sweep='epsilon') needs alpha_cal= and epsilons=")
         return epsilon_sweep(alpha_test=s, y_true=y, **kwargs)  # type: ignore[arg-type]
-    raise ValueError(f"sweep must be 'threshold', 'similarity', 'epsilon' or a callable, "
-                     f"got {sweep!r}")
+    raise ValueError(f"sweep must be 'threshold', 'similarity', 'epsilon' or a callable, got {sweep!r}")

@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from mcu_exp.bundle import reads
 from mcu_exp.llm.cache_keys import (  # noqa: F401  (the key helpers' first home: still importable from here)
     canonical_json,
     key_parts,
@@ -44,11 +45,11 @@ from mcu_exp.llm.cache_keys import (  # noqa: F401  (the key helpers' first home
     sample_key,
     sample_keys,
 )
-from mcu_exp.bundle import reads
 from mcu_exp.llm.claims import ClaimOwner, holder_name, lease_free
 from mcu_exp.llm.contract import Sample
 from mcu_exp.llm.errors import CacheCorrupt
 from mcu_exp.llm.stored_text import escape_rows, storable, storable_json, unescape
+from mcu_exp.store.faults import check_sqlite_path, sqlite_fault
 from mcu_exp.store.sql import (
     POSTGRESQL,
     SQLITE,
@@ -58,7 +59,6 @@ from mcu_exp.store.sql import (
     open_store,
     postgres_schema,
 )
-from mcu_exp.store.faults import check_sqlite_path, sqlite_fault
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS samples (
@@ -113,11 +113,15 @@ _PUT_SAMPLES = (
     "finish_reason = excluded.finish_reason, prompt_tokens = excluded.prompt_tokens, "
     "completion_tokens = excluded.completion_tokens, created = excluded.created WHERE {blank}"
 )
-_CLAIM = ("INSERT INTO claims VALUES (?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET owner = excluded.owner, "
-          "host = excluded.host, pid = excluded.pid, expires = excluded.expires")
+_CLAIM = (
+    "INSERT INTO claims VALUES (?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET owner = excluded.owner, "
+    "host = excluded.host, pid = excluded.pid, expires = excluded.expires"
+)
 _IS_ESCAPED = "EXISTS (SELECT 1 FROM escaped WHERE escaped.key = samples.key)"  # text is a JSON literal
-_MARK_ESCAPED = ("INSERT INTO escaped SELECT key FROM samples WHERE key = ? AND text = ? "
-                 "ON CONFLICT DO NOTHING")  # only where the escaped text was the one stored
+_MARK_ESCAPED = (
+    "INSERT INTO escaped SELECT key FROM samples WHERE key = ? AND text = ? "
+    "ON CONFLICT DO NOTHING"
+)  # only where the escaped text was the one stored
 _PUT_FAILURE = (
     "INSERT INTO failures VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT(key) DO UPDATE SET "
     "kind = excluded.kind, text = excluded.text, finish_reason = excluded.finish_reason, "
@@ -140,15 +144,19 @@ def _broken(name: str, dialect: str, exc: BaseException) -> CacheCorrupt:
     """The one-line error of a cache database that failed under us."""
     if dialect == POSTGRESQL:
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-        return CacheCorrupt(f"generation cache {name}: the database failed ({first}); what was stored "
-                            "before is kept: rerun to resume once it is reachable")
+        return CacheCorrupt(
+            f"generation cache {name}: the database failed ({first}); what was stored "
+            "before is kept: rerun to resume once it is reachable"
+        )
     return CacheCorrupt(f"generation cache {name} is not a readable SQLite database ({exc})", _move_aside(name))
 
 
 def _move_aside(name: str) -> str:
     """A job's advice for a cache file it cannot use."""
-    return (f"move it aside with its -wal and -shm files (mv {name}* <elsewhere>/) and rerun: "
-            "its samples are generated again")
+    return (
+        f"move it aside with its -wal and -shm files (mv {name}* <elsewhere>/) and rerun: "
+        "its samples are generated again"
+    )
 
 
 class GenerationCache:
@@ -202,11 +210,14 @@ class GenerationCache:
     def get_many(self, keys: Iterable[str]) -> dict[str, Sample]:
         """The cached usable samples among ``keys`` (absent or legacy empty ones are left out)."""
         found: dict[str, Sample] = {}
-        sql = (f"SELECT key, text, finish_reason, prompt_tokens, completion_tokens, {_IS_ESCAPED} "
-               "FROM samples WHERE key IN ({marks})")
+        sql = (
+            f"SELECT key, text, finish_reason, prompt_tokens, completion_tokens, {_IS_ESCAPED} "
+            "FROM samples WHERE key IN ({marks})"
+        )
         with self._guard():
             for key, text, reason, prompt_tokens, completion_tokens, escaped in self._rows(
-                    sql, list(dict.fromkeys(keys))):
+                sql, list(dict.fromkeys(keys))
+            ):
                 sample = Sample(unescape(text) if escaped else text, reason, prompt_tokens, completion_tokens)
                 if sample.failure is None:
                     found[key] = sample
@@ -215,11 +226,15 @@ class GenerationCache:
 
     def failures_since(self, keys: Iterable[str], since: float) -> dict[str, Sample]:
         """The failed samples among ``keys`` recorded at or after ``since`` (a peer's this run)."""
-        sql = ("SELECT key, text, finish_reason, prompt_tokens, completion_tokens "
-               "FROM failures WHERE key IN ({marks}) AND created >= ?")
+        sql = (
+            "SELECT key, text, finish_reason, prompt_tokens, completion_tokens "
+            "FROM failures WHERE key IN ({marks}) AND created >= ?"
+        )
         with self._guard():
-            return {key: Sample(text, reason, p, c)
-                    for key, text, reason, p, c in self._rows(sql, list(dict.fromkeys(keys)), since)}
+            return {
+                key: Sample(text, reason, p, c)
+                for key, text, reason, p, c in self._rows(sql, list(dict.fromkeys(keys)), since)
+            }
 
     def put(self, key: str, sample: Sample, parts: Mapping[str, Any] | None = None) -> bool:
         """Store one sample in its own transaction.
@@ -233,8 +248,7 @@ class GenerationCache:
     def put_many(self, rows: Iterable[tuple[str, Sample, Mapping[str, Any] | None]]) -> int:
         """Store ``(key, sample, parts)`` rows in one transaction (all or none); how many
         usable samples were written. Each row is handled as :meth:`put` handles one."""
-        rows = [(key, sample, storable_json(canonical_json(parts or {}), parts or {}))
-                for key, sample, parts in rows]
+        rows = [(key, sample, storable_json(canonical_json(parts or {}), parts or {})) for key, sample, parts in rows]
         with self._guard(), self._transaction():
             return self._write(rows)
 
@@ -257,8 +271,10 @@ class GenerationCache:
             items = sorted(new.items())
             for start in range(0, len(items), _ROWS):
                 part = items[start : start + _ROWS]
-                self._db.execute("INSERT INTO requests VALUES " + ",".join(["(?,?)"] * len(part))
-                                 + " ON CONFLICT DO NOTHING", [value for item in part for value in item])
+                self._db.execute(
+                    "INSERT INTO requests VALUES " + ",".join(["(?,?)"] * len(part)) + " ON CONFLICT DO NOTHING",
+                    [value for item in part for value in item],
+                )
             written = self._write(rows)
         self._stored_requests.update(new)  # only once committed
         return written
@@ -279,18 +295,23 @@ class GenerationCache:
                 good[key] = (key, s.text, s.finish_reason, s.prompt_tokens, s.completion_tokens, stored, blob)
         reads.note(reads.SAMPLES, good)
         escaped = escape_rows(good, 1)
-        bad = [(key, s.failure, storable(s.text), s.finish_reason, s.prompt_tokens, s.completion_tokens, now, blob)
-               for key, s, blob in rows if s.failure is not None]
+        bad = [
+            (key, s.failure, storable(s.text), s.finish_reason, s.prompt_tokens, s.completion_tokens, now, blob)
+            for key, s, blob in rows
+            if s.failure is not None
+        ]
         ordered = [good[key] for key in sorted(good)] if self._db.dialect == POSTGRESQL else list(good.values())
         written = 0
         for start in range(0, len(ordered), _ROWS):
             part = ordered[start : start + _ROWS]
-            cursor = self._db.execute(_PUT_SAMPLES.format(values=",".join(["(?,?,?,?,?,?,?)"] * len(part)),
-                                                          blank=self._blank),
-                                      [value for row in part for value in row])
+            cursor = self._db.execute(
+                _PUT_SAMPLES.format(values=",".join(["(?,?,?,?,?,?,?)"] * len(part)), blank=self._blank),
+                [value for row in part for value in row],
+            )
             written += max(cursor.rowcount, 0)
-            self._db.execute(f"DELETE FROM failures WHERE key IN ({','.join('?' * len(part))})",
-                             [row[0] for row in part])
+            self._db.execute(
+                f"DELETE FROM failures WHERE key IN ({','.join('?' * len(part))})", [row[0] for row in part]
+            )
         self._db.executemany(_PUT_FAILURE, bad)
         self._db.executemany(_MARK_ESCAPED, escaped)
         return written
@@ -311,12 +332,20 @@ class GenerationCache:
         wanted = list(dict.fromkeys(keys))
         now = time.time()
         with self._guard(), self._db.transaction(exclusive="claims"):
-            settled = {row[0] for row in self._rows(
-                f"SELECT key FROM samples WHERE key IN ({{marks}}) AND NOT {self._blank}", wanted)}
-            settled |= {row[0] for row in self._rows(
-                "SELECT key FROM failures WHERE key IN ({marks}) AND created >= ?", wanted, since)}
-            held = {row[0]: row[1:] for row in self._rows(
-                "SELECT key, owner, host, pid, expires FROM claims WHERE key IN ({marks})", wanted)}
+            settled = {
+                row[0]
+                for row in self._rows(f"SELECT key FROM samples WHERE key IN ({{marks}}) AND NOT {self._blank}", wanted)
+            }
+            settled |= {
+                row[0]
+                for row in self._rows("SELECT key FROM failures WHERE key IN ({marks}) AND created >= ?", wanted, since)
+            }
+            held = {
+                row[0]: row[1:]
+                for row in self._rows(
+                    "SELECT key, owner, host, pid, expires FROM claims WHERE key IN ({marks})", wanted
+                )
+            }
             mine = {key for key in wanted if key not in settled and lease_free(held.get(key), owner, now)}
             self._db.executemany(_CLAIM, [(key, owner.id, owner.host, owner.pid, now + ttl_s) for key in sorted(mine)])
         return mine
@@ -353,8 +382,7 @@ class GenerationCache:
             stop.set()
             thread.join(timeout=5.0)
 
-    def rows(self, table: str, size: int = 5_000, keys: Sequence[str] | None = None
-             ) -> Iterator[list[tuple[Any, ...]]]:
+    def rows(self, table: str, size: int = 5_000, keys: Sequence[str] | None = None) -> Iterator[list[tuple[Any, ...]]]:
         """Every row of ``table`` (one of :data:`EXPORTED`), ``size`` at a time, in the
         columns :meth:`add_rows` takes; legacy blank samples are left out. With ``keys``
         (sample keys, or request ids), only those rows (a run bundle's)."""
@@ -395,8 +423,11 @@ class GenerationCache:
             for start in range(0, len(ordered), _ROWS):
                 part = ordered[start : start + _ROWS]
                 values = ",".join(["(" + ",".join("?" * len(part[0])) + ")"] * len(part))
-                sql = (_PUT_SAMPLES.format(values=values, blank=self._blank) if samples
-                       else f"INSERT INTO requests VALUES {values} ON CONFLICT DO NOTHING")
+                sql = (
+                    _PUT_SAMPLES.format(values=values, blank=self._blank)
+                    if samples
+                    else f"INSERT INTO requests VALUES {values} ON CONFLICT DO NOTHING"
+                )
                 added += max(self._db.execute(sql, [v for row in part for v in row]).rowcount, 0)
             self._db.executemany(_MARK_ESCAPED, escaped)
         return added
@@ -416,8 +447,9 @@ class GenerationCache:
         self.close()
 
 
-def open_generation_cache(cache_dir: str | Path, url: str | None = None,
-                          existing: bool = False) -> GenerationCache | None:
+def open_generation_cache(
+    cache_dir: str | Path, url: str | None = None, existing: bool = False
+) -> GenerationCache | None:
     """A job's generation cache: the PostgreSQL store at ``url`` when given, else
     :data:`CACHE_FILE` in ``cache_dir``. With ``existing``, None when that file does not exist
     yet (a preview opens nothing it would create)."""

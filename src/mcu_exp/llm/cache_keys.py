@@ -49,7 +49,7 @@ def sample_keys(identity: Mapping[str, Any], request: GenerationRequest, indices
         return [sample_key(identity, request, index) for index in indices]
     cut += len(_INDEX)
     head = hashlib.sha256(text[:cut].encode())
-    tail = text[cut + 1:].encode()
+    tail = text[cut + 1 :].encode()
     keys = []
     for index in indices:
         digest = head.copy()

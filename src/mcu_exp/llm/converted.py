@@ -143,8 +143,14 @@ def manifest(weights: Weights, dtype: str, sha: str) -> dict[str, Any]:
     gguf = weights.folder / str(weights.gguf_file)
     return {
         "format": FORMAT,
-        "source": {"file": gguf.name, "path": str(gguf.resolve()), "size": gguf.stat().st_size, "sha256": sha,
-                   "package": weights.package, "package_version": weights.package_version},
+        "source": {
+            "file": gguf.name,
+            "path": str(gguf.resolve()),
+            "size": gguf.stat().st_size,
+            "sha256": sha,
+            "package": weights.package,
+            "package_version": weights.package_version,
+        },
         "dtype": dtype,
         "versions": _versions(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

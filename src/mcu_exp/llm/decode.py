@@ -102,8 +102,9 @@ class PrefixDecoder:
     values stored once); ``False`` copies the prompt cache into every row.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, eos_ids: set[int], shared_prefix: bool,
-                 cache_kwarg: str = "cache") -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, eos_ids: set[int], shared_prefix: bool, cache_kwarg: str = "cache"
+    ) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.eos_ids = eos_ids
@@ -177,8 +178,9 @@ class PrefixDecoder:
             return text, "stop" if cut else "length"
         return None
 
-    def decode(self, request: GenerationRequest, prefix: Prefix, indices: Sequence[int],
-               use_eos: bool = True) -> Iterator[tuple[int, Sample]]:
+    def decode(
+        self, request: GenerationRequest, prefix: Prefix, indices: Sequence[int], use_eos: bool = True
+    ) -> Iterator[tuple[int, Sample]]:
         """Yield ``(sample index, sample)`` as each row finishes; rows that finish leave the batch.
 
         ``use_eos=False`` ignores end-of-sequence tokens (benchmarks force a fixed length)."""

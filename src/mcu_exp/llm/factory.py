@@ -25,6 +25,7 @@ from mcu_exp.redact import redact_tree, redact_url
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
 
+
 def _provider_names() -> tuple[str, ...]:
     """Every public module of :mod:`mcu_exp.llm.providers`: adding a backend is adding one."""
     import pkgutil
@@ -78,12 +79,14 @@ def _local_backend(cfg: ModelConfig) -> Backend:
     from mcu_exp.llm.cache import canonical_json
     from mcu_exp.llm.local import LocalBackend, local_identity
 
-    key = canonical_json({
-        "identity": local_identity(cfg),
-        "device": str(cfg.device),
-        "max_batch_size": cfg.max_batch_size,
-        "num_threads": cfg.num_threads,
-    })
+    key = canonical_json(
+        {
+            "identity": local_identity(cfg),
+            "device": str(cfg.device),
+            "max_batch_size": cfg.max_batch_size,
+            "num_threads": cfg.num_threads,
+        }
+    )
     backend = _local_backends.pop(key, None) or LocalBackend(cfg)
     _local_backends[key] = backend
     while len(_local_backends) > _LOCAL_KEPT:
@@ -133,8 +136,10 @@ def _check_base_url(cfg: ModelConfig, name: str) -> None:
     url = cfg.base_url
     if not url:
         if name == "openai_compatible":
-            raise BackendError(f"model '{cfg.name}': backend openai_compatible needs model.base_url "
-                               "(e.g. http://127.0.0.1:8000/v1 for `vllm serve`)")
+            raise BackendError(
+                f"model '{cfg.name}': backend openai_compatible needs model.base_url "
+                "(e.g. http://127.0.0.1:8000/v1 for `vllm serve`)"
+            )
         return
     try:
         parts = urlsplit(str(url))
@@ -142,8 +147,10 @@ def _check_base_url(cfg: ModelConfig, name: str) -> None:
     except ValueError:  # a port that is not a number
         valid = False
     if not valid:
-        raise BackendError(f"model '{cfg.name}': model.base_url={redact_url(str(url))!r} is not a URL; "
-                           "expected http(s)://host[:port][/path]")
+        raise BackendError(
+            f"model '{cfg.name}': model.base_url={redact_url(str(url))!r} is not a URL; "
+            "expected http(s)://host[:port][/path]"
+        )
 
 
 def check_backend(cfg: ModelConfig, *, need_key: bool = True) -> None:

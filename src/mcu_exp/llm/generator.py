@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -91,9 +91,16 @@ class CachedGenerator:
     on another host that died); ``poll_s`` how often a waiting process looks for a peer's samples.
     """
 
-    def __init__(self, model_cfg: ModelConfig | None, cache_dir: str | Path, progress: bool = True,
-                 backend: Backend | None = None, claim_ttl_s: float = 60.0, poll_s: float = 0.25,
-                 cache_url: str | None = None) -> None:
+    def __init__(
+        self,
+        model_cfg: ModelConfig | None,
+        cache_dir: str | Path,
+        progress: bool = True,
+        backend: Backend | None = None,
+        claim_ttl_s: float = 60.0,
+        poll_s: float = 0.25,
+        cache_url: str | None = None,
+    ) -> None:
         self.model_cfg = model_cfg
         self.cache_dir = Path(cache_dir)  # also where a batch backend records its batches
         self.cache: GenerationCache = open_generation_cache(self.cache_dir, cache_url)  # type: ignore[assignment]
@@ -181,17 +188,27 @@ class CachedGenerator:
             self.stats["from_peers"] += len(peers)
             if pending and not mine:
                 if time.monotonic() - last_note > 30.0:
-                    log.info("waiting for %d samples that other processes are generating (%s)",
-                             len(pending), ", ".join(self.cache.holders(pending)) or "leases just released")
+                    log.info(
+                        "waiting for %d samples that other processes are generating (%s)",
+                        len(pending),
+                        ", ".join(self.cache.holders(pending)) or "leases just released",
+                    )
                     last_note = time.monotonic()
                 time.sleep(self.poll_s)
-        log.info("generate: %d samples, %d from cache, %d generated, %d errors, %d filtered, %d empty",
-                 total, hits, self.stats["generated"], self.stats["errors"], self.stats["filtered"],
-                 self.stats["empty"])
+        log.info(
+            "generate: %d samples, %d from cache, %d generated, %d errors, %d filtered, %d empty",
+            total,
+            hits,
+            self.stats["generated"],
+            self.stats["errors"],
+            self.stats["filtered"],
+            self.stats["empty"],
+        )
         return [GenerationResult(r, [_valid(s) for s in ss if s is not None]) for r, ss in zip(requests, slots)]
 
-    def _lookup(self, identity: dict[str, Any], requests: Sequence[GenerationRequest],
-                slots: list[list[Sample | None]]) -> dict[str, list[tuple[int, int]]]:
+    def _lookup(
+        self, identity: dict[str, Any], requests: Sequence[GenerationRequest], slots: list[list[Sample | None]]
+    ) -> dict[str, list[tuple[int, int]]]:
         """Fill ``slots`` from the cache, a chunk of requests at a time; every missing key
         with each (request, index) that wants it."""
         waiting: dict[str, list[tuple[int, int]]] = {}
@@ -215,8 +232,9 @@ class CachedGenerator:
         return waiting
 
     @staticmethod
-    def _fill(found: Mapping[str, Sample], slots: list[list[Sample | None]],
-              waiting: Mapping[str, list[tuple[int, int]]]) -> set[str]:
+    def _fill(
+        found: Mapping[str, Sample], slots: list[list[Sample | None]], waiting: Mapping[str, list[tuple[int, int]]]
+    ) -> set[str]:
         """Put each found sample in every slot that wants it; the keys filled."""
         for key, sample in found.items():
             for pos, index in waiting[key]:
@@ -224,8 +242,9 @@ class CachedGenerator:
         return set(found)
 
     @staticmethod
-    def _jobs(requests: Sequence[GenerationRequest], waiting: Mapping[str, list[tuple[int, int]]],
-              keys: set[str]) -> list[SampleJob]:
+    def _jobs(
+        requests: Sequence[GenerationRequest], waiting: Mapping[str, list[tuple[int, int]]], keys: set[str]
+    ) -> list[SampleJob]:
         """One job per request for ``keys`` (each key asked once, at its first slot)."""
         indices: dict[int, list[int]] = {}
         for key in keys:
@@ -233,8 +252,15 @@ class CachedGenerator:
             indices.setdefault(pos, []).append(index)
         return [SampleJob(requests[pos], tuple(sorted(ix))) for pos, ix in sorted(indices.items())]
 
-    def _run(self, identity: dict[str, Any], jobs: list[SampleJob], slots: list[list[Sample | None]],
-             waiting: dict[str, list[tuple[int, int]]], total: int, hits: int) -> None:
+    def _run(
+        self,
+        identity: dict[str, Any],
+        jobs: list[SampleJob],
+        slots: list[list[Sample | None]],
+        waiting: dict[str, list[tuple[int, int]]],
+        total: int,
+        hits: int,
+    ) -> None:
         backend = self._get_backend()
         load = getattr(backend, "load", None)
         if callable(load):  # a local model loads as its own step, before the bar starts its clock
@@ -242,8 +268,9 @@ class CachedGenerator:
         billing = getattr(backend, "usage", None)
         before = dict(billing()) if billing is not None else {}
         made = {"samples": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0}
-        bar = tqdm(total=total, initial=hits, desc="generate", unit="sample", disable=not self.progress,
-                   dynamic_ncols=True)
+        bar = tqdm(
+            total=total, initial=hits, desc="generate", unit="sample", disable=not self.progress, dynamic_ncols=True
+        )
         asked = sum(len(job.indices) for job in jobs)
         received = 0
         keys: dict[int, dict[int, str]] = {}  # job -> sample index -> key
@@ -286,13 +313,17 @@ class CachedGenerator:
             bar.close()
             if billing is not None:
                 after = billing()
-                made = {k: float(v) - float(before.get(k, 0)) for k, v in after.items()
-                        if isinstance(v, (int, float)) and not isinstance(v, bool)}
+                made = {
+                    k: float(v) - float(before.get(k, 0))
+                    for k, v in after.items()
+                    if isinstance(v, (int, float)) and not isinstance(v, bool)
+                }
             for name, value in made.items():
                 self._usage[name] = self._usage.get(name, 0.0) + value
         if received < asked:
-            raise BackendError(f"backend {identity.get('backend')!r} returned {asked - received} fewer samples "
-                               "than requested")
+            raise BackendError(
+                f"backend {identity.get('backend')!r} returned {asked - received} fewer samples than requested"
+            )
 
     def _store_spares(self, parts: Mapping[str, Any], rows: Sequence[tuple[str, int, Sample]]) -> None:
         """Store samples of one request that the backend received though no request here asked for them."""

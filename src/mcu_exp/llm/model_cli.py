@@ -29,7 +29,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description="Manage the local models' converted copies.")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     convert = actions.add_parser(
-        "convert", formatter_class=argparse.RawDescriptionHelpFormatter,
+        "convert",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         help="write a GGUF model as a Hugging Face folder in the user cache and print its path",
         description=(
             "De-quantise the model's GGUF file once and write it as a Hugging Face folder (safetensors,\n"
@@ -38,10 +39,16 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
             f"Folders live in {root}/<GGUF name>-<sha256>-<dtype>/\n"
             f"(${converted.CACHE_ENV}, else $XDG_CACHE_HOME/mcu_exp, else ~/.cache/mcu_exp; then converted/).\n"
             f"Deleting them is safe (rm -r {root}): the next load converts again.\n"
-            f"{converted.CONVERT_ENV}=0 makes model loads use the GGUF without writing anything."),
-        epilog="example: mcu-exp model convert model=smollm2-135m model.dtype=bfloat16")
-    convert.add_argument("overrides", nargs="*", metavar="OVERRIDE",
-                         help="Hydra overrides of the model section (default: model=smollm2-135m as in a job)")
+            f"{converted.CONVERT_ENV}=0 makes model loads use the GGUF without writing anything."
+        ),
+        epilog="example: mcu-exp model convert model=smollm2-135m model.dtype=bfloat16",
+    )
+    convert.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="OVERRIDE",
+        help="Hydra overrides of the model section (default: model=smollm2-135m as in a job)",
+    )
     return parser
 
 
@@ -63,8 +70,10 @@ def convert(cfg: ModelConfig) -> Path:
     from mcu_exp.llm.threads import choose_threads
 
     if str(cfg.backend) != "local" or not cfg.gguf_file:
-        raise BackendError(f"model {cfg.name!r} (backend {cfg.backend}) has no GGUF file to convert: "
-                           "model.gguf_file is unset; pick a GGUF model, e.g. model=smollm2-135m")
+        raise BackendError(
+            f"model {cfg.name!r} (backend {cfg.backend}) has no GGUF file to convert: "
+            "model.gguf_file is unset; pick a GGUF model, e.g. model=smollm2-135m"
+        )
     weights = locate_weights(cfg)
     # An explicit dtype names the folder without asking torch about GPUs (torch's import: seconds).
     dtype_name = resolve_dtype(cfg, "cpu" if str(cfg.dtype) != "auto" else resolve_device(cfg))

@@ -56,7 +56,7 @@ def escape_rows(rows: dict[str, tuple[Any, ...]], column: int) -> list[tuple[str
     for key, row in rows.items():
         if needs_escape(row[column]):
             stored = escape(row[column])
-            rows[key] = (*row[:column], stored, *row[column + 1:])
+            rows[key] = (*row[:column], stored, *row[column + 1 :])
             marks.append((key, stored))
     return marks
 

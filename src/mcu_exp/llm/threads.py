@@ -87,6 +87,7 @@ def choose_threads(torch: Any, requested: int | None = None) -> None:
     busy = busy_cpus() if requested is None and min(current, budget) > 1 else 0.0
     threads = thread_count(requested, current, budget, busy, os.cpu_count() or 1)
     if threads != current:
-        log.debug("torch threads: %d (model.num_threads %s, CPU budget %d, busy CPUs %.1f)",
-                  threads, requested, budget, busy)
+        log.debug(
+            "torch threads: %d (model.num_threads %s, CPU budget %d, busy CPUs %.1f)", threads, requested, budget, busy
+        )
         torch.set_num_threads(threads)

@@ -21,12 +21,12 @@ at a common size (:mod:`mcu_exp.measures.sizing`). The built-ins live in
 
 from __future__ import annotations
 
-from mcu_exp import names
-
 from collections.abc import Callable
 from functools import wraps
 
 import numpy as np
+
+from mcu_exp import names
 
 MeasureFn = Callable[[np.ndarray], float]
 BatchFn = Callable[[np.ndarray], np.ndarray]  # (count, m, m) checked matrices -> (count,) uncertainties
@@ -62,8 +62,9 @@ def affinity(similarity: np.ndarray) -> np.ndarray:
     return w
 
 
-def register_measure(name: str, size_free: bool = False,
-                     batched: BatchFn | None = None) -> Callable[[MeasureFn], MeasureFn]:
+def register_measure(
+    name: str, size_free: bool = False, batched: BatchFn | None = None
+) -> Callable[[MeasureFn], MeasureFn]:
     """Decorator registering ``fn(similarity) -> uncertainty`` as measure ``name``; the
     registered (and returned) function checks its input with :func:`as_similarity`.
     ``size_free``: its expected value is the same for any number of responses (a mean over

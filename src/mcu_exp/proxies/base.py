@@ -133,8 +133,13 @@ def typed_section(config_class: type, section: Mapping[str, Any], key: str) -> A
     data = {k: v for k, v in dict(section).items() if k != "_target_"}
     foreign = [k for k in data if k not in known]
     if foreign:
-        log.warning("%s: ignoring %s: not settings of %s (its keys: %s)", key,
-                    ", ".join(f"{key}.{k}" for k in foreign), config_class.__name__, ", ".join(known))
+        log.warning(
+            "%s: ignoring %s: not settings of %s (its keys: %s)",
+            key,
+            ", ".join(f"{key}.{k}" for k in foreign),
+            config_class.__name__,
+            ", ".join(known),
+        )
     try:
         merged = OmegaConf.merge(OmegaConf.structured(config_class), {k: data[k] for k in data if k in known})
         return OmegaConf.to_object(merged)
@@ -162,7 +167,9 @@ def build_proxy(section: Mapping[str, Any], ctx: ProxyContext, key: str = "proxy
     """The proxy a config section names by ``_target_``, with its typed config."""
     target = section.get("_target_")
     if not target:
-        raise ValueError(f"{key}._target_ is missing: name the proxy class, e.g. "
-                         "mcu_exp.proxies.p1_consistency.ConsistencyProxy (see conf/proxy/)")
+        raise ValueError(
+            f"{key}._target_ is missing: name the proxy class, e.g. "
+            "mcu_exp.proxies.p1_consistency.ConsistencyProxy (see conf/proxy/)"
+        )
     cls = proxy_class(str(target), key)
     return cls(typed_section(cls.Config, section, key), ctx)

@@ -87,16 +87,31 @@ def expert_problems(experts: ExpertsConfig, needs_pool: bool) -> Iterator[str]:
 
 def expert_specs(experts: ExpertsConfig) -> list[dict[str, Any]]:
     """Who the experts are, for specs.json: label, model config, sampling and seed."""
-    return [{"label": label, "model": member.model.name, "model_id": member.model.model_id,
-             "temperature": member.model.temperature, "top_p": member.model.top_p, "seed": member.seed}
-            for label, member in experts.labelled().items()]
+    return [
+        {
+            "label": label,
+            "model": member.model.name,
+            "model_id": member.model.model_id,
+            "temperature": member.model.temperature,
+            "top_p": member.model.top_p,
+            "seed": member.seed,
+        }
+        for label, member in experts.labelled().items()
+    ]
 
 
 def expert_stages(ctx: ProxyContext, prompt: str) -> Iterator[Stage]:
     """One stage per expert: ``m`` summaries of every program (the target's summary prompt)."""
     for label, member in ctx.experts.labelled().items():
-        requests = summary_requests(member.model, ctx.dataset, ctx.program_ids, prompt, ctx.experts.m,
-                                    member.seed, stream=expert_summaries(label))
+        requests = summary_requests(
+            member.model,
+            ctx.dataset,
+            ctx.program_ids,
+            prompt,
+            ctx.experts.m,
+            member.seed,
+            stream=expert_summaries(label),
+        )
         yield Stage(f"{EXPERT_SUMMARIES}:{label}", EXPERT_SUMMARIES, label, member.model, requests)
 
 
@@ -116,13 +131,23 @@ def build_pools(ctx: ProxyContext, done: StageResults, scorer: Any) -> ExpertPoo
                 pools[pid].append(PoolEntry(label, int(i), texts[i], float(scores[i])))
             rank = {int(i): r + 1 for r, i in enumerate(order)}
             for i, text in enumerate(texts):
-                rows.append({"program_id": pid, "expert": label, "model": member.model.name,
-                             "sample_index": i, "text": text, "centrality": float(scores[i]),
-                             "rank": rank[i], "kept": i in kept})
+                rows.append(
+                    {
+                        "program_id": pid,
+                        "expert": label,
+                        "model": member.model.name,
+                        "sample_index": i,
+                        "text": text,
+                        "centrality": float(scores[i]),
+                        "rank": rank[i],
+                        "kept": i in kept,
+                    }
+                )
     seed = experts.reference_seed
     references = {pid: pool[draw_index(len(pool), seed, pid, REFERENCE)] for pid, pool in pools.items()}
-    records = pd.DataFrame(rows, columns=["program_id", "expert", "model", "sample_index", "text",
-                                          "centrality", "rank", "kept"])
+    records = pd.DataFrame(
+        rows, columns=["program_id", "expert", "model", "sample_index", "text", "centrality", "rank", "kept"]
+    )
     ref_keys = {(pid, e.expert, e.sample_index) for pid, e in references.items()}
     records["is_reference"] = [
         (p, e, i) in ref_keys for p, e, i in zip(records["program_id"], records["expert"], records["sample_index"])

@@ -43,15 +43,17 @@ from mcu_exp.proxies.base import Proxy, ProxyOutcome
 from mcu_exp.proxies.prompts import question_messages
 from mcu_exp.proxies.stages import Stage, StageResults
 from mcu_exp.proxies.voting import plurality, too_few
-from mcu_exp.scoring.parsing import option_letters, parse_choice
 from mcu_exp.rng_streams import answers as answer_stream
 from mcu_exp.rng_streams import program_seed
+from mcu_exp.scoring.parsing import option_letters, parse_choice
 
 log = logging.getLogger(__name__)
 
 ANSWERS = "P0 answers"
-NO_QUESTIONS = ("P0 needs comprehension questions: set dataset.questions=FILE "
-                "(e.g. dataset.questions=data/questions/scalabrino_demo.jsonl)")
+NO_QUESTIONS = (
+    "P0 needs comprehension questions: set dataset.questions=FILE "
+    "(e.g. dataset.questions=data/questions/scalabrino_demo.jsonl)"
+)
 
 
 @dataclass
@@ -93,8 +95,10 @@ def correct_option(question: Question) -> int:
     """The question's correct option index; ValueError naming where it was read when absent."""
     if question.correct is None:
         where = f" ({question.source})" if question.source else ""
-        raise ValueError(f"question {question.program_id}/{question.question_id}{where} has no "
-                         "'correct' option index, which P0 needs")
+        raise ValueError(
+            f"question {question.program_id}/{question.question_id}{where} has no "
+            "'correct' option index, which P0 needs"
+        )
     return question.correct
 
 
@@ -106,8 +110,7 @@ def keyless_problem(dataset: Dataset, program_ids: Sequence[str]) -> str | None:
     if not keyless:
         return None
     first = keyless[0].source or f"program {keyless[0].program_id}, question {keyless[0].question_id}"
-    return (f"{len(keyless)} of {len(questions)} questions have no 'correct' key "
-            f"(first: {first})")
+    return f"{len(keyless)} of {len(questions)} questions have no 'correct' key (first: {first})"
 
 
 def split_by_questions(dataset: Dataset, program_ids: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -116,8 +119,9 @@ def split_by_questions(dataset: Dataset, program_ids: Sequence[str]) -> tuple[li
     return [p for p in program_ids if p in asked], [p for p in program_ids if p not in asked]
 
 
-def answer_jobs(model: ModelConfig, dataset: Dataset, program_ids: Sequence[str],
-                proxy_cfg: SubjectConfig) -> list[AnswerJob]:
+def answer_jobs(
+    model: ModelConfig, dataset: Dataset, program_ids: Sequence[str], proxy_cfg: SubjectConfig
+) -> list[AnswerJob]:
     """Every run of every question of ``program_ids``: ``proxy.samples`` samples of at most
     ``proxy.answer_max_new_tokens`` tokens, each run seeded from its own stream under
     ``proxy.sample_seed``."""
@@ -126,8 +130,9 @@ def answer_jobs(model: ModelConfig, dataset: Dataset, program_ids: Sequence[str]
         program = dataset.program(pid)
         for question in dataset.questions_for(pid):
             option_letters(len(question.options))
-            for run, order in enumerate(rotation_orders(len(question.options), correct_option(question),
-                                                        bool(proxy_cfg.rotate))):
+            for run, order in enumerate(
+                rotation_orders(len(question.options), correct_option(question), bool(proxy_cfg.rotate))
+            ):
                 shown = [question.options[i] for i in order]
                 messages = question_messages(program.code, program.language, question.text, shown)
                 seed = program_seed(proxy_cfg.sample_seed, pid, answer_stream(question.question_id, run))
@@ -146,16 +151,25 @@ def read_answers(job: AnswerJob, texts: Sequence[str]) -> list[dict[str, Any]]:
     for j, text in enumerate(texts):
         pos = parse_choice(text, shown)
         original = None if pos is None else job.order[pos]
-        rows.append({"program_id": job.question.program_id, "question_id": job.question.question_id,
-                     "run": job.run, "correct_position": letters[job.order.index(correct)],
-                     "sample_index": j, "text": text, "letter": None if pos is None else letters[pos],
-                     "option": original,
-                     "is_correct": None if original is None else original == correct})
+        rows.append(
+            {
+                "program_id": job.question.program_id,
+                "question_id": job.question.question_id,
+                "run": job.run,
+                "correct_position": letters[job.order.index(correct)],
+                "sample_index": j,
+                "text": text,
+                "letter": None if pos is None else letters[pos],
+                "option": original,
+                "is_correct": None if original is None else original == correct,
+            }
+        )
     return rows
 
 
-def question_results(answers: pd.DataFrame, questions: Sequence[Question],
-                     min_answer_share: float = 0.5) -> pd.DataFrame:
+def question_results(
+    answers: pd.DataFrame, questions: Sequence[Question], min_answer_share: float = 0.5
+) -> pd.DataFrame:
     """Per question: samples, parseable samples, votes, the answer (samples without one count
     against every option), whether it is right, and whether too few samples had an answer."""
     rows = []
@@ -166,24 +180,33 @@ def question_results(answers: pd.DataFrame, questions: Sequence[Question],
         share = len(votes) / len(mine) if len(mine) else 0.0
         correct = correct_option(q)
         hits = sum(v == correct for v in votes)  # a sample without an answer is not correct
-        rows.append({"program_id": q.program_id, "question_id": q.question_id, "n_samples": len(mine),
-                     "n_parseable": len(votes), "correct_option": correct,
-                     "votes": canonical_json({str(k): v for k, v in sorted(Counter(votes).items())}),
-                     "answer": answer, "tied": tied,
-                     "sample_accuracy": hits / len(mine) if len(mine) else float("nan"),
-                     "answer_share": share, "too_few_answers": too_few(share, min_answer_share),
-                     "answered_correctly": answer == correct})
+        rows.append(
+            {
+                "program_id": q.program_id,
+                "question_id": q.question_id,
+                "n_samples": len(mine),
+                "n_parseable": len(votes),
+                "correct_option": correct,
+                "votes": canonical_json({str(k): v for k, v in sorted(Counter(votes).items())}),
+                "answer": answer,
+                "tied": tied,
+                "sample_accuracy": hits / len(mine) if len(mine) else float("nan"),
+                "answer_share": share,
+                "too_few_answers": too_few(share, min_answer_share),
+                "answered_correctly": answer == correct,
+            }
+        )
     return pd.DataFrame(rows).astype({"answer": "Int64"})
 
 
-def program_table(per_question: pd.DataFrame, program_ids: Sequence[str],
-                  min_answer_share: float = 0.5) -> pd.DataFrame:
+def program_table(
+    per_question: pd.DataFrame, program_ids: Sequence[str], min_answer_share: float = 0.5
+) -> pd.DataFrame:
     """Per program: questions, correctly answered, score = their share, label = score ≥ 1/2,
     and the share of its samples (over all its questions) with an answer, flagged below
     ``min_answer_share``."""
     grouped = per_question.groupby("program_id", sort=False)
-    table = pd.DataFrame({"n_questions": grouped.size(),
-                          "n_correct": grouped["answered_correctly"].sum().astype(int)})
+    table = pd.DataFrame({"n_questions": grouped.size(), "n_correct": grouped["answered_correctly"].sum().astype(int)})
     samples = grouped["n_samples"].sum()
     table["answer_share"] = (grouped["n_parseable"].sum() / samples.where(samples > 0)).fillna(0.0)
     table = table.reindex(list(program_ids))
@@ -239,8 +262,10 @@ class SubjectProxy(Proxy):
             raise ValueError(f"{NO_QUESTIONS}; none of the {len(self.ctx.program_ids)} programs has any")
         problem = keyless_problem(self.ctx.dataset, kept)
         if problem:
-            raise ValueError(f"P0 needs the correct option of every question: {problem}; add the keys "
-                             "or run P1-P3, which do not use questions")
+            raise ValueError(
+                f"P0 needs the correct option of every question: {problem}; add the keys "
+                "or run P1-P3, which do not use questions"
+            )
         return answer_jobs(self.ctx.model, self.ctx.dataset, kept, self.cfg), kept, dropped
 
     def stages(self, done: StageResults) -> Iterator[Stage]:
@@ -250,22 +275,41 @@ class SubjectProxy(Proxy):
     def outcome(self, done: StageResults) -> ProxyOutcome:
         jobs, kept, dropped = self.jobs()
         if dropped:
-            log.warning("P0: %d of %d programs have no questions and are left out (first: %s)",
-                        len(dropped), len(self.ctx.program_ids), dropped[0])
-        columns = ["program_id", "question_id", "run", "correct_position", "sample_index", "text", "letter",
-                   "option", "is_correct"]
+            log.warning(
+                "P0: %d of %d programs have no questions and are left out (first: %s)",
+                len(dropped),
+                len(self.ctx.program_ids),
+                dropped[0],
+            )
+        columns = [
+            "program_id",
+            "question_id",
+            "run",
+            "correct_position",
+            "sample_index",
+            "text",
+            "letter",
+            "option",
+            "is_correct",
+        ]
         texts = done.texts(ANSWERS)
-        answers = pd.DataFrame([row for job, t in zip(jobs, texts) for row in read_answers(job, t)],
-                               columns=columns).astype({"option": "Int64"})
+        answers = pd.DataFrame(
+            [row for job, t in zip(jobs, texts) for row in read_answers(job, t)], columns=columns
+        ).astype({"option": "Int64"})
         questions = [q for pid in kept for q in self.ctx.dataset.questions_for(pid)]
         minimum = self.cfg.min_answer_share
         per_question = question_results(answers, questions, minimum)
         table = program_table(per_question, kept, minimum)
         flagged = [pid for pid in kept if table.loc[pid, "too_few_answers"]]
         if flagged:
-            log.warning("P0: %d of %d programs have an answer for less than %g of their samples "
-                        "(too_few_answers in per_program.csv; first: %s)", len(flagged), len(kept), minimum,
-                        flagged[0])
+            log.warning(
+                "P0: %d of %d programs have an answer for less than %g of their samples "
+                "(too_few_answers in per_program.csv; first: %s)",
+                len(flagged),
+                len(kept),
+                minimum,
+                flagged[0],
+            )
         n_samples = len(answers)
         n_unparseable = int(answers["letter"].isna().sum())
         if n_unparseable:
@@ -288,9 +332,13 @@ class SubjectProxy(Proxy):
         labels = table[["label", "score"]].reset_index()
         return ProxyOutcome(
             table=table,
-            params={"samples": self.cfg.samples, "rotate": self.cfg.rotate, "min_answer_share": minimum,
-                    "tie_rule": "no answer -> not correct; question tie -> unanswered (wrong); "
-                                "program High iff >= half correct"},
+            params={
+                "samples": self.cfg.samples,
+                "rotate": self.cfg.rotate,
+                "min_answer_share": minimum,
+                "tie_rule": "no answer -> not correct; question tie -> unanswered (wrong); "
+                "program High iff >= half correct",
+            },
             metrics=metrics,
             records={"answers": answers, "p0_questions": per_question, "p0_labels": labels},
         )

@@ -34,8 +34,8 @@ from mcu_exp.measures import MEASURES, common_size, mean_pairwise, measure_colum
 from mcu_exp.proxies.base import Proxy, ProxyOutcome
 from mcu_exp.proxies.prompts import TEMPLATES
 from mcu_exp.proxies.stages import TARGET_SUMMARIES, Stage, StageResults, summary_requests
-from mcu_exp.scoring import PairScorer, build_scorer
 from mcu_exp.rng_streams import SPLIT, program_rng
+from mcu_exp.scoring import PairScorer, build_scorer
 
 
 @dataclass
@@ -87,8 +87,9 @@ class SummaryProxy(Proxy):
     def problems(self) -> Iterator[str]:
         c = self.cfg
         if c.k_cal < 2 or c.k - c.k_cal < 2:
-            yield (f"proxy.k={c.k}, proxy.k_cal={c.k_cal}: the calibration and test subsets "
-                   "each need at least 2 summaries")
+            yield (
+                f"proxy.k={c.k}, proxy.k_cal={c.k_cal}: the calibration and test subsets each need at least 2 summaries"
+            )
         if c.prompt not in TEMPLATES:
             yield f"proxy.prompt={c.prompt!r}: expected one of {', '.join(TEMPLATES)}"
         if self.calibrated:
@@ -99,8 +100,9 @@ class SummaryProxy(Proxy):
 
     def target_stage(self) -> Stage:
         """The target model's ``k`` summaries of every program."""
-        requests = summary_requests(self.ctx.model, self.ctx.dataset, self.ctx.program_ids, self.cfg.prompt,
-                                    self.cfg.k, self.cfg.sample_seed)
+        requests = summary_requests(
+            self.ctx.model, self.ctx.dataset, self.ctx.program_ids, self.cfg.prompt, self.cfg.k, self.cfg.sample_seed
+        )
         return Stage(TARGET_SUMMARIES, TARGET_SUMMARIES, self.ctx.model.name, self.ctx.model, requests)
 
     def summaries(self, done: StageResults) -> dict[str, list[str]]:
@@ -122,9 +124,11 @@ class SummaryProxy(Proxy):
             position = {index: pos for pos, index in enumerate(kept)}
             parts = tuple(np.array([position[i] for i in part if i in position], dtype=int) for part in out[pid])
             if min(len(part) for part in parts) < 2:
-                raise ValueError(f"program {pid}: only {len(kept)} of {c.k} summaries are usable, too few for its "
-                                 "calibration and test subsets (2 each); rerun to retry the failed samples, "
-                                 "or lower generation.max_failed_share")
+                raise ValueError(
+                    f"program {pid}: only {len(kept)} of {c.k} summaries are usable, too few for its "
+                    "calibration and test subsets (2 each); rerun to retry the failed samples, "
+                    "or lower generation.max_failed_share"
+                )
             out[pid] = (parts[0], parts[1])
         return out
 
@@ -132,26 +136,31 @@ class SummaryProxy(Proxy):
         """The BERTScore scorer (idf weights, when asked for, from the target's summaries)."""
         ids = self.ctx.program_ids
         idf_sents = [t for pid in ids for t in summaries[pid]] if self.ctx.scorer.idf else None
-        return build_scorer(self.ctx.scorer, cache=self.ctx.score_cache, idf_sents=idf_sents, progress=self.ctx.progress)
+        return build_scorer(
+            self.ctx.scorer, cache=self.ctx.score_cache, idf_sents=idf_sents, progress=self.ctx.progress
+        )
 
-    def summary_rows(self, summaries: dict[str, list[str]],
-                     splits: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[dict]:
+    def summary_rows(
+        self, summaries: dict[str, list[str]], splits: dict[str, tuple[np.ndarray, np.ndarray]]
+    ) -> list[dict]:
         """One record per summary: program, sample index, subset and text."""
         rows = []
         for pid in self.ctx.program_ids:
             cal = set(splits[pid][0].tolist())
             for i, text in enumerate(summaries[pid]):
-                rows.append({"program_id": pid, "sample_index": i, "subset": "cal" if i in cal else "test",
-                             "text": text})
+                rows.append(
+                    {"program_id": pid, "sample_index": i, "subset": "cal" if i in cal else "test", "text": text}
+                )
         return rows
 
-    def pairwise_ssc(self, scorer: PairScorer, summaries: dict[str, list[str]],
-                     splits: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    def pairwise_ssc(
+        self, scorer: PairScorer, summaries: dict[str, list[str]], splits: dict[str, tuple[np.ndarray, np.ndarray]]
+    ) -> tuple[np.ndarray, np.ndarray]:
         """P1's SSC (mean pairwise BERTScore-F1) of each program's calibration and test summaries."""
         ids = self.ctx.program_ids
         groups = [[summaries[pid][i] for i in splits[pid][s]] for s in (0, 1) for pid in ids]
         ssc = np.asarray(scorer.ssc_many(groups), dtype=float)
-        return ssc[: len(ids)], ssc[len(ids):]
+        return ssc[: len(ids)], ssc[len(ids) :]
 
 
 class ConsistencyProxy(SummaryProxy):
@@ -170,14 +179,15 @@ class ConsistencyProxy(SummaryProxy):
     def stages(self, done: StageResults) -> Iterator[Stage]:
         yield self.target_stage()
 
-    def matrices(self, scorer: PairScorer, summaries: dict[str, list[str]],
-                 splits: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def matrices(
+        self, scorer: PairScorer, summaries: dict[str, list[str]], splits: dict[str, tuple[np.ndarray, np.ndarray]]
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Each program's similarity matrix (BERTScore-F1 by default) of its calibration and of its
         test summaries."""
         ids = self.ctx.program_ids
         groups = [[summaries[pid][i] for i in splits[pid][s]] for s in (0, 1) for pid in ids]
         found = similarity_matrices(scorer, groups)
-        return found[: len(ids)], found[len(ids):]
+        return found[: len(ids)], found[len(ids) :]
 
     def outcome(self, done: StageResults) -> ProxyOutcome:
         summaries, splits = self.summaries(done), self.splits(done)

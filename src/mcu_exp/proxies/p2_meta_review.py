@@ -56,8 +56,13 @@ class MetaReviewProxy(SummaryProxy):
         if "p1_alpha_cal" in rule.needs:
             ssc_cal, ssc_test = self.pairwise_ssc(scorer, summaries, splits)
             p1_cal, p1_test = 1.0 - ssc_cal, 1.0 - ssc_test
-        scores = Scores(alpha_cal=alpha_meta_cal, alpha_test=alpha_meta_test, similarity_test=ssc_meta_test,
-                        p1_alpha_cal=p1_cal, p1_alpha_test=p1_test)
+        scores = Scores(
+            alpha_cal=alpha_meta_cal,
+            alpha_test=alpha_meta_test,
+            similarity_test=ssc_meta_test,
+            p1_alpha_cal=p1_cal,
+            p1_alpha_test=p1_test,
+        )
         decision = apply_rule(rule.name, scores, decision_cfg)
         meta = decide(alpha_meta_cal, alpha_meta_test, decision_cfg.epsilon, decision_cfg.quantile)
 
@@ -83,16 +88,26 @@ class MetaReviewProxy(SummaryProxy):
         rows = self.summary_rows(summaries, splits)
         for row in rows:
             row["f1_to_reference"] = float(to_ref[row["program_id"]][row["sample_index"]])
-        metrics = {"p2.tau_meta": meta.tau, "p2.coverage_meta": meta.coverage, **decision.metrics,
-                   **{f"p2.{k}": v for k, v in decision.prefixed.items()},
-                   "scorer_loaded": float(scorer.model_loaded),
-                   "p2.high_share": float(np.mean(decision.labels)) if len(ids) else float("nan"),
-                   "p2.ssc_meta_test_mean": float(ssc_meta_test.mean()) if len(ids) else float("nan")}
+        metrics = {
+            "p2.tau_meta": meta.tau,
+            "p2.coverage_meta": meta.coverage,
+            **decision.metrics,
+            **{f"p2.{k}": v for k, v in decision.prefixed.items()},
+            "scorer_loaded": float(scorer.model_loaded),
+            "p2.high_share": float(np.mean(decision.labels)) if len(ids) else float("nan"),
+            "p2.ssc_meta_test_mean": float(ssc_meta_test.mean()) if len(ids) else float("nan"),
+        }
         return ProxyOutcome(
             table=table,
-            params={"rule": rule.name, "quantile": decision_cfg.quantile, **decision.params,
-                    "experts": experts.name, "experts.m": experts.m, "experts.top_n": experts.top_n,
-                    "experts.reference_seed": experts.reference_seed},
+            params={
+                "rule": rule.name,
+                "quantile": decision_cfg.quantile,
+                **decision.params,
+                "experts": experts.name,
+                "experts.m": experts.m,
+                "experts.top_n": experts.top_n,
+                "experts.reference_seed": experts.reference_seed,
+            },
             metrics=metrics,
             records={"summaries": pd.DataFrame(rows), "expert_pool": pools.records, "ssc_meta": ssc_meta},
             specs={"scorer": scorer.spec(), "experts": expert_specs(experts)},

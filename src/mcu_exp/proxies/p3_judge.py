@@ -36,8 +36,8 @@ from mcu_exp.proxies.p1_consistency import SummaryConfig, SummaryProxy
 from mcu_exp.proxies.prompts import judge_messages
 from mcu_exp.proxies.stages import Stage, StageResults
 from mcu_exp.proxies.voting import decided_share, program_high, summary_verdict, too_few
-from mcu_exp.scoring.parsing import CORRECT, INCORRECT, UNPARSEABLE, parse_verdict
 from mcu_exp.rng_streams import JUDGE, draw_index, judgments, program_seed
+from mcu_exp.scoring.parsing import CORRECT, INCORRECT, UNPARSEABLE, parse_verdict
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +65,9 @@ def judgment_seed(member_seed: int, program_id: str, summary_index: int) -> int:
     return program_seed(member_seed, program_id, judgments(summary_index))
 
 
-def judge_request(judge: ModelConfig, code: str, language: str, summary: str, r: int, seed: int,
-                  max_new_tokens: int) -> GenerationRequest:
+def judge_request(
+    judge: ModelConfig, code: str, language: str, summary: str, r: int, seed: int, max_new_tokens: int
+) -> GenerationRequest:
     """One request for ``r`` judgments of one summary."""
     request = request_for(judge, judge_messages(code, language, summary), n=r, seed=seed)
     return dataclasses.replace(request, max_new_tokens=int(max_new_tokens))
@@ -101,13 +102,23 @@ class JudgeProxy(SummaryProxy):
             requests = []
             for pid in judged:
                 program = self.ctx.dataset.program(pid)
-                requests += [judge_request(member.model, program.code, program.language, summary, self.cfg.r,
-                                           judgment_seed(member.seed, pid, i), self.cfg.judge_max_new_tokens)
-                             for i, summary in enumerate(summaries[pid])]
+                requests += [
+                    judge_request(
+                        member.model,
+                        program.code,
+                        program.language,
+                        summary,
+                        self.cfg.r,
+                        judgment_seed(member.seed, pid, i),
+                        self.cfg.judge_max_new_tokens,
+                    )
+                    for i, summary in enumerate(summaries[pid])
+                ]
             yield Stage(f"{JUDGMENTS}:{label}", JUDGMENTS, label, member.model, requests)
 
-    def verdicts(self, done: StageResults, summaries: dict[str, list[str]],
-                 judges: dict[str, str]) -> dict[tuple[str, int], list[tuple[str, str]]]:
+    def verdicts(
+        self, done: StageResults, summaries: dict[str, list[str]], judges: dict[str, str]
+    ) -> dict[tuple[str, int], list[tuple[str, str]]]:
         """Every judgment of every summary, with its parsed verdict, keyed by (program, summary)."""
         verdicts: dict[tuple[str, int], list[tuple[str, str]]] = {}
         for label in self.ctx.experts.labelled():
@@ -131,29 +142,60 @@ class JudgeProxy(SummaryProxy):
                 counts = Counter(v for _, v in parsed)
                 verdict = summary_verdict(v for _, v in parsed)
                 per_summary.append(verdict)
-                summary_rows.append({"program_id": pid, "summary_index": i, "judge": judges[pid],
-                                     "summary": summaries[pid][i], "n_correct": counts[CORRECT],
-                                     "n_incorrect": counts[INCORRECT], "n_unparseable": counts[UNPARSEABLE],
-                                     "verdict": verdict})
-                judgment_rows.extend({"program_id": pid, "summary_index": i, "judge": judges[pid],
-                                      "sample_index": j, "text": text, "verdict": v}
-                                     for j, (text, v) in enumerate(parsed))
+                summary_rows.append(
+                    {
+                        "program_id": pid,
+                        "summary_index": i,
+                        "judge": judges[pid],
+                        "summary": summaries[pid][i],
+                        "n_correct": counts[CORRECT],
+                        "n_incorrect": counts[INCORRECT],
+                        "n_unparseable": counts[UNPARSEABLE],
+                        "verdict": verdict,
+                    }
+                )
+                judgment_rows.extend(
+                    {
+                        "program_id": pid,
+                        "summary_index": i,
+                        "judge": judges[pid],
+                        "sample_index": j,
+                        "text": text,
+                        "verdict": v,
+                    }
+                    for j, (text, v) in enumerate(parsed)
+                )
             label, score = program_high(per_summary)
             tally, share = Counter(per_summary), decided_share(per_summary)
-            program_rows.append({"program_id": pid, "judge": judges[pid], "n_summaries": len(per_summary),
-                                 "n_correct": tally[CORRECT], "n_incorrect": tally[INCORRECT],
-                                 "n_without_verdict": tally[UNPARSEABLE], "verdict_share": share,
-                                 "too_few_verdicts": too_few(share, self.cfg.min_verdict_share),
-                                 "score": score, "label": label})
+            program_rows.append(
+                {
+                    "program_id": pid,
+                    "judge": judges[pid],
+                    "n_summaries": len(per_summary),
+                    "n_correct": tally[CORRECT],
+                    "n_incorrect": tally[INCORRECT],
+                    "n_without_verdict": tally[UNPARSEABLE],
+                    "verdict_share": share,
+                    "too_few_verdicts": too_few(share, self.cfg.min_verdict_share),
+                    "score": score,
+                    "label": label,
+                }
+            )
 
         table = pd.DataFrame(program_rows).set_index("program_id")
         flagged = [pid for pid in ids if table.loc[pid, "too_few_verdicts"]]
         if flagged:
-            log.warning("P3: %d of %d programs have a verdict for less than %g of their summaries "
-                        "(too_few_verdicts in per_program.csv; first: %s)", len(flagged), len(ids),
-                        self.cfg.min_verdict_share, flagged[0])
-        judgments = pd.DataFrame(judgment_rows, columns=["program_id", "summary_index", "judge", "sample_index",
-                                                         "text", "verdict"])
+            log.warning(
+                "P3: %d of %d programs have a verdict for less than %g of their summaries "
+                "(too_few_verdicts in per_program.csv; first: %s)",
+                len(flagged),
+                len(ids),
+                self.cfg.min_verdict_share,
+                flagged[0],
+            )
+        judgments = pd.DataFrame(
+            judgment_rows, columns=["program_id", "summary_index", "judge", "sample_index", "text", "verdict"]
+        )
         per_summary_frame = pd.DataFrame(summary_rows)
         n_judgments = len(judgments)
         n_unparseable = int((judgments["verdict"] == UNPARSEABLE).sum())
@@ -173,11 +215,18 @@ class JudgeProxy(SummaryProxy):
             metrics[f"p3.judge_programs.{label}"] = float(sum(j == label for j in judges.values()))
         return ProxyOutcome(
             table=table,
-            params={"tie_rule": "summary tie -> INCORRECT; no verdict -> not CORRECT; program tie -> Low",
-                    "r": self.cfg.r, "judge_seed": self.cfg.judge_seed,
-                    "min_verdict_share": self.cfg.min_verdict_share, "experts": experts.name},
+            params={
+                "tie_rule": "summary tie -> INCORRECT; no verdict -> not CORRECT; program tie -> Low",
+                "r": self.cfg.r,
+                "judge_seed": self.cfg.judge_seed,
+                "min_verdict_share": self.cfg.min_verdict_share,
+                "experts": experts.name,
+            },
             metrics=metrics,
-            records={"judgments": judgments, "verdicts": per_summary_frame,
-                     "judges": pd.DataFrame({"program_id": ids, "judge": [judges[p] for p in ids]})},
+            records={
+                "judgments": judgments,
+                "verdicts": per_summary_frame,
+                "judges": pd.DataFrame({"program_id": ids, "judge": [judges[p] for p in ids]}),
+            },
             specs={"experts": expert_specs(experts)},
         )

@@ -68,8 +68,9 @@ def _calls(model_cfg: ModelConfig, request: GenerationRequest) -> int:
     return math.ceil(request.n / max(1, model_cfg.n_per_request))
 
 
-def _lookup(model_cfg: ModelConfig, requests: Sequence[GenerationRequest],
-            cache: GenerationCache | None) -> tuple[int | None, list[list[str]] | None]:
+def _lookup(
+    model_cfg: ModelConfig, requests: Sequence[GenerationRequest], cache: GenerationCache | None
+) -> tuple[int | None, list[list[str]] | None]:
     """How many of the requests' samples the cache holds, and every request's texts when it
     holds all of them (one read of the cache for both)."""
     if cache is None:
@@ -82,22 +83,39 @@ def _lookup(model_cfg: ModelConfig, requests: Sequence[GenerationRequest],
     return len(found), [[found[k].text for k in ks] for ks in keys]
 
 
-def estimate(stage: str, model_label: str, model_cfg: ModelConfig, requests: Sequence[GenerationRequest],
-             cached: int | None = None) -> StageEstimate:
+def estimate(
+    stage: str,
+    model_label: str,
+    model_cfg: ModelConfig,
+    requests: Sequence[GenerationRequest],
+    cached: int | None = None,
+) -> StageEstimate:
     """Counts, token bounds and cost of sending ``requests`` to ``model_cfg`` (``cached``: how
     many of their samples the cache already holds, when known)."""
     extra = _extra_tokens(model_cfg)
     samples = sum(r.n for r in requests)
     output = sum(r.n * (r.max_new_tokens + extra) for r in requests)
-    prompt = sum(_calls(model_cfg, r) * math.ceil(sum(len(m.content) for m in r.messages) / CHARS_PER_TOKEN)
-                 for r in requests)
+    prompt = sum(
+        _calls(model_cfg, r) * math.ceil(sum(len(m.content) for m in r.messages) / CHARS_PER_TOKEN) for r in requests
+    )
     p_in, p_out = model_cfg.price_input_per_mtok, model_cfg.price_output_per_mtok
     cost = None
     if p_in is not None or p_out is not None:
         cost = (prompt * float(p_in or 0.0) + output * float(p_out or 0.0)) / 1e6 * price_factor(model_cfg)
     per_sample = max((r.max_new_tokens for r in requests), default=0) + extra
-    return StageEstimate(stage, model_label, len(requests), samples, max((r.n for r in requests), default=0),
-                         per_sample, output, prompt, cost, cached, batch_on(model_cfg))
+    return StageEstimate(
+        stage,
+        model_label,
+        len(requests),
+        samples,
+        max((r.n for r in requests), default=0),
+        per_sample,
+        output,
+        prompt,
+        cost,
+        cached,
+        batch_on(model_cfg),
+    )
 
 
 def _walk(proxy: Proxy, cache: GenerationCache | None, suffix: str = "") -> list[StageEstimate]:
@@ -110,19 +128,24 @@ def _walk(proxy: Proxy, cache: GenerationCache | None, suffix: str = "") -> list
         cached, texts = _lookup(stage.model, stage.requests, cache) if not done.stale else (None, None)
         estimates.append(estimate(stage.title + suffix, stage.model_label, stage.model, stage.requests, cached))
         if texts is None:
-            done.put(stage.key, [["x" * (CHARS_PER_TOKEN * r.max_new_tokens)] * r.n for r in stage.requests],
-                     exact=False)
+            done.put(
+                stage.key, [["x" * (CHARS_PER_TOKEN * r.max_new_tokens)] * r.n for r in stage.requests], exact=False
+            )
         else:
             done.put(stage.key, texts)
     return estimates
 
 
-def preview(proxy: Proxy, reference: Proxy | None = None, cache_dir: str | Path | None = None,
-            cache_url: str | None = None) -> list[StageEstimate]:
+def preview(
+    proxy: Proxy, reference: Proxy | None = None, cache_dir: str | Path | None = None, cache_url: str | None = None
+) -> list[StageEstimate]:
     """The stages ``proxy`` (then ``reference``, the cross-proxy reference, when it applies)
     will run, in order, with their estimates: the same stage code the job runs."""
-    cache = (open_generation_cache(cache_dir or ".", cache_url, existing=True)
-             if cache_dir is not None or cache_url else None)
+    cache = (
+        open_generation_cache(cache_dir or ".", cache_url, existing=True)
+        if cache_dir is not None or cache_url
+        else None
+    )
     try:
         stages = _walk(proxy, cache)
         if reference is not None and reference.applies():
@@ -139,20 +162,32 @@ def render_preview(stages: Sequence[StageEstimate]) -> str:
         return "Request preview: this proxy calls no model through the built-in stages."
     rows = []
     for s in stages:
-        rows.append({
-            "stage": s.stage, "model": s.model, "requests": f"{s.requests:,}",
-            "samples": f"{s.samples:,}" + (f" (x{s.samples_per_request})" if s.samples_per_request > 1 else ""),
-            "max tok/sample": f"{s.max_new_tokens:,}", "output tok <=": f"{s.output_tokens_max:,}",
-            "prompt tok ~": f"{s.prompt_tokens_est:,}",
-            "cost USD ~": "-" if s.cost_usd is None else f"{s.cost_usd:,.2f}" + (" (batch)" if s.batch else ""),
-            "cached": "-" if s.cached_samples is None else f"{s.cached_samples:,}",
-        })
+        rows.append(
+            {
+                "stage": s.stage,
+                "model": s.model,
+                "requests": f"{s.requests:,}",
+                "samples": f"{s.samples:,}" + (f" (x{s.samples_per_request})" if s.samples_per_request > 1 else ""),
+                "max tok/sample": f"{s.max_new_tokens:,}",
+                "output tok <=": f"{s.output_tokens_max:,}",
+                "prompt tok ~": f"{s.prompt_tokens_est:,}",
+                "cost USD ~": "-" if s.cost_usd is None else f"{s.cost_usd:,.2f}" + (" (batch)" if s.batch else ""),
+                "cached": "-" if s.cached_samples is None else f"{s.cached_samples:,}",
+            }
+        )
     priced = [s.cost_usd for s in stages if s.cost_usd is not None]
-    total = (f"Total: {sum(s.requests for s in stages):,} requests, {sum(s.samples for s in stages):,} samples, "
-             f"<= {sum(s.output_tokens_max for s in stages):,} output tokens"
-             + (f", ~{sum(priced):,.2f} USD for priced models" if priced else ""))
-    notes = ("prompt tokens ~ characters/4; output tokens are an upper bound (every sample at its "
-             "max_new_tokens, reasoning allowance included); cost only for models with prices"
-             + ("; (batch): at the provider's batch price (model.batch_discount x the interactive price)"
-                if any(s.batch for s in stages) else ""))
+    total = (
+        f"Total: {sum(s.requests for s in stages):,} requests, {sum(s.samples for s in stages):,} samples, "
+        f"<= {sum(s.output_tokens_max for s in stages):,} output tokens"
+        + (f", ~{sum(priced):,.2f} USD for priced models" if priced else "")
+    )
+    notes = (
+        "prompt tokens ~ characters/4; output tokens are an upper bound (every sample at its "
+        "max_new_tokens, reasoning allowance included); cost only for models with prices"
+        + (
+            "; (batch): at the provider's batch price (model.batch_discount x the interactive price)"
+            if any(s.batch for s in stages)
+            else ""
+        )
+    )
     return "\n".join(["Request preview", pd.DataFrame(rows).to_string(index=False), total, notes])

@@ -17,8 +17,9 @@ TEMPLATES: dict[str, str] = {
 }
 
 
-def summary_messages(code: str, language: str, template: str = "summarize_intent",
-                     system: str | None = SYSTEM) -> tuple[Message, ...]:
+def summary_messages(
+    code: str, language: str, template: str = "summarize_intent", system: str | None = SYSTEM
+) -> tuple[Message, ...]:
     """Chat messages asking for an intent summary of one program."""
     try:
         text = TEMPLATES[template]
@@ -53,20 +54,35 @@ def _pick(templates: dict[str, str], name: str, what: str) -> str:
         raise ValueError(f"unknown {what} template {name!r}; known: {sorted(templates)}") from None
 
 
-def judge_messages(code: str, language: str, summary: str, template: str = "judge_summary",
-                   system: str | None = SYSTEM) -> tuple[Message, ...]:
+def judge_messages(
+    code: str, language: str, summary: str, template: str = "judge_summary", system: str | None = SYSTEM
+) -> tuple[Message, ...]:
     """Chat messages asking a judge whether one summary reflects a program (P3)."""
     text = _pick(JUDGE_TEMPLATES, template, "judge")
     user = Message("user", text.format(language=language, code=code.strip("\n"), summary=" ".join(summary.split())))
     return (Message("system", system), user) if system else (user,)
 
 
-def question_messages(code: str, language: str, question: str, options: Sequence[str],
-                      template: str = "answer_question", system: str | None = SYSTEM) -> tuple[Message, ...]:
+def question_messages(
+    code: str,
+    language: str,
+    question: str,
+    options: Sequence[str],
+    template: str = "answer_question",
+    system: str | None = SYSTEM,
+) -> tuple[Message, ...]:
     """Chat messages asking one multiple-choice question, options lettered A, B, … in the given order (P0)."""
     text = _pick(QUESTION_TEMPLATES, template, "question")
     letters = string.ascii_uppercase[: len(options)]
     listed = "\n".join(f"{letter}. {option}" for letter, option in zip(letters, options))
-    user = Message("user", text.format(language=language, code=code.strip("\n"), question=question.strip(),
-                                       options=listed, letters=", ".join(letters)))
+    user = Message(
+        "user",
+        text.format(
+            language=language,
+            code=code.strip("\n"),
+            question=question.strip(),
+            options=listed,
+            letters=", ".join(letters),
+        ),
+    )
     return (Message("system", system), user) if system else (user,)

@@ -68,8 +68,7 @@ class StageResults:
     _exact: dict[str, bool] = field(default_factory=dict)
     _read_inexact: bool = False
 
-    def put(self, key: str, texts: list[list[str]], exact: bool = True,
-            kept: list[list[int]] | None = None) -> None:
+    def put(self, key: str, texts: list[list[str]], exact: bool = True, kept: list[list[int]] | None = None) -> None:
         """Store the texts of stage ``key``; ``kept[i]`` are the sample indices of request i
         that the texts hold (failed samples are left out; None: every sample)."""
         self._texts[key] = texts
@@ -104,8 +103,9 @@ class Generators:
     shared PostgreSQL cache (``cache.url``), if any.
     """
 
-    def __init__(self, cache_dir: Path, progress: bool, max_failed_share: float = 0.0,
-                 cache_url: str | None = None) -> None:
+    def __init__(
+        self, cache_dir: Path, progress: bool, max_failed_share: float = 0.0, cache_url: str | None = None
+    ) -> None:
         self.cache_dir = cache_dir
         self.cache_url = cache_url
         self.progress = progress
@@ -116,8 +116,9 @@ class Generators:
         """The generator for ``model``, created on first use."""
         key = canonical_json(backend_identity(model))
         if key not in self._by_identity:
-            self._by_identity[key] = CachedGenerator(model, self.cache_dir, progress=self.progress,
-                                                       cache_url=self.cache_url)
+            self._by_identity[key] = CachedGenerator(
+                model, self.cache_dir, progress=self.progress, cache_url=self.cache_url
+            )
         return self._by_identity[key]
 
     def stats(self) -> dict[str, float]:
@@ -145,8 +146,11 @@ def run_stages(proxy: Proxy, generators: Generators) -> StageResults:
     for stage in proxy.stages(done):
         results = generators.get(stage.model).generate(stage.requests)
         check_failures(stage, results, generators.max_failed_share)
-        done.put(stage.key, [r.texts for r in results],
-                 kept=[[j for j, sample in enumerate(r.samples) if sample.failure is None] for r in results])
+        done.put(
+            stage.key,
+            [r.texts for r in results],
+            kept=[[j for j, sample in enumerate(r.samples) if sample.failure is None] for r in results],
+        )
     return done
 
 
@@ -159,19 +163,31 @@ def check_failures(stage: Stage, results: Sequence[GenerationResult], max_failed
     failed, total = sum(counts.values()), sum(len(r.samples) for r in results)
     if not failed:
         return
-    what = (f"stage '{stage.key}' ({stage.model.name}): {failed} of {total} samples failed "
-            f"({counts['error']} errors, {counts['filtered']} filtered, {counts['empty']} empty)")
+    what = (
+        f"stage '{stage.key}' ({stage.model.name}): {failed} of {total} samples failed "
+        f"({counts['error']} errors, {counts['filtered']} filtered, {counts['empty']} empty)"
+    )
     if failed > max_failed_share * total:
         raise GenerationFailed(
             f"{what}, above generation.max_failed_share={max_failed_share:g}; nothing was scored; "
             "rerun to retry them, or raise generation.max_failed_share"
         )
-    log.warning("%s, within generation.max_failed_share=%g: they are left out of the texts and "
-                "retried by the next run", what, max_failed_share)
+    log.warning(
+        "%s, within generation.max_failed_share=%g: they are left out of the texts and retried by the next run",
+        what,
+        max_failed_share,
+    )
 
 
-def summary_requests(model: ModelConfig, dataset: Dataset, program_ids: Sequence[str], prompt: str, n: int,
-                     seed: int, stream: str = TARGET_STREAM) -> list[GenerationRequest]:
+def summary_requests(
+    model: ModelConfig,
+    dataset: Dataset,
+    program_ids: Sequence[str],
+    prompt: str,
+    n: int,
+    seed: int,
+    stream: str = TARGET_STREAM,
+) -> list[GenerationRequest]:
     """One request per program for ``n`` intent summaries (the target's and the experts').
 
     Each program's request seed is drawn from its own ``stream`` under ``seed`` (see

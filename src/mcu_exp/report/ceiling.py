@@ -31,13 +31,15 @@ EXTRAPOLATED = ("spearman",)  # Spearman–Brown to the full panel; the other ce
 GROUP_METRIC = "auc_score"  # the ceiling shown per reader group
 MISSING = "—"
 FIGURE = "ceiling.png"
-FIGURE_CAPTION = ("Each configuration's AUC (score) and Spearman ρ (dots) with its 95 % bootstrap CI (bars) "
-                  "against the humans' own ceiling on the same labels (line: mean over seeded splits of each "
-                  "program's readers; shaded: its interval over the splits). The AUC (score) ceiling is "
-                  "half-panel (one half's mean against the other half's label), so it understates the full "
-                  "panel's; the ρ ceiling is extrapolated to the full panel (√ of the Spearman–Brown "
-                  "reliability). Dashed: chance. A configuration without a band logged no ceiling, or an "
-                  "undefined one, as its x label says.")
+FIGURE_CAPTION = (
+    "Each configuration's AUC (score) and Spearman ρ (dots) with its 95 % bootstrap CI (bars) "
+    "against the humans' own ceiling on the same labels (line: mean over seeded splits of each "
+    "program's readers; shaded: its interval over the splits). The AUC (score) ceiling is "
+    "half-panel (one half's mean against the other half's label), so it understates the full "
+    "panel's; the ρ ceiling is extrapolated to the full panel (√ of the Spearman–Brown "
+    "reliability). Dashed: chance. A configuration without a band logged no ceiling, or an "
+    "undefined one, as its x label says."
+)
 
 
 def ceiling_key(name: str) -> str:
@@ -51,12 +53,12 @@ def share_key(name: str) -> str:
 
 
 def ceiling_header(name: str) -> str:
-    """"AUC (score) ceiling", "ρ ceiling", "F1 ceiling"."""
+    """ "AUC (score) ceiling", "ρ ceiling", "F1 ceiling"."""
     return f"{metric(name).short} ceiling"
 
 
 def share_header(name: str) -> str:
-    """"AUC (score) share of ceiling", "ρ share of ceiling"."""
+    """ "AUC (score) share of ceiling", "ρ share of ceiling"."""
     return f"{metric(name).short} share of ceiling"
 
 
@@ -106,8 +108,9 @@ def main_cells(summary: pd.DataFrame, name: str) -> dict[str, list[str]]:
         return {}
     out = {ceiling_header(name): [cell(name, *(value(row, c) for c in with_ci(key))) for _, row in summary.iterrows()]}
     if name in SHARES and share_key(name) in summary.columns:
-        out[share_header(name)] = [share_cell(*(value(row, c) for c in with_ci(share_key(name))))
-                                   for _, row in summary.iterrows()]
+        out[share_header(name)] = [
+            share_cell(*(value(row, c) for c in with_ci(share_key(name)))) for _, row in summary.iterrows()
+        ]
     return out
 
 
@@ -117,30 +120,36 @@ def group_cells(row: pd.Series) -> dict[str, str]:
     from mcu_exp.report.display import cell, value
 
     key, share = ceiling_key(GROUP_METRIC), share_key(GROUP_METRIC)
-    return {"AUC ceiling": cell(GROUP_METRIC, *(value(row, c) for c in with_ci(key))),
-            "share": share_cell(*(value(row, c) for c in with_ci(share)))}
+    return {
+        "AUC ceiling": cell(GROUP_METRIC, *(value(row, c) for c in with_ci(key))),
+        "share": share_cell(*(value(row, c) for c in with_ci(share))),
+    }
 
 
 def caption(summary: pd.DataFrame) -> str:
     """The main table's sentence on the ceiling columns; empty when no run logged a ceiling."""
     if not logged(summary):
         return ""
-    return (" Ceilings: the humans' own alignment on the same labels, mean over seeded splits of each program's "
-            "readers into halves [interval over the splits]: AUC (score) and F1 ceilings are half-panel (one "
-            "half's statistic against the other half's label), the ρ ceiling is extrapolated to the full panel "
-            "(√ of the Spearman–Brown reliability). Share of ceiling: (AUC − 0.5)/(ceiling − 0.5) and "
-            "ρ/ρ ceiling, as the run computed them (docs/statistics.md). '—': the run logged no ceiling; "
-            "'undefined': too few programs with two evaluations to split.")
+    return (
+        " Ceilings: the humans' own alignment on the same labels, mean over seeded splits of each program's "
+        "readers into halves [interval over the splits]: AUC (score) and F1 ceilings are half-panel (one "
+        "half's statistic against the other half's label), the ρ ceiling is extrapolated to the full panel "
+        "(√ of the Spearman–Brown reliability). Share of ceiling: (AUC − 0.5)/(ceiling − 0.5) and "
+        "ρ/ρ ceiling, as the run computed them (docs/statistics.md). '—': the run logged no ceiling; "
+        "'undefined': too few programs with two evaluations to split."
+    )
 
 
 def group_caption(table: pd.DataFrame) -> str:
     """The per-group table's sentence on its ceiling columns; empty when none is shown."""
     if table.empty or ceiling_key(GROUP_METRIC) not in table.columns or not logged(table):
         return ""
-    return (f" AUC ceiling <group>: the group's own half-panel ceiling of {header(GROUP_METRIC)} (the "
-            "threshold-free AUC, not the AUC of the labels beside it) [interval over splits]; share <group>: the "
-            "run's AUC (score) share of it, (AUC − 0.5)/(ceiling − 0.5); each group is read against its own "
-            "ceiling ('undefined': too few readers per program to split).")
+    return (
+        f" AUC ceiling <group>: the group's own half-panel ceiling of {header(GROUP_METRIC)} (the "
+        "threshold-free AUC, not the AUC of the labels beside it) [interval over splits]; share <group>: the "
+        "run's AUC (score) share of it, (AUC − 0.5)/(ceiling − 0.5); each group is read against its own "
+        "ceiling ('undefined': too few readers per program to split)."
+    )
 
 
 def figure_rows(rows: pd.DataFrame, names: Sequence[str] = SHARES) -> bool:

@@ -46,33 +46,59 @@ def plot_ceiling(rows: pd.DataFrame, keys: Sequence[str], names: Sequence[str] =
     labels = [curve_label(row, keys, skip=()).replace(" · ", "\n") for _, row in rows.iterrows()]
     lines = 1 + max((label.count("\n") for label in labels), default=0)  # + the "(no ceiling …)" line
     x = np.arange(len(rows))
-    fig, grid = plt.subplots(1, len(names), figsize=(max(5.0, 1.5 + 0.9 * len(rows)) * len(names), 4.6),
-                             squeeze=False)
+    fig, grid = plt.subplots(1, len(names), figsize=(max(5.0, 1.5 + 0.9 * len(rows)) * len(names), 4.6), squeeze=False)
     for ax, name in zip(grid[0], names, strict=True):
         values = _numbers(rows, with_ci(name))
         bands = _numbers(rows, with_ci(ceiling_key(name)))
         shown = np.isfinite(bands[:, 0])
         for j, i in enumerate(np.flatnonzero(shown)):
             low, high = bands[i, 1:] if np.isfinite(bands[i, 1:]).all() else (bands[i, 0], bands[i, 0])
-            ax.fill_between([x[i] - 0.4, x[i] + 0.4], low, high, color="tab:green", alpha=0.2, lw=0,
-                            label=None if j else "human ceiling: interval over splits")
-            ax.hlines(bands[i, 0], x[i] - 0.4, x[i] + 0.4, color="tab:green", lw=1.5,
-                      label=None if j else "human ceiling: mean over splits")
+            ax.fill_between(
+                [x[i] - 0.4, x[i] + 0.4],
+                low,
+                high,
+                color="tab:green",
+                alpha=0.2,
+                lw=0,
+                label=None if j else "human ceiling: interval over splits",
+            )
+            ax.hlines(
+                bands[i, 0],
+                x[i] - 0.4,
+                x[i] + 0.4,
+                color="tab:green",
+                lw=1.5,
+                label=None if j else "human ceiling: mean over splits",
+            )
         finite = np.isfinite(values[:, 0])
         errors = np.vstack([values[:, 0] - values[:, 1], values[:, 2] - values[:, 0]])
         errors = np.clip(np.nan_to_num(errors, nan=0.0), 0, None)
-        ax.errorbar(x[finite], values[finite, 0], yerr=errors[:, finite], fmt="o", color="tab:blue", capsize=3,
-                    label=f"{metric(name).short} of the proxy (95 % CI)")
+        ax.errorbar(
+            x[finite],
+            values[finite, 0],
+            yerr=errors[:, finite],
+            fmt="o",
+            color="tab:blue",
+            capsize=3,
+            label=f"{metric(name).short} of the proxy (95 % CI)",
+        )
         chance = CHANCE_AUC if metric(name).kind == "auc" else 0.0
         ax.axhline(chance, color="grey", lw=0.9, ls="--", label=f"chance ({chance:g})")
-        ax.set_xticks(x, [f"{label}\n({_missing(row, name)})" if _missing(row, name) else label
-                          for label, (_, row) in zip(labels, rows.iterrows(), strict=True)], fontsize=7)
+        ax.set_xticks(
+            x,
+            [
+                f"{label}\n({_missing(row, name)})" if _missing(row, name) else label
+                for label, (_, row) in zip(labels, rows.iterrows(), strict=True)
+            ],
+            fontsize=7,
+        )
         kind = "extrapolated to the full panel" if name in EXTRAPOLATED else "half-panel"
         ax.set_title(f"{metric(name).short} against the human ceiling ({kind})", fontsize=9)
         ax.set_ylabel(header(name))
         ax.set_ylim(-1.02 if chance == 0.0 else -0.02, 1.02)
         ax.grid(alpha=0.3, axis="y")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08 - 0.05 * lines), ncol=2,
-                  frameon=False)  # under the tick labels, however many lines they take
+        ax.legend(
+            fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08 - 0.05 * lines), ncol=2, frameon=False
+        )  # under the tick labels, however many lines they take
     fig.tight_layout()
     return fig

@@ -30,13 +30,12 @@ SWEEP_KIND = "sweep"  # a multirun's parent run (mcu_exp.tracking.sweep.KIND_SWE
 NOT_COMPARED = (REPORT_KIND, SWEEP_KIND)  # tag mcu.kind of runs that are no job: never a row
 FIGURE_CAPTIONS = {
     "f1_threshold.png": "F1 against the threshold on α_test; dots: each run's calibrated τ, labelled with its ε; "
-                        "dotted: the always-understandable baseline.",
+    "dotted: the always-understandable baseline.",
     "auc_threshold.png": "AUC of the binary labels against the threshold on α_test; dashed: chance (0.5).",
     "auc_subgroups.png": "AUC per human reader subgroup; dashed: chance (0.5).",
-    "coverage_epsilon.png": "Empirical test coverage against ε; dashed: nominal 1 − ε; identical curves drawn "
-                            "once.",
+    "coverage_epsilon.png": "Empirical test coverage against ε; dashed: nominal 1 − ε; identical curves drawn once.",
     "f1_auc_theta.png": "P2's fixed rule: F1 and AUC against θ on SSC_meta; dots: runs that decided with θ; "
-                        "dotted: the always-understandable baseline, dashed: chance (0.5).",
+    "dotted: the always-understandable baseline, dashed: chance (0.5).",
 }
 
 
@@ -55,23 +54,34 @@ def default_tracking_uri() -> str:
 
 def build_parser(prog: str = "mcu-exp report") -> argparse.ArgumentParser:
     """The command's arguments."""
-    parser = argparse.ArgumentParser(prog=prog, description=(
-        "Compare finished MLflow runs in paper-style tables (Markdown, CSV) and one self-contained "
-        "HTML page with figures; the report is also logged as an MLflow run."))
-    parser.add_argument("--experiment", action="append", metavar="NAME",
-                        help="MLflow experiment name (repeatable; default: mcu_exp)")
-    parser.add_argument("--sweep", metavar="TAG", help="only the runs of this sweep (tag mcu.sweep); "
-                        "'latest' picks the newest sweep")
-    parser.add_argument("--filter", metavar="EXPR", default="",
-                        help="MLflow search filter, e.g. \"tags.`mcu.model` = 'gpt-4o'\"")
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "Compare finished MLflow runs in paper-style tables (Markdown, CSV) and one self-contained "
+            "HTML page with figures; the report is also logged as an MLflow run."
+        ),
+    )
+    parser.add_argument(
+        "--experiment", action="append", metavar="NAME", help="MLflow experiment name (repeatable; default: mcu_exp)"
+    )
+    parser.add_argument(
+        "--sweep", metavar="TAG", help="only the runs of this sweep (tag mcu.sweep); 'latest' picks the newest sweep"
+    )
+    parser.add_argument(
+        "--filter", metavar="EXPR", default="", help="MLflow search filter, e.g. \"tags.`mcu.model` = 'gpt-4o'\""
+    )
     parser.add_argument("--status", default="FINISHED", help="run status to keep, or 'any' (default FINISHED)")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="default: $MLFLOW_TRACKING_URI, else sqlite:///<outputs>/mlflow.db")
+    parser.add_argument(
+        "--tracking-uri", default=None, help="default: $MLFLOW_TRACKING_URI, else sqlite:///<outputs>/mlflow.db"
+    )
     parser.add_argument("--out", type=Path, default=None, help="output folder (default outputs/reports/<time>)")
     parser.add_argument("--title", default=None, help="page title")
     parser.add_argument("--no-log", action="store_true", help="do not log the report as an MLflow run")
-    parser.add_argument("--debug", action="store_true",
-                        help="also compare debug and smoke runs (tag mcu.debug=true), which are skipped otherwise")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="also compare debug and smoke runs (tag mcu.debug=true), which are skipped otherwise",
+    )
     return parser
 
 
@@ -87,10 +97,9 @@ def fail(message: str) -> ReportError:
 def check_store(uri: str) -> None:
     """Refuse a SQLite store that does not exist (MLflow would create an empty one)."""
     if uri.startswith("sqlite:///"):
-        path = Path(uri[len("sqlite:///"):])
+        path = Path(uri[len("sqlite:///") :])
         if not path.is_file():
-            raise fail(f"no MLflow store at {path}: run a job first, or pass --tracking-uri / set "
-                       "MLFLOW_TRACKING_URI")
+            raise fail(f"no MLflow store at {path}: run a job first, or pass --tracking-uri / set MLFLOW_TRACKING_URI")
 
 
 def experiment_ids(client: Any, names: Sequence[str], uri: str) -> dict[str, str]:
@@ -115,8 +124,14 @@ def search_all(client: Any, ids: Sequence[str], filter_string: str, limit: int |
     token = None
     while True:
         try:
-            page = client.search_runs(list(ids), filter_string, ViewType.ACTIVE_ONLY, max_results=1000,
-                                      order_by=["attributes.start_time DESC"], page_token=token)
+            page = client.search_runs(
+                list(ids),
+                filter_string,
+                ViewType.ACTIVE_ONLY,
+                max_results=1000,
+                order_by=["attributes.start_time DESC"],
+                page_token=token,
+            )
         except MlflowException as exc:
             raise fail(f"bad run selection {filter_string!r}: {exc.message.splitlines()[0]}") from None
         runs += [r for r in page if r.data.tags.get("mcu.kind") not in NOT_COMPARED]
@@ -156,23 +171,38 @@ def run_records(runs: Sequence[Any], files: Any) -> Any:
     from mcu_exp.report.tables import run_record, runs_frame
 
     return runs_frame(
-        run_record(r.info.run_id, r.info.run_name or "", r.info.experiment_id, r.info.status,
-                   r.info.start_time, r.data.tags, r.data.params, files.metrics(r))
+        run_record(
+            r.info.run_id,
+            r.info.run_name or "",
+            r.info.experiment_id,
+            r.info.status,
+            r.info.start_time,
+            r.data.tags,
+            r.data.params,
+            files.metrics(r),
+        )
         for r in runs
     )
 
 
-def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str | None = None,
-                filter_string: str = "", status: str = "FINISHED", out: Path | None = None,
-                title: str | None = None, log: bool = True, include_debug: bool = False) -> Path:
+def make_report(
+    uri: str,
+    experiments: Sequence[str] = ("mcu_exp",),
+    sweep: str | None = None,
+    filter_string: str = "",
+    status: str = "FINISHED",
+    out: Path | None = None,
+    title: str | None = None,
+    log: bool = True,
+    include_debug: bool = False,
+) -> Path:
     """Write the report of the selected runs to ``out``; return the folder. Debug runs (tag
     ``mcu.debug=true``) are skipped, and counted, unless ``include_debug``."""
     import tempfile
 
     from mlflow.tracking import MlflowClient
 
-    from mcu_exp.report import display, tables
-    from mcu_exp.report import ceiling, comparisons, measures
+    from mcu_exp.report import ceiling, comparisons, display, measures, tables
     from mcu_exp.report.figures import curve_keys, report_figures
     from mcu_exp.report.html import Figure, ReportDocument, Section, render_html, render_markdown
     from mcu_exp.report.sources import RunFiles
@@ -188,8 +218,10 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
     skipped = len(found) - len(runs)
     skip_text = f"{skipped} debug run{'' if skipped == 1 else 's'} (tag {TAG_DEBUG}=true; --debug compares them)"
     if not runs:
-        raise fail(f"no runs match [{selection or 'everything'}] in experiment(s) "
-                   f"{', '.join(ids.values())} of {uri}" + (f"; skipped {skip_text}" if skipped else ""))
+        raise fail(
+            f"no runs match [{selection or 'everything'}] in experiment(s) "
+            f"{', '.join(ids.values())} of {uri}" + (f"; skipped {skip_text}" if skipped else "")
+        )
     if skipped:
         print(f"Skipped {skip_text}")
     with tempfile.TemporaryDirectory(prefix="mcu-report-") as tmp:  # downloads of remote stores only
@@ -205,14 +237,22 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
         thr = files.curves(thr_ids, THRESHOLD_GRID)
         eps = files.curves(eps_ids, EPSILON_GRID)
         theta = files.curves(thr_ids, THETA_GRID)  # runs whose proxy has a similarity (P2)
-        scored = measures.measures_part(rows, keys, measures.read_measures(files, rows.index.tolist()),
-                                        display.scope(rows), gone=files.gone)
-        paired = comparisons.comparison_part(rows, keys, comparisons.read_per_program(files, rows.index.tolist()),
-                                             calibrations=comparisons.read_calibrations(files, rows))
+        scored = measures.measures_part(
+            rows, keys, measures.read_measures(files, rows.index.tolist()), display.scope(rows), gone=files.gone
+        )
+        paired = comparisons.comparison_part(
+            rows,
+            keys,
+            comparisons.read_per_program(files, rows.index.tolist()),
+            calibrations=comparisons.read_calibrations(files, rows),
+        )
         bundles = files.bundles(rows.index.tolist())
     pngs = report_figures(rows, keys, thr, eps, subgroup, theta)
-    extra = [Section(title, part.table, part.caption, part.notes)
-             for title, part in ((measures.TITLE, scored), (comparisons.TITLE, paired)) if part is not None]
+    extra = [
+        Section(title, part.table, part.caption, part.notes)
+        for title, part in ((measures.TITLE, scored), (comparisons.TITLE, paired))
+        if part is not None
+    ]
 
     sweeps = sorted({s for s in frame["sweep"] if s})
     label = sweep or (sweeps[0] if len(sweeps) == 1 else "+".join(ids.values()))
@@ -228,22 +268,29 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
             "made": time.strftime("%Y-%m-%d %H:%M:%S"),
         },
         sections=[
-            Section("Alignment with human labels", display.display_table(summary, keys),
-                    f"{display.scope(rows)}. Value [95 % stratified bootstrap CI] against these human labels; "
-                    "n: programs. F1 always-1: label every program understandable; F1 random: prevalence-matched "
-                    "random labeller (expected value)." + ceiling.caption(summary),
-                    [*display.row_notes(summary, keys), *filter(None, [display.name_settings_note(hidden)])]),
-            Section("Per human reader group", display.display_subgroups(subgroup, keys),
-                    f"label: {display.label_rule(rows)}. F1 and AUC of the binary labels against each reader "
-                    "group's labels, τ calibrated on all programs; each column names the group. "
-                    f"{display.subgroup_family(subgroup)}. "
-                    f"Programs per group: {display.group_sizes(subgroup) or '—'}."
-                    + ceiling.group_caption(subgroup),
-                    display.subgroup_notes(subgroup, keys)),
+            Section(
+                "Alignment with human labels",
+                display.display_table(summary, keys),
+                f"{display.scope(rows)}. Value [95 % stratified bootstrap CI] against these human labels; "
+                "n: programs. F1 always-1: label every program understandable; F1 random: prevalence-matched "
+                "random labeller (expected value)." + ceiling.caption(summary),
+                [*display.row_notes(summary, keys), *filter(None, [display.name_settings_note(hidden)])],
+            ),
+            Section(
+                "Per human reader group",
+                display.display_subgroups(subgroup, keys),
+                f"label: {display.label_rule(rows)}. F1 and AUC of the binary labels against each reader "
+                "group's labels, τ calibrated on all programs; each column names the group. "
+                f"{display.subgroup_family(subgroup)}. "
+                f"Programs per group: {display.group_sizes(subgroup) or '—'}." + ceiling.group_caption(subgroup),
+                display.subgroup_notes(subgroup, keys),
+            ),
             *extra,
         ],
-        figures=[Figure(name, png, {**FIGURE_CAPTIONS, ceiling.FIGURE: ceiling.FIGURE_CAPTION}[name])
-                 for name, png in pngs.items()],
+        figures=[
+            Figure(name, png, {**FIGURE_CAPTIONS, ceiling.FIGURE: ceiling.FIGURE_CAPTION}[name])
+            for name, png in pngs.items()
+        ],
         notes=[
             "AUC (labels) is the ROC AUC of the High/Low labels (what the paper reports); AUC (score) the "
             "threshold-free ROC AUC of −α_test.",
@@ -251,9 +298,15 @@ def make_report(uri: str, experiments: Sequence[str] = ("mcu_exp",), sweep: str 
             "cannot); one run several times shows its newest run, and 'runs' counts them.",
             "'undefined' marks a metric (or CI bound) that has no value on the run's data, e.g. an AUC when the "
             "human labels hold one class (NaN in the CSVs); '—' a metric the run did not log.",
-            *(["Run bundles (the samples and scores each table came from; check one anywhere with mcu-exp bundle "
-               "replay FILE): " + "; ".join(f"{rows.loc[i, 'run_name'] or i}: {where}" for i, where in bundles.items())]
-              if bundles else []),
+            *(
+                [
+                    "Run bundles (the samples and scores each table came from; check one anywhere with mcu-exp bundle "
+                    "replay FILE): "
+                    + "; ".join(f"{rows.loc[i, 'run_name'] or i}: {where}" for i, where in bundles.items())
+                ]
+                if bundles
+                else []
+            ),
         ],
     )
     out = out or outputs_dir() / "reports" / time.strftime("%Y-%m-%d_%H-%M-%S")
@@ -280,9 +333,16 @@ def log_report(client: Any, experiment_id: str, label: str, selection: str, n_ru
     """Log the report folder as a FINISHED run ``report · <label>`` tagged ``mcu.kind=report``."""
     from mcu_exp.tracking.artifacts import RunArtifacts
 
-    run = client.create_run(experiment_id, run_name=f"report · {label}", tags={
-        "mcu.kind": REPORT_KIND, "mcu.report.sweep": label, "mcu.report.selection": selection[:4000],
-        "mcu.report.runs": str(n_runs)})
+    run = client.create_run(
+        experiment_id,
+        run_name=f"report · {label}",
+        tags={
+            "mcu.kind": REPORT_KIND,
+            "mcu.report.sweep": label,
+            "mcu.report.selection": selection[:4000],
+            "mcu.report.runs": str(n_runs),
+        },
+    )
     try:
         RunArtifacts(client, run.info.run_id, run.info.artifact_uri).put_folder(folder)
     except BaseException:
@@ -297,8 +357,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     uri = args.tracking_uri or default_tracking_uri()
     try:
-        out = make_report(uri, args.experiment or ["mcu_exp"], args.sweep, args.filter, args.status, args.out,
-                          args.title, log=not args.no_log, include_debug=args.debug)
+        out = make_report(
+            uri,
+            args.experiment or ["mcu_exp"],
+            args.sweep,
+            args.filter,
+            args.status,
+            args.out,
+            args.title,
+            log=not args.no_log,
+            include_debug=args.debug,
+        )
     except ReportError as exc:
         print(f"mcu-exp report: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -10,8 +10,11 @@ from mcu_exp.evaluation.report import CI_HIGH, CI_LOW
 from mcu_exp.names import TAG_CLASS_WARNING, TAG_VERDICT, VS_P0_PREFIX
 
 UNDEFINED_COLUMN = "undefined"  # the metrics a run logged as NaN (undefined on its data), "; "-joined in CSVs
-NOTE_COLUMNS = {"class_warning": TAG_CLASS_WARNING, "reference_class_warning": f"{TAG_CLASS_WARNING}.reference",
-                "verdict": TAG_VERDICT}  # run tags kept per row
+NOTE_COLUMNS = {
+    "class_warning": TAG_CLASS_WARNING,
+    "reference_class_warning": f"{TAG_CLASS_WARNING}.reference",
+    "verdict": TAG_VERDICT,
+}  # run tags kept per row
 BASELINE_PREFIX = "baseline_"
 GROUP_WARNING = "class_warning."  # + a reader group (or "reference"): that label set's class-size warning
 
@@ -30,4 +33,4 @@ def vs_p0_metrics(frame: pd.DataFrame) -> list[str]:
     """The "against P0" metrics the runs logged (``vs_p0.f1`` …), CI bounds left out."""
     names = [c for c in frame.columns if c.startswith(VS_P0_PREFIX) and not c.endswith((CI_LOW, CI_HIGH))]
     order = {m: i for i, m in enumerate(main_metrics())}
-    return sorted(names, key=lambda c: (order.get(c[len(VS_P0_PREFIX):], len(order)), c))
+    return sorted(names, key=lambda c: (order.get(c[len(VS_P0_PREFIX) :], len(order)), c))

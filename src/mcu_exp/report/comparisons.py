@@ -86,8 +86,10 @@ def unique_labels(rows: pd.DataFrame, keys: Sequence[str]) -> dict[str, str]:
     seen: dict[str, int] = {}
     for text in labels.values():
         seen[text] = seen.get(text, 0) + 1
-    return {run_id: text if seen[text] == 1 else f"{text} ({rows.at[run_id, 'run_name'] or run_id})"
-            for run_id, text in labels.items()}
+    return {
+        run_id: text if seen[text] == 1 else f"{text} ({rows.at[run_id, 'run_name'] or run_id})"
+        for run_id, text in labels.items()
+    }
 
 
 def label_groups(frames: Mapping[str, pd.DataFrame]) -> tuple[list[list[str]], dict[str, str]]:
@@ -114,8 +116,13 @@ def label_groups(frames: Mapping[str, pd.DataFrame]) -> tuple[list[list[str]], d
     return groups, why
 
 
-def compare_group(frames: Mapping[str, pd.DataFrame], resamples: int, seed: int, notes: list[str],
-                  calibrations: Mapping[str, RunCalibration] | None = None) -> pd.DataFrame:
+def compare_group(
+    frames: Mapping[str, pd.DataFrame],
+    resamples: int,
+    seed: int,
+    notes: list[str],
+    calibrations: Mapping[str, RunCalibration] | None = None,
+) -> pd.DataFrame:
     """:func:`~mcu_exp.evaluation.paired.compare_many` of one group; should a pair still not
     pair (program ids repeated in a table…), every pair on its own, the failing ones skipped
     with a note."""
@@ -128,7 +135,7 @@ def compare_group(frames: Mapping[str, pd.DataFrame], resamples: int, seed: int,
     names = list(frames)
     parts = []
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             try:
                 parts.append(compare_many({a: frames[a], b: frames[b]}, resamples, seed, CONFIDENCE, calibrations))
             except PairingError as exc:
@@ -136,9 +143,15 @@ def compare_group(frames: Mapping[str, pd.DataFrame], resamples: int, seed: int,
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def comparison_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str, pd.DataFrame],
-                    most: int = MAX_COMPARED, resamples: int = RESAMPLES, seed: int = SEED,
-                    calibrations: Mapping[str, RunCalibration] | None = None) -> ComparisonPart | None:
+def comparison_part(
+    rows: pd.DataFrame,
+    keys: Sequence[str],
+    found: Mapping[str, pd.DataFrame],
+    most: int = MAX_COMPARED,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    calibrations: Mapping[str, RunCalibration] | None = None,
+) -> ComparisonPart | None:
     """The section over ``rows`` (the report's configurations, newest run each, in table
     order) and their runs' per-program tables ``found`` by run id (``calibrations``: the runs to
     recalibrate in the resamples, by run id); None when fewer than two configurations have a score."""
@@ -151,24 +164,29 @@ def comparison_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str,
     notes = []
     unscored = [labels[r] for r in rows.index if r not in scored]
     if unscored:
-        notes.append(f"Not compared, no {SCORE} in a {PER_PROGRAM_FILE} (older runs, or a proxy without a "
-                     f"continuous score): {'; '.join(unscored)}.")
+        notes.append(
+            f"Not compared, no {SCORE} in a {PER_PROGRAM_FILE} (older runs, or a proxy without a "
+            f"continuous score): {'; '.join(unscored)}."
+        )
     compared, left_out = scored[:most], scored[most:]
     if left_out:
-        notes.append(f"{len(left_out)} more configuration{'' if len(left_out) == 1 else 's'} with a score left out "
-                     f"(at most {most} are compared, {most * (most - 1) // 2} pairs): "
-                     f"{'; '.join(labels[r] for r in left_out)}. Compare any two runs with "
-                     "`mcu-exp compare RUN_A RUN_B`.")
+        notes.append(
+            f"{len(left_out)} more configuration{'' if len(left_out) == 1 else 's'} with a score left out "
+            f"(at most {most} are compared, {most * (most - 1) // 2} pairs): "
+            f"{'; '.join(labels[r] for r in left_out)}. Compare any two runs with "
+            "`mcu-exp compare RUN_A RUN_B`."
+        )
     frames = {labels[r]: found[r] for r in compared}
     run_ids = {labels[r]: r for r in compared}
     groups, why = label_groups(frames)
     if len(groups) > 1:
         listing = "; ".join(f"labels {i}: {', '.join(g)}" for i, g in enumerate(groups, 1))
-        notes.append(f"Runs scored against different human labels are not compared with each other; "
-                     f"{len(groups)} sets of labels: {listing}.")
+        notes.append(
+            f"Runs scored against different human labels are not compared with each other; "
+            f"{len(groups)} sets of labels: {listing}."
+        )
         for group in groups[1:]:  # why each later set's first run did not join the first set
-            notes.append(f"{group[0]}: not compared with {', '.join(groups[0])} "
-                         f"({why[group[0]].splitlines()[0]}).")
+            notes.append(f"{group[0]}: not compared with {', '.join(groups[0])} ({why[group[0]].splitlines()[0]}).")
     parts = []
     for i, group in enumerate(groups, 1):
         if len(group) < 2:
@@ -178,8 +196,11 @@ def comparison_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str,
         table = compare_group({n: frames[n] for n in group}, resamples, seed, notes, by_name)
         if not table.empty:
             parts.append(table.assign(labels=i))
-    numbers = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["run_a", "run_b", "labels", "delong_p", "mcnemar_p"])
+    numbers = (
+        pd.concat(parts, ignore_index=True)
+        if parts
+        else pd.DataFrame(columns=["run_a", "run_b", "labels", "delong_p", "mcnemar_p"])
+    )
     numbers["delong_p_holm"] = holm(numbers["delong_p"].to_numpy(dtype=float))  # across every pair shown
     numbers["mcnemar_p_holm"] = holm(numbers["mcnemar_p"].to_numpy(dtype=float))
     numbers.insert(2, "run_id_a", [run_ids[a] for a in numbers["run_a"]])
@@ -188,13 +209,15 @@ def comparison_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str,
     numbers = numbers[front + [c for c in numbers.columns if c not in front]]
     notes.extend(labels_notes(numbers))
     pairs = len(numbers)
-    caption = (f"A − B on the programs both runs scored, paired program by program: ΔF1 and ΔAUC (score) with "
-               f"unadjusted {100 * CONFIDENCE:g} % paired stratified bootstrap CIs ({resamples} resamples, seed "
-               f"{seed}; a family of {2 * pairs} intervals, 2 per pair, none widened for multiplicity; calibrated "
-               "runs recalibrated in each resample); DeLong's test of ΔAUC (score) and McNemar's test of the labels' "
-               f"accuracy, p-values Holm-adjusted across the {pairs} pair{'' if pairs == 1 else 's'} shown (each "
-               "test its own family). Only configurations scored against the same human labels are compared. All "
-               f"numbers, raw p-values included, are in {COMPARISONS_FILE}.")
+    caption = (
+        f"A − B on the programs both runs scored, paired program by program: ΔF1 and ΔAUC (score) with "
+        f"unadjusted {100 * CONFIDENCE:g} % paired stratified bootstrap CIs ({resamples} resamples, seed "
+        f"{seed}; a family of {2 * pairs} intervals, 2 per pair, none widened for multiplicity; calibrated "
+        "runs recalibrated in each resample); DeLong's test of ΔAUC (score) and McNemar's test of the labels' "
+        f"accuracy, p-values Holm-adjusted across the {pairs} pair{'' if pairs == 1 else 's'} shown (each "
+        "test its own family). Only configurations scored against the same human labels are compared. All "
+        f"numbers, raw p-values included, are in {COMPARISONS_FILE}."
+    )
     return ComparisonPart(display_comparisons(numbers, len(groups) > 1), caption, notes, numbers)
 
 
@@ -212,14 +235,17 @@ def labels_notes(numbers: pd.DataFrame) -> list[str]:
     if recalibrated:
         lines.append(f"Recalibrated in each resample (τ recomputed from its scores.csv): {'; '.join(recalibrated)}.")
     if kept:
-        lines.append(f"Labels fixed in the resamples (no scores.csv or settings that give back the run's labels, "
-                     f"or no calibrated threshold): {'; '.join(kept)}.")
+        lines.append(
+            f"Labels fixed in the resamples (no scores.csv or settings that give back the run's labels, "
+            f"or no calibrated threshold): {'; '.join(kept)}."
+        )
     return lines
 
 
 def display_comparisons(numbers: pd.DataFrame, by_labels: bool) -> pd.DataFrame:
     """The pairs as text cells: A, B (the set of labels when there are several), n, ΔF1 and
     ΔAUC (score) with CIs, the Holm-adjusted p-values."""
+
     def num(row: pd.Series, column: str) -> float | None:
         raw = row.get(column)
         return None if raw is None else float(raw)
@@ -229,13 +255,19 @@ def display_comparisons(numbers: pd.DataFrame, by_labels: bool) -> pd.DataFrame:
         item = {"A": str(row["run_a"]), "B": str(row["run_b"])}
         if by_labels:
             item["labels"] = str(row["labels"])
-        item.update({
-            "n": count_text(num(row, "n")),
-            "ΔF1": cell("f1", num(row, "delta_f1"), num(row, "delta_f1_ci_low"), num(row, "delta_f1_ci_high")),
-            "ΔAUC (score)": cell("auc_score", num(row, "delta_auc_score"), num(row, "delta_auc_score_ci_low"),
-                                 num(row, "delta_auc_score_ci_high")),
-            "DeLong p (Holm)": p_text(num(row, "delong_p_holm")),
-            "McNemar (accuracy) p (Holm)": p_text(num(row, "mcnemar_p_holm")),
-        })
+        item.update(
+            {
+                "n": count_text(num(row, "n")),
+                "ΔF1": cell("f1", num(row, "delta_f1"), num(row, "delta_f1_ci_low"), num(row, "delta_f1_ci_high")),
+                "ΔAUC (score)": cell(
+                    "auc_score",
+                    num(row, "delta_auc_score"),
+                    num(row, "delta_auc_score_ci_low"),
+                    num(row, "delta_auc_score_ci_high"),
+                ),
+                "DeLong p (Holm)": p_text(num(row, "delong_p_holm")),
+                "McNemar (accuracy) p (Holm)": p_text(num(row, "mcnemar_p_holm")),
+            }
+        )
         out.append(item)
     return pd.DataFrame(out)

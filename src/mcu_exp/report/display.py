@@ -16,9 +16,9 @@ import pandas as pd
 from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header, metric
 from mcu_exp.evaluation.report import ALWAYS, AUC_PERMUTATION_P, RANDOM, baseline_key, format_value
 from mcu_exp.names import ALL_READERS, UNDEFINED, VS_P0_PREFIX
-from mcu_exp.report.identity import PARAM_PREFIX, key_header, key_text, row_label
-from mcu_exp.report.columns import UNDEFINED_COLUMN, main_metrics, vs_p0_metrics, with_ci
 from mcu_exp.report import ceiling
+from mcu_exp.report.columns import UNDEFINED_COLUMN, main_metrics, vs_p0_metrics, with_ci
+from mcu_exp.report.identity import PARAM_PREFIX, key_header, key_text, row_label
 
 MISSING = "—"
 BASELINE_HEADERS = {ALWAYS: "always-1", RANDOM: "random"}  # after the metric's header
@@ -90,14 +90,15 @@ def display_table(summary: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
             for baseline, suffix in BASELINE_HEADERS.items():
                 column = baseline_key(baseline, PRIMARY)
                 if column in summary.columns:
-                    table[f"{header(PRIMARY)} {suffix}"] = [cell(PRIMARY, value(row, column))
-                                                            for _, row in summary.iterrows()]
+                    table[f"{header(PRIMARY)} {suffix}"] = [
+                        cell(PRIMARY, value(row, column)) for _, row in summary.iterrows()
+                    ]
         for column, cells in ceiling.main_cells(summary, name).items():
             table[column] = cells
     if AUC_PERMUTATION_P in summary.columns and _shown(summary, AUC_PERMUTATION_P):
         table["p (AUC score vs 0.5)"] = [p_text(value(row, AUC_PERMUTATION_P)) for _, row in summary.iterrows()]
     for column in vs_p0_metrics(summary):
-        short = column[len(VS_P0_PREFIX):]
+        short = column[len(VS_P0_PREFIX) :]
         table[f"{header(short)} vs P0"] = _cells(summary, column, short)
     return table
 
@@ -118,8 +119,7 @@ def display_subgroups(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
             cells[f"{metric(name).short} {row['group']}"] = cell(name, *(value(row, c) for c in with_ci(name)))
         if with_ceiling:
             cells.update({f"{head} {row['group']}": text for head, text in ceiling.group_cells(row).items()})
-    rows = [{**{key_header(k): v for k, v in zip(keys, ident, strict=True)}, **cells}
-            for ident, cells in out.items()]
+    rows = [{**{key_header(k): v for k, v in zip(keys, ident, strict=True)}, **cells} for ident, cells in out.items()]
     return pd.DataFrame(rows).fillna(MISSING)
 
 
@@ -128,20 +128,25 @@ def subgroup_notes(table: pd.DataFrame, keys: Sequence[str]) -> list[str]:
     too small to say much (the same < ``evaluation.min_per_class`` test as the main labels)."""
     if table.empty or "class_warning" not in table.columns:
         return []
-    return [f"{row_label(row, keys)} · {row['group']}: class size warning: {row['class_warning']}"
-            for _, row in table.iterrows() if row.get("class_warning")]
+    return [
+        f"{row_label(row, keys)} · {row['group']}: class size warning: {row['class_warning']}"
+        for _, row in table.iterrows()
+        if row.get("class_warning")
+    ]
 
 
 def subgroup_family(table: pd.DataFrame) -> str:
     """The multiplicity sentence of the per-group table: its intervals are unadjusted, and how
     many a reader compares (configurations × groups × metrics)."""
     size = 0 if table.empty else len(table) * len(HEADLINE)
-    return (f"95 % CIs, unadjusted for multiplicity: a family of {size} intervals "
-            f"({len(table)} configuration × group rows × {len(HEADLINE)} metrics)")
+    return (
+        f"95 % CIs, unadjusted for multiplicity: a family of {size} intervals "
+        f"({len(table)} configuration × group rows × {len(HEADLINE)} metrics)"
+    )
 
 
 def group_sizes(table: pd.DataFrame) -> str:
-    """"all 50, bachelor 50, …": programs per reader group (the largest n seen per group)."""
+    """ "all 50, bachelor 50, …": programs per reader group (the largest n seen per group)."""
     if table.empty:
         return ""
     sizes = table.groupby("group", sort=False)["n"].max()
@@ -184,15 +189,18 @@ def row_notes(summary: pd.DataFrame, keys: Sequence[str]) -> list[str]:
     notes = []
     reruns = int((summary["runs"] > 1).sum()) if "runs" in summary.columns else 0
     if reruns:
-        notes.append(f"{reruns} {'row' if reruns == 1 else 'rows'} had reruns; the newest is shown "
-                     "(the runs column counts them).")
+        notes.append(
+            f"{reruns} {'row' if reruns == 1 else 'rows'} had reruns; the newest is shown "
+            "(the runs column counts them)."
+        )
     for _, row in summary.iterrows():
         label = row_label(row, keys)
         if row.get("class_warning"):
             notes.append(f"{label}: class size warning: {row['class_warning']}")
         if row.get("reference_class_warning"):
-            notes.append(f"{label}: class size warning on the reference proxy's labels: "
-                         f"{row['reference_class_warning']}")
+            notes.append(
+                f"{label}: class size warning on the reference proxy's labels: {row['reference_class_warning']}"
+            )
         if row.get("verdict"):
             notes.append(f"{label}: verdict: {row['verdict']}")
     return notes
@@ -204,16 +212,22 @@ def name_settings_note(columns: Sequence[str], most: int = 6) -> str:
     per section when it has more than ``most`` of them."""
     sections: dict[str, list[str]] = {}
     for column in columns:
-        key = column[len(PARAM_PREFIX):] if column.startswith(PARAM_PREFIX) else column
+        key = column[len(PARAM_PREFIX) :] if column.startswith(PARAM_PREFIX) else column
         sections.setdefault(key.split(".", 1)[0], []).append(key)
-    parts = [", ".join(keys) if len(keys) <= most else f"{len(keys)} {section}.* settings"
-             for section, keys in sections.items()]
-    return f"Also differing, with the model, proxy or expert pool named in the row (in summary.csv): " \
-           f"{'; '.join(parts)}." if parts else ""
+    parts = [
+        ", ".join(keys) if len(keys) <= most else f"{len(keys)} {section}.* settings"
+        for section, keys in sections.items()
+    ]
+    return (
+        f"Also differing, with the model, proxy or expert pool named in the row (in summary.csv): {'; '.join(parts)}."
+        if parts
+        else ""
+    )
 
 
 def to_markdown(table: pd.DataFrame) -> str:
     """A GitHub-flavoured Markdown table (pipes in cells escaped); text left, numbers right."""
+
     def esc(text: Any) -> str:
         return str(text).replace("|", "\\|").replace("\n", " ")
 

@@ -84,8 +84,9 @@ def reference_lines(ax: plt.Axes, rows: pd.DataFrame, name: str) -> None:
         return
     values = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float)
     for value in sorted({round(float(v), 9) for v in values if np.isfinite(v)}):
-        ax.axhline(value, color="grey", lw=1.0, ls=":",
-                   label=f"{header(name)} always-1 baseline ({format_value(name, value)})")
+        ax.axhline(
+            value, color="grey", lw=1.0, ls=":", label=f"{header(name)} always-1 baseline ({format_value(name, value)})"
+        )
 
 
 def legend_outside(ax: plt.Axes, where: str = "below", columns: int = 2) -> None:
@@ -96,8 +97,9 @@ def legend_outside(ax: plt.Axes, where: str = "below", columns: int = 2) -> None
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=columns, frameon=False)
 
 
-def plot_threshold_metric(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str], metric: str,
-                          ylabel: str) -> Figure:
+def plot_threshold_metric(
+    curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str], metric: str, ylabel: str
+) -> Figure:
     """``metric`` against the threshold on α_test, one line per model (and other curve key),
     one panel per proxy; dots mark each run's calibrated τ and its value there, labelled with
     the run's ε; the baseline (F1) or chance (AUC) line under them (:func:`reference_lines`)."""
@@ -119,8 +121,14 @@ def plot_threshold_metric(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequen
             if len(points):
                 ax.plot(points["tau"], points[metric], "o", color=line.get_color(), ms=4)
                 for _, point in points.iterrows():
-                    ax.annotate(f"ε={key_text('epsilon', point['epsilon'])}", (point["tau"], point[metric]),
-                                textcoords="offset points", xytext=(3, 4), fontsize=6, color=line.get_color())
+                    ax.annotate(
+                        f"ε={key_text('epsilon', point['epsilon'])}",
+                        (point["tau"], point[metric]),
+                        textcoords="offset points",
+                        xytext=(3, 4),
+                        fontsize=6,
+                        color=line.get_color(),
+                    )
         if drawn:
             reference_lines(ax, rows[ident.isin(rep_ident[drawn])], metric)
         ax.set_title(f"{proxy}: {ylabel} against the threshold")
@@ -150,8 +158,7 @@ def plot_subgroup_auc(table: pd.DataFrame, keys: Sequence[str]) -> Figure:
     """Binary AUC per human reader subgroup with 95 % CI bars, one bar per configuration;
     the dashed line is chance (0.5); the legend sits right of the bars."""
     groups = list(dict.fromkeys(table["group"])) if not table.empty else []
-    configs = (table.apply(lambda r: curve_label(r, keys, skip=()), axis=1) if not table.empty
-               else pd.Series(dtype=str))
+    configs = table.apply(lambda r: curve_label(r, keys, skip=()), axis=1) if not table.empty else pd.Series(dtype=str)
     labels = list(dict.fromkeys(configs))
     fig, (ax,) = _axes(1, width=max(6.0, 1.2 + 0.35 * max(1, len(groups)) * max(1, len(labels))), height=4.5)
     width = 0.8 / max(1, len(labels))
@@ -161,8 +168,7 @@ def plot_subgroup_auc(table: pd.DataFrame, keys: Sequence[str]) -> Figure:
         value = sub["auc_binary"].to_numpy(dtype=float)
         low = np.clip(value - sub["auc_binary_ci_low"].to_numpy(dtype=float), 0, None)
         high = np.clip(sub["auc_binary_ci_high"].to_numpy(dtype=float) - value, 0, None)
-        ax.bar(x - 0.4 + width * (i + 0.5), value, width, yerr=np.vstack([low, high]),
-               capsize=2, label=label)
+        ax.bar(x - 0.4 + width * (i + 0.5), value, width, yerr=np.vstack([low, high]), capsize=2, label=label)
     if labels:
         ax.axhline(0.5, color="grey", lw=0.8, ls="--", label="chance (0.5)")
     names = []
@@ -229,15 +235,15 @@ def plot_theta(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str]) ->
     fig, axes = _axes(len(HEADLINE))
     uses_theta = rows[rows["rule"] == "theta"] if "rule" in rows.columns else rows.iloc[:0]
     ident, rep_ident = _joined(uses_theta, ckeys), _joined(reps, ckeys)
-    for ax, metric in zip(axes, HEADLINE, strict=True):
-        label = header(metric)
+    for ax, name in zip(axes, HEADLINE, strict=True):
+        label = header(name)
         for run_id, rep in reps.iterrows():
             curve = curves[curves["run_id"] == run_id].sort_values("theta")
-            (line,) = ax.plot(curve["theta"], curve[metric], "-", lw=1.4, label=curve_label(rep, ckeys, skip=()))
+            (line,) = ax.plot(curve["theta"], curve[name], "-", lw=1.4, label=curve_label(rep, ckeys, skip=()))
             same = uses_theta[ident == rep_ident[run_id]]
-            if metric in same.columns and len(same):
-                ax.plot(same["theta"], same[metric], "o", color=line.get_color(), ms=4)
-        reference_lines(ax, rows[_joined(rows, ckeys).isin(rep_ident)], metric)
+            if name in same.columns and len(same):
+                ax.plot(same["theta"], same[name], "o", color=line.get_color(), ms=4)
+        reference_lines(ax, rows[_joined(rows, ckeys).isin(rep_ident)], name)
         ax.set_title(f"{label} against θ (High iff SSC_meta ≥ θ)")
         ax.set_xlabel("θ")
         ax.set_ylabel(label)
@@ -248,15 +254,19 @@ def plot_theta(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str]) ->
     return fig
 
 
-def report_figures(rows: pd.DataFrame, keys: Sequence[str], threshold_curves: pd.DataFrame,
-                   epsilon_curves: pd.DataFrame, subgroup: pd.DataFrame,
-                   theta_curves: pd.DataFrame | None = None) -> dict[str, bytes]:
+def report_figures(
+    rows: pd.DataFrame,
+    keys: Sequence[str],
+    threshold_curves: pd.DataFrame,
+    epsilon_curves: pd.DataFrame,
+    subgroup: pd.DataFrame,
+    theta_curves: pd.DataFrame | None = None,
+) -> dict[str, bytes]:
     """Every figure of a report, by file name, as PNG bytes (the θ figure only when some run
     logged θ curves, the ceiling figure only when some run logged a human ceiling)."""
     figures: dict[str, Figure] = {
         "f1_threshold.png": plot_threshold_metric(threshold_curves, rows, keys, PRIMARY, header(PRIMARY)),
-        "auc_threshold.png": plot_threshold_metric(threshold_curves, rows, keys, "auc_binary",
-                                                   header("auc_binary")),
+        "auc_threshold.png": plot_threshold_metric(threshold_curves, rows, keys, "auc_binary", header("auc_binary")),
         "auc_subgroups.png": plot_subgroup_auc(subgroup, keys),
         "coverage_epsilon.png": plot_coverage_epsilon(epsilon_curves, rows, keys),
     }

@@ -78,8 +78,9 @@ def cell_html(text: object) -> str:
 def table_html(table: pd.DataFrame) -> str:
     """A text table as an HTML ``<table>`` (see :func:`cell_html`)."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
-    body = "".join("<tr>" + "".join(f"<td>{cell_html(v)}</td>" for v in row) + "</tr>"
-                   for row in table.itertuples(index=False))
+    body = "".join(
+        "<tr>" + "".join(f"<td>{cell_html(v)}</td>" for v in row) + "</tr>" for row in table.itertuples(index=False)
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 

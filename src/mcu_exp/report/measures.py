@@ -28,11 +28,26 @@ if TYPE_CHECKING:
 TITLE = "Uncertainty measures and code-metric baselines"
 AUC, SPEARMAN = "auc_score", "spearman"
 PRR, PRR_P = "prr", "prr_perm_p"
-VALUE_COLUMNS = ("n", AUC, f"{AUC}_ci_low", f"{AUC}_ci_high", SPEARMAN, f"{SPEARMAN}_ci_low",
-                 f"{SPEARMAN}_ci_high", PRR, f"{PRR}_ci_low", f"{PRR}_ci_high", PRR_P, "spearman_vs", "direction")
+VALUE_COLUMNS = (
+    "n",
+    AUC,
+    f"{AUC}_ci_low",
+    f"{AUC}_ci_high",
+    SPEARMAN,
+    f"{SPEARMAN}_ci_low",
+    f"{SPEARMAN}_ci_high",
+    PRR,
+    f"{PRR}_ci_low",
+    f"{PRR}_ci_high",
+    PRR_P,
+    "spearman_vs",
+    "direction",
+)
 CODE_LABEL = "code metrics"
-DIRECTION_NOTE = (", scored as −value: each metric's declared direction, higher = harder to understand, so AUC > "
-                  "0.5 means as the literature expects; raw values in runs whose measures.csv has no direction column")
+DIRECTION_NOTE = (
+    ", scored as −value: each metric's declared direction, higher = harder to understand, so AUC > "
+    "0.5 means as the literature expects; raw values in runs whose measures.csv has no direction column"
+)
 LABEL_KEYS = ("dataset", "labels_group")  # keys that name a label set (with params.labels.*, params.dataset.*)
 
 
@@ -65,15 +80,20 @@ def _text_rows(label: str, frame: pd.DataFrame, vs_column: bool) -> list[dict[st
     """One text row per measure column: "0.612 [0.450, 0.766]" cells, as the main table's."""
     out = []
     for column, row in frame.iterrows():
+
         def num(name: str, row: pd.Series = row) -> float | None:
             raw = row.get(name)
             return None if raw is None else float(pd.to_numeric(raw, errors="coerce"))
 
-        item = {"configuration": label, "measure": str(column), "n": count_text(num("n")),
-                "AUC (score)": cell(AUC, num(AUC), num(f"{AUC}_ci_low"), num(f"{AUC}_ci_high")),
-                "Spearman ρ": cell(SPEARMAN, num(SPEARMAN), num(f"{SPEARMAN}_ci_low"), num(f"{SPEARMAN}_ci_high")),
-                "PRR": cell(SPEARMAN, num(PRR), num(f"{PRR}_ci_low"), num(f"{PRR}_ci_high")),
-                "p (PRR)": cell(PRR_P, num(PRR_P))}
+        item = {
+            "configuration": label,
+            "measure": str(column),
+            "n": count_text(num("n")),
+            "AUC (score)": cell(AUC, num(AUC), num(f"{AUC}_ci_low"), num(f"{AUC}_ci_high")),
+            "Spearman ρ": cell(SPEARMAN, num(SPEARMAN), num(f"{SPEARMAN}_ci_low"), num(f"{SPEARMAN}_ci_high")),
+            "PRR": cell(SPEARMAN, num(PRR), num(f"{PRR}_ci_low"), num(f"{PRR}_ci_high")),
+            "p (PRR)": cell(PRR_P, num(PRR_P)),
+        }
         if vs_column:
             item["ρ vs"] = str(row.get("spearman_vs", "—"))
         out.append(item)
@@ -88,13 +108,15 @@ def _fingerprint(frame: pd.DataFrame) -> str:
 def label_set(row: pd.Series, keys: Sequence[str]) -> str:
     """A configuration's human labels in words ("reader group=professional"), from the
     varying keys that concern the data and labels; the whole row label when none does."""
-    label_keys = [k for k in keys if k in LABEL_KEYS or k.startswith((f"{PARAM_PREFIX}labels.",
-                                                                      f"{PARAM_PREFIX}dataset."))]
+    label_keys = [
+        k for k in keys if k in LABEL_KEYS or k.startswith((f"{PARAM_PREFIX}labels.", f"{PARAM_PREFIX}dataset."))
+    ]
     return row_label(row, label_keys) if label_keys else row_label(row, keys)
 
 
-def measures_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str, pd.DataFrame],
-                  scope: str, gone: Collection[str] = ()) -> MeasuresPart | None:
+def measures_part(
+    rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str, pd.DataFrame], scope: str, gone: Collection[str] = ()
+) -> MeasuresPart | None:
     """The section's table over ``rows`` (the report's configurations, newest run each, in
     table order) and the runs' ``measures.csv`` frames ``found`` by run id; None when no run
     has one. ``scope`` opens the caption (what the labels are); ``gone``: runs whose artifacts
@@ -105,8 +127,13 @@ def measures_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str, p
     labels = {run_id: row_label(rows.loc[run_id], keys) for run_id in rows.index}
     measures = {run_id: _rows(found[run_id], MEASURE_PREFIX) for run_id in shown}
     codes = {run_id: _rows(found[run_id], CODE_PREFIX) for run_id in shown}
-    vs = sorted({str(v) for frame in (*measures.values(), *codes.values())
-                 for v in frame.get("spearman_vs", pd.Series(dtype=str)).dropna()})
+    vs = sorted(
+        {
+            str(v)
+            for frame in (*measures.values(), *codes.values())
+            for v in frame.get("spearman_vs", pd.Series(dtype=str)).dropna()
+        }
+    )
     text: list[dict[str, str]] = []
     for run_id in shown:
         text += _text_rows(labels[run_id], measures[run_id], len(vs) > 1)
@@ -119,35 +146,47 @@ def measures_part(rows: pd.DataFrame, keys: Sequence[str], found: Mapping[str, p
     if len(sets) == 1:
         (owners,) = sets.values()
         text += _text_rows(CODE_LABEL, codes[owners[0]], len(vs) > 1)
-        baseline = (f" Code-metric baselines (code.*{DIRECTION_NOTE}) depend only on the programs and the human labels: "
-                    f"shown once, taken from the first run ({labels[owners[0]]})"
-                    + ("; every other run with a measures.csv has the same." if len(owners) > 1 else "."))
+        baseline = (
+            f" Code-metric baselines (code.*{DIRECTION_NOTE}) depend only on the programs and the human labels: "
+            f"shown once, taken from the first run ({labels[owners[0]]})"
+            + ("; every other run with a measures.csv has the same." if len(owners) > 1 else ".")
+        )
     elif sets:
         for owners in sets.values():
             named = f"{CODE_LABEL} · {label_set(rows.loc[owners[0]], keys)}"
             text += _text_rows(named, codes[owners[0]], len(vs) > 1)
-            notes.append(f"{named}: taken from {labels[owners[0]]}"
-                         + (f"; identical in {', '.join(labels[r] for r in owners[1:])}." if owners[1:] else "."))
-        baseline = (f" Code-metric baselines (code.*{DIRECTION_NOTE}) depend only on the programs and the human labels; "
-                    f"the runs hold {len(sets)} different sets of them (different labels), each shown once, "
-                    "taken from the first run that has it.")
+            notes.append(
+                f"{named}: taken from {labels[owners[0]]}"
+                + (f"; identical in {', '.join(labels[r] for r in owners[1:])}." if owners[1:] else ".")
+            )
+        baseline = (
+            f" Code-metric baselines (code.*{DIRECTION_NOTE}) depend only on the programs and the human labels; "
+            f"the runs hold {len(sets)} different sets of them (different labels), each shown once, "
+            "taken from the first run that has it."
+        )
     else:
         baseline = " No run has code-metric baselines (code.*)."
     lost = [f"{labels[r]} (run {r})" for r in rows.index if r not in found and r in gone]
     if lost:
-        notes.append(f"{len(lost)} configuration{'' if len(lost) == 1 else 's'} whose run's artifacts are missing "
-                     f"(restore them to report their measures), left out: {'; '.join(lost)}.")
+        notes.append(
+            f"{len(lost)} configuration{'' if len(lost) == 1 else 's'} whose run's artifacts are missing "
+            f"(restore them to report their measures), left out: {'; '.join(lost)}."
+        )
     missing = [labels[r] for r in rows.index if r not in found and r not in gone]
     if missing:
-        notes.append(f"{len(missing)} configuration{'' if len(missing) == 1 else 's'} without {MEASURES_FILE} "
-                     f"(runs from before measures were logged), left out: {'; '.join(missing)}.")
-    caption = (f"{scope}. Uncertainty measures (measure.*: −uncertainty, higher = more understandable) of each "
-               "configuration's run, as scores against the human labels: AUC (score) and Spearman ρ with the "
-               f"humans' {' or '.join(vs) or 'correctness'}, and PRR (prediction rejection ratio, 0 = random), "
-               "value [95 % stratified bootstrap CI] as the run computed them, with PRR's two-sided permutation "
-               f"p-value against 0 (— for runs from before PRR had an interval); n: programs. Intervals and p-values are "
-               f"unadjusted for multiplicity: {len(text)} rows × 3 metrics = {3 * len(text)} intervals shown."
-               f"{baseline} The dataset's own metrics (dataset.*) and every row are in {MEASURES_FILE}.")
+        notes.append(
+            f"{len(missing)} configuration{'' if len(missing) == 1 else 's'} without {MEASURES_FILE} "
+            f"(runs from before measures were logged), left out: {'; '.join(missing)}."
+        )
+    caption = (
+        f"{scope}. Uncertainty measures (measure.*: −uncertainty, higher = more understandable) of each "
+        "configuration's run, as scores against the human labels: AUC (score) and Spearman ρ with the "
+        f"humans' {' or '.join(vs) or 'correctness'}, and PRR (prediction rejection ratio, 0 = random), "
+        "value [95 % stratified bootstrap CI] as the run computed them, with PRR's two-sided permutation "
+        f"p-value against 0 (— for runs from before PRR had an interval); n: programs. Intervals and p-values are "
+        f"unadjusted for multiplicity: {len(text)} rows × 3 metrics = {3 * len(text)} intervals shown."
+        f"{baseline} The dataset's own metrics (dataset.*) and every row are in {MEASURES_FILE}."
+    )
     return MeasuresPart(pd.DataFrame(text), caption, notes, measures_csv(rows, keys, found))
 
 

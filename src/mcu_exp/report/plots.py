@@ -11,8 +11,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
-def plot_threshold_curves(frame: pd.DataFrame, path: Path, tau: float | None = None, x: str = "threshold",
-                          xlabel: str = "threshold on α_test (High iff α_test ≤ threshold)") -> Path:
+def plot_threshold_curves(
+    frame: pd.DataFrame,
+    path: Path,
+    tau: float | None = None,
+    x: str = "threshold",
+    xlabel: str = "threshold on α_test (High iff α_test ≤ threshold)",
+) -> Path:
     """F1, precision, recall and binary AUC against the threshold (all readers), and F1 and
     AUC per human subgroup. ``x`` names the threshold column (``theta`` for P2's θ)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.5))
@@ -27,7 +32,9 @@ def plot_threshold_curves(frame: pd.DataFrame, path: Path, tau: float | None = N
         right_lines += 1
     for ax, title in ((left, "All readers"), (right, "Per reader subgroup")):
         if tau is not None:
-            ax.axvline(float(tau), color="grey", lw=0.8, ls="--", label="calibrated τ" if x == "threshold" else f"{x} used")
+            ax.axvline(
+                float(tau), color="grey", lw=0.8, ls="--", label="calibrated τ" if x == "threshold" else f"{x} used"
+            )
         ax.set_xlabel(xlabel)
         ax.set_ylim(-0.02, 1.02)
         ax.set_title(title)

@@ -67,16 +67,17 @@ class RunFiles:
     def __init__(self, client: Any, runs: Iterable[Any], dst: Path) -> None:
         self.dst = Path(dst)
         runs = list(runs)
-        self.artifacts = {r.info.run_id: RunArtifacts(client, r.info.run_id, r.info.artifact_uri or "")
-                          for r in runs}
+        self.artifacts = {r.info.run_id: RunArtifacts(client, r.info.run_id, r.info.artifact_uri or "") for r in runs}
         self.gone: dict[str, str] = {}  # run id → its name, for runs whose artifacts are missing
         for run in runs:
             if run.info.status == "FINISHED" and not self._listing(run.info.run_id):
                 self.gone[run.info.run_id] = run.info.run_name or ""
                 where = self.artifacts[run.info.run_id].local or run.info.artifact_uri
-                warn(f"run {run.info.run_id} ({run.info.run_name or 'unnamed'}): its artifacts are missing "
-                     f"(nothing at {where}); its cells read from them show — and it is left out of the "
-                     "measures, comparisons and curves: restore its artifact folder to report them")
+                warn(
+                    f"run {run.info.run_id} ({run.info.run_name or 'unnamed'}): its artifacts are missing "
+                    f"(nothing at {where}); its cells read from them show — and it is left out of the "
+                    "measures, comparisons and curves: restore its artifact folder to report them"
+                )
 
     def _listing(self, run_id: str) -> set[str]:
         """The run's top-level artifacts; empty when they cannot be listed (a location that is gone)."""
@@ -98,8 +99,11 @@ class RunFiles:
             except Exception:  # noqa: BLE001 (as in _listing)
                 continue
             if "bundle/run-bundle.zip" in listed:
-                found[run_id] = (str(artifacts.local / "bundle" / "run-bundle.zip") if artifacts.local is not None
-                                 else f"{artifacts.client.get_run(run_id).info.artifact_uri}/bundle/run-bundle.zip")
+                found[run_id] = (
+                    str(artifacts.local / "bundle" / "run-bundle.zip")
+                    if artifacts.local is not None
+                    else f"{artifacts.client.get_run(run_id).info.artifact_uri}/bundle/run-bundle.zip"
+                )
         return found
 
     def path(self, run_id: str, artifact_file: str) -> Path | None:

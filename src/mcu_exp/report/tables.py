@@ -45,9 +45,28 @@ from mcu_exp.report.identity import (
 )
 
 __all__ = [  # the frame functions, and what callers of this module also reach through it
-    "ALWAYS_SHOWN", "HEADERS", "IDENTITY", "UNDEFINED_COLUMN", "csv_table", "display_subgroups", "display_table",
-    "group_sizes", "identity_columns", "key_text", "latest_per_config", "main_metrics", "name_settings", "run_record", "runs_frame",
-    "subgroup_table", "subgroups", "summary_table", "to_markdown", "varying_keys", "vs_p0_metrics", "with_ci",
+    "ALWAYS_SHOWN",
+    "HEADERS",
+    "IDENTITY",
+    "UNDEFINED_COLUMN",
+    "csv_table",
+    "display_subgroups",
+    "display_table",
+    "group_sizes",
+    "identity_columns",
+    "key_text",
+    "latest_per_config",
+    "main_metrics",
+    "name_settings",
+    "run_record",
+    "runs_frame",
+    "subgroup_table",
+    "subgroups",
+    "summary_table",
+    "to_markdown",
+    "varying_keys",
+    "vs_p0_metrics",
+    "with_ci",
 ]
 
 RUN_COLUMNS = ("run_id", "run_name", "experiment_id", "status", "start_time", "sweep")
@@ -70,9 +89,16 @@ def _nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-def run_record(run_id: str, run_name: str, experiment_id: str, status: str, start_time: int,
-               tags: Mapping[str, str], params: Mapping[str, str],
-               metrics: Mapping[str, float]) -> dict[str, Any]:
+def run_record(
+    run_id: str,
+    run_name: str,
+    experiment_id: str,
+    status: str,
+    start_time: int,
+    tags: Mapping[str, str],
+    params: Mapping[str, str],
+    metrics: Mapping[str, float],
+) -> dict[str, Any]:
     """One run as a flat dict: run columns, identity columns, every configuration param as
     ``params.<key>``, the row notes (class-size warning, verdict), then every metric by name.
 
@@ -104,7 +130,7 @@ def run_record(run_id: str, run_name: str, experiment_id: str, status: str, star
         record[column] = tags.get(tag) or ""
     for tag, text in tags.items():  # each reader subgroup's (and the reference's) class-size warning
         if tag.startswith(f"{TAG_CLASS_WARNING}."):
-            record[f"{GROUP_WARNING}{tag[len(TAG_CLASS_WARNING) + 1:]}"] = text
+            record[f"{GROUP_WARNING}{tag[len(TAG_CLASS_WARNING) + 1 :]}"] = text
     undefined = {name for name, value in metrics.items() if _nan(float(value))}
     undefined |= {n.strip() for n in tags.get(TAG_UNDEFINED, "").split(",") if n.strip()}
     record[UNDEFINED_COLUMN] = frozenset(undefined)
@@ -190,8 +216,10 @@ def subgroup_table(frame: pd.DataFrame, keys: Sequence[str], groups: Sequence[st
     holds its group's AUC (score) ceiling and the run's share of it, with intervals."""
     rows = latest_per_config(frame, keys)
     found = groups or subgroups(rows)
-    ceiling_columns = [*with_ci(ceiling.ceiling_key(ceiling.GROUP_METRIC)),
-                       *with_ci(ceiling.share_key(ceiling.GROUP_METRIC))]
+    ceiling_columns = [
+        *with_ci(ceiling.ceiling_key(ceiling.GROUP_METRIC)),
+        *with_ci(ceiling.share_key(ceiling.GROUP_METRIC)),
+    ]
     if not any(c.endswith(ceiling_columns[0]) for c in rows.columns):
         ceiling_columns = []
     out = []
@@ -209,7 +237,7 @@ def subgroup_table(frame: pd.DataFrame, keys: Sequence[str], groups: Sequence[st
                     item[column] = row.get(f"{prefix}{column}")
             for column in ceiling_columns:
                 item[column] = row.get(f"{prefix}{column}")
-            item[UNDEFINED_COLUMN] = frozenset(n[len(prefix):] for n in undefined if n.startswith(prefix))
+            item[UNDEFINED_COLUMN] = frozenset(n[len(prefix) :] for n in undefined if n.startswith(prefix))
             warning = row.get("class_warning") if group == own else row.get(f"{GROUP_WARNING}{group}")
             item["class_warning"] = warning if isinstance(warning, str) else ""
             out.append(item)
@@ -220,8 +248,7 @@ def subgroups(frame: pd.DataFrame) -> list[str]:
     """Reader subgroups with metrics in the runs (``group.<name>.f1``), in first-seen order; a
     group's other F1-named keys (``group.<name>.ceiling.f1``) name no group of their own."""
     tail = f"{_GROUP_TAIL}{PRIMARY}"
-    names = [c[len(_GROUP_HEAD):-len(tail)] for c in frame.columns
-             if c.startswith(_GROUP_HEAD) and c.endswith(tail)]
+    names = [c[len(_GROUP_HEAD) : -len(tail)] for c in frame.columns if c.startswith(_GROUP_HEAD) and c.endswith(tail)]
     names = [n for n in names if "." not in n]
     return list(dict.fromkeys(names))
 

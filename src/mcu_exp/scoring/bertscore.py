@@ -48,22 +48,31 @@ class BertScorer(PairScorer):
 
     kind = "bertscore"
 
-    def __init__(self, cfg: ScorerConfig, cache: ScoreCache | str | Path | None = None,
-                 idf_sents: Sequence[str] | None = None, memo_mb: float = 512.0,
-                 progress: bool | None = None) -> None:
+    def __init__(
+        self,
+        cfg: ScorerConfig,
+        cache: ScoreCache | str | Path | None = None,
+        idf_sents: Sequence[str] | None = None,
+        memo_mb: float = 512.0,
+        progress: bool | None = None,
+    ) -> None:
         self.progress = progress
         self.resolved: ResolvedScorer = resolve_scorer(cfg)
         self.cfg = self.resolved.cfg
         self.cache = open_cache(cache)
         self._init_pairs()
-        self._encoder = shared_encoder(self.resolved.path, int(self.cfg.num_layers),
-                                       self.resolved.max_length, str(self.cfg.device), str(self.cfg.model))
+        self._encoder = shared_encoder(
+            self.resolved.path,
+            int(self.cfg.num_layers),
+            self.resolved.max_length,
+            str(self.cfg.device),
+            str(self.cfg.model),
+        )
         self._idf_sents: list[str] | None = None
         self._idf_hash: str | None = None
         if self.cfg.idf and idf_sents is not None:
             self._idf_sents = list(idf_sents)
-            self._idf_hash = hashlib.sha256(
-                json.dumps(sorted(self._idf_sents), ensure_ascii=True).encode()).hexdigest()
+            self._idf_hash = hashlib.sha256(json.dumps(sorted(self._idf_sents), ensure_ascii=True).encode()).hexdigest()
         elif self.cfg.idf:
             raise ValueError(
                 "scorer.idf is true but no idf sentences were given: pass idf_sents=... to "
@@ -127,8 +136,14 @@ class BertScorer(PairScorer):
         if missing:
             weights, default = self._token_weights()
             self._used_model = True
-            fresh = self._encoder.embed(missing, weights, default, int(self.cfg.batch_size),
-                                        progress=progress_enabled(self.progress), delay_s=BAR_DELAY_S)
+            fresh = self._encoder.embed(
+                missing,
+                weights,
+                default,
+                int(self.cfg.batch_size),
+                progress=progress_enabled(self.progress),
+                delay_s=BAR_DELAY_S,
+            )
             self._remember_lengths({t: (e.n_tokens, e.truncated) for t, e in zip(missing, fresh)})
             for text, emb in zip(missing, fresh):
                 self._remember(text, emb)
@@ -163,8 +178,14 @@ class BertScorer(PairScorer):
         embedded = dict(zip(texts, self.embed(texts)))
         baseline = self.resolved.baseline_f
         computed: dict[bytes, float] = {}
-        bar = tqdm(total=sum(len(part.where) for part in todo), desc="score", unit="pair",
-                   disable=not progress_enabled(self.progress), delay=BAR_DELAY_S, dynamic_ncols=True)
+        bar = tqdm(
+            total=sum(len(part.where) for part in todo),
+            desc="score",
+            unit="pair",
+            disable=not progress_enabled(self.progress),
+            delay=BAR_DELAY_S,
+            dynamic_ncols=True,
+        )
         for part in todo:
             rows = pad([embedded[t] for t in part.rows])
             cols = None if part.cols is None else pad([embedded[t] for t in part.cols])

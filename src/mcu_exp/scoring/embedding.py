@@ -47,19 +47,24 @@ class CosineScorer(PairScorer):
 
     kind = "cosine"
 
-    def __init__(self, cfg: ScorerConfig, cache: ScoreCache | str | Path | None = None,
-                 progress: bool | None = None) -> None:
+    def __init__(
+        self, cfg: ScorerConfig, cache: ScoreCache | str | Path | None = None, progress: bool | None = None
+    ) -> None:
         for flag in ("idf", "rescale_with_baseline"):
             if getattr(cfg, flag):
-                raise ValueError(f"scorer.{flag}: BERTScore only; scorer.kind=cosine does not use it "
-                                 "(set it to false)")
+                raise ValueError(f"scorer.{flag}: BERTScore only; scorer.kind=cosine does not use it (set it to false)")
         self.progress = progress
         self.resolved: ResolvedScorer = resolve_scorer(cfg)
         self.cfg = self.resolved.cfg
         self.cache = open_cache(cache)
         self._init_pairs()
-        self._encoder = shared_encoder(self.resolved.path, int(self.cfg.num_layers),
-                                       self.resolved.max_length, str(self.cfg.device), str(self.cfg.model))
+        self._encoder = shared_encoder(
+            self.resolved.path,
+            int(self.cfg.num_layers),
+            self.resolved.max_length,
+            str(self.cfg.device),
+            str(self.cfg.model),
+        )
         self._vectors: dict[str, np.ndarray] = {}  # text -> unit vector (float64); zeros when blank
 
     def _identity(self) -> dict[str, Any]:
@@ -98,12 +103,16 @@ class CosineScorer(PairScorer):
             self._used_model = True
             lengths: dict[str, tuple[int, bool]] = {}
             batches = self._encoder.hidden_states(
-                missing, int(self.cfg.batch_size), progress=progress_enabled(self.progress),
-                delay_s=pairs.BAR_DELAY_S, purpose="mean-pooled cosine")
+                missing,
+                int(self.cfg.batch_size),
+                progress=progress_enabled(self.progress),
+                delay_s=pairs.BAR_DELAY_S,
+                purpose="mean-pooled cosine",
+            )
             for batch, hidden, encoded in batches:
                 mask = torch.zeros(hidden.shape[:2], dtype=hidden.dtype, device=hidden.device)
                 for row, (ids, _) in enumerate(encoded):
-                    mask[row, :len(ids)] = 1
+                    mask[row, : len(ids)] = 1
                 summed = (hidden * mask.unsqueeze(-1)).sum(dim=1)
                 mean = summed / mask.sum(dim=1, keepdim=True).clamp(min=1e-9)
                 vectors = mean.cpu().double().numpy()

@@ -46,8 +46,9 @@ class TokenEmbeddings:
 _SHARED: dict[tuple[str, int, int, str], Encoder] = {}
 
 
-def shared_encoder(path: Path, num_layers: int, max_length: int, device: str = "auto",
-                   name: str | None = None) -> Encoder:
+def shared_encoder(
+    path: Path, num_layers: int, max_length: int, device: str = "auto", name: str | None = None
+) -> Encoder:
     """The process's one encoder for this model, layer, limit and device (loaded lazily).
 
     Scorers that differ only in idf, rescaling or cache (P1's and P2's, a test session's)
@@ -63,8 +64,9 @@ def shared_encoder(path: Path, num_layers: int, max_length: int, device: str = "
 class Encoder:
     """Lazily loaded tokenizer and encoder (cut to `num_layers`) of one model folder."""
 
-    def __init__(self, path: Path, num_layers: int, max_length: int, device: str = "auto",
-                 name: str | None = None) -> None:
+    def __init__(
+        self, path: Path, num_layers: int, max_length: int, device: str = "auto", name: str | None = None
+    ) -> None:
         self.path = path
         self.name = name or Path(path).name
         self.num_layers = num_layers
@@ -110,8 +112,9 @@ class Encoder:
 
             device = self.device
             console.quiet_libraries()
-            with console.step(f"Loading scorer {self.name} ({purpose}, layer {self.num_layers}, "
-                              f"{device.upper()})", logger=log):
+            with console.step(
+                f"Loading scorer {self.name} ({purpose}, layer {self.num_layers}, {device.upper()})", logger=log
+            ):
                 with console.quiet_output("transformers"):
                     self._model = get_model(str(self.path), self.num_layers).to(device)
         return self._model
@@ -128,8 +131,7 @@ class Encoder:
         if len(ids) >= self.max_length:
             from transformers import GPT2Tokenizer, RobertaTokenizer
 
-            extra = {"add_prefix_space": True} if isinstance(
-                tokenizer, (GPT2Tokenizer, RobertaTokenizer)) else {}
+            extra = {"add_prefix_space": True} if isinstance(tokenizer, (GPT2Tokenizer, RobertaTokenizer)) else {}
             content = tokenizer.encode(text.strip(), add_special_tokens=False, **extra)
             truncated = len(content) + tokenizer.num_special_tokens_to_add() > self.max_length
         return ids, truncated
@@ -153,9 +155,14 @@ class Encoder:
             n += 1
         return {i: math.log((n + 1) / (c + 1)) for i, c in counts.items()}, math.log(n + 1)
 
-    def hidden_states(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False,
-                      delay_s: float = 0.0, purpose: str = "BERTScore",
-                      ) -> Iterator[tuple[list[int], torch.Tensor, list[tuple[list[int], bool]]]]:
+    def hidden_states(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 64,
+        progress: bool = False,
+        delay_s: float = 0.0,
+        purpose: str = "BERTScore",
+    ) -> Iterator[tuple[list[int], torch.Tensor, list[tuple[list[int], bool]]]]:
         """Run the encoder over `texts` in length-sorted batches.
 
         Yields, per batch: the texts' positions in `texts`, the float32 hidden states at
@@ -170,24 +177,30 @@ class Encoder:
         encoded = [self.token_ids(t) for t in texts]
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i][0]))
         pad_id = self.tokenizer.pad_token_id or 0
-        bar = tqdm(total=len(texts), desc="embed", unit="text", disable=not progress, delay=delay_s,
-                   dynamic_ncols=True)
+        bar = tqdm(total=len(texts), desc="embed", unit="text", disable=not progress, delay=delay_s, dynamic_ncols=True)
         for start in range(0, len(order), batch_size):
-            batch = order[start:start + batch_size]
+            batch = order[start : start + batch_size]
             width = max(len(encoded[i][0]) for i in batch)
             ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
             mask = torch.zeros((len(batch), width), dtype=torch.long)
             for row, i in enumerate(batch):
-                ids[row, :len(encoded[i][0])] = torch.tensor(encoded[i][0])
-                mask[row, :len(encoded[i][0])] = 1
+                ids[row, : len(encoded[i][0])] = torch.tensor(encoded[i][0])
+                mask[row, : len(encoded[i][0])] = 1
             with torch.inference_mode():
                 hidden = model(ids.to(self.device), attention_mask=mask.to(self.device))[0]
             yield batch, hidden.float(), [encoded[i] for i in batch]
             bar.update(len(batch))
         bar.close()
 
-    def embed(self, texts: Sequence[str], weights: Mapping[int, float], default_weight: float = 1.0,
-              batch_size: int = 64, progress: bool = False, delay_s: float = 0.0) -> list[TokenEmbeddings]:
+    def embed(
+        self,
+        texts: Sequence[str],
+        weights: Mapping[int, float],
+        default_weight: float = 1.0,
+        batch_size: int = 64,
+        progress: bool = False,
+        delay_s: float = 0.0,
+    ) -> list[TokenEmbeddings]:
         """Embed `texts` (distinct) in length-sorted batches; returns them in input order.
 
         `progress`: an "embed" bar (texts), started once the encoder is loaded and shown only
@@ -198,10 +211,10 @@ class Encoder:
         for batch, hidden, encoded in self.hidden_states(texts, batch_size, progress, delay_s):
             hidden = hidden / hidden.norm(dim=-1, keepdim=True)
             for row, (i, (token_ids, truncated)) in enumerate(zip(batch, encoded)):
-                w = torch.tensor([weights.get(t, default_weight) for t in token_ids],
-                                 dtype=torch.float32)
+                w = torch.tensor([weights.get(t, default_weight) for t in token_ids], dtype=torch.float32)
                 total = float(w.sum())
                 w = w / total if total > 0 and texts[i].strip() else torch.zeros_like(w)
-                out[i] = TokenEmbeddings(hidden[row, :len(token_ids)].clone(), w.to(self.device),
-                                         len(token_ids), truncated)
+                out[i] = TokenEmbeddings(
+                    hidden[row, : len(token_ids)].clone(), w.to(self.device), len(token_ids), truncated
+                )
         return [e for e in out if e is not None]

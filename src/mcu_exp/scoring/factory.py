@@ -39,8 +39,12 @@ def scorer_class(cfg: ScorerConfig) -> type[PairScorer]:
     raise ValueError(f"scorer.kind: {kind!r} is not a scorer kind; expected one of {', '.join(SCORER_KINDS)}")
 
 
-def build_scorer(cfg: ScorerConfig, cache: ScoreCache | str | Path | None = None,
-                 idf_sents: Sequence[str] | None = None, progress: bool | None = None) -> PairScorer:
+def build_scorer(
+    cfg: ScorerConfig,
+    cache: ScoreCache | str | Path | None = None,
+    idf_sents: Sequence[str] | None = None,
+    progress: bool | None = None,
+) -> PairScorer:
     """The scorer of `cfg` (see the module docstring), its pair scores cached in `cache`.
 
     Args:

@@ -60,8 +60,9 @@ class RougeLScorer(PairScorer):
 
     kind = "rougel"
 
-    def __init__(self, cfg: ScorerConfig, cache: ScoreCache | str | Path | None = None,
-                 progress: bool | None = None) -> None:
+    def __init__(
+        self, cfg: ScorerConfig, cache: ScoreCache | str | Path | None = None, progress: bool | None = None
+    ) -> None:
         if version(ROUGE_PACKAGE) is None:
             raise ImportError(f"scorer.kind=rougel needs the rouge-score package: {_INSTALL}")
         self.cfg = cfg
@@ -95,8 +96,7 @@ class RougeLScorer(PairScorer):
 
     def spec(self) -> dict[str, Any]:
         """Everything that produced these numbers, for logs and run parameters."""
-        return {"name": str(self.cfg.name), **self._identity(), "n_truncated": 0,
-                "spec_hash": self.spec_hash()}
+        return {"name": str(self.cfg.name), **self._identity(), "n_truncated": 0, "spec_hash": self.spec_hash()}
 
     def _compute(self, todo: list[Todo]) -> dict[bytes, float]:
         self._used_model = True

@@ -63,17 +63,14 @@ def pad(embeddings: Sequence[TokenEmbeddings]) -> Padded:
     """Stack texts into padded tensors (padding vectors are 0 and weight 0)."""
     device = embeddings[0].vectors.device
     with _one_thread_on_cpu(device):
-        vectors = torch.nn.utils.rnn.pad_sequence([e.vectors for e in embeddings],
-                                                  batch_first=True)
-        weights = torch.nn.utils.rnn.pad_sequence([e.weights for e in embeddings],
-                                                  batch_first=True)
+        vectors = torch.nn.utils.rnn.pad_sequence([e.vectors for e in embeddings], batch_first=True)
+        weights = torch.nn.utils.rnn.pad_sequence([e.weights for e in embeddings], batch_first=True)
         lengths = torch.tensor([e.n_tokens for e in embeddings], device=device)
         mask = torch.arange(vectors.shape[1], device=device)[None, :] < lengths[:, None]
         return Padded(vectors, weights, mask, weights.sum(dim=1) == 0)
 
 
-def greedy_f1(rows: Padded, cols: Padded | None = None,
-              chunk_elements: int = DEFAULT_CHUNK_ELEMENTS) -> torch.Tensor:
+def greedy_f1(rows: Padded, cols: Padded | None = None, chunk_elements: int = DEFAULT_CHUNK_ELEMENTS) -> torch.Tensor:
     """BERTScore-F1 of every (row text, column text) pair: a (rows, cols) float32 tensor.
 
     Without `cols`, the texts are scored against each other and only the upper block
@@ -101,8 +98,7 @@ def greedy_f1(rows: Padded, cols: Padded | None = None,
     return f1
 
 
-def _chunk(rows: Padded, cols: Padded, r0: int, r1: int, c0: int, c1: int
-           ) -> tuple[torch.Tensor, torch.Tensor]:
+def _chunk(rows: Padded, cols: Padded, r0: int, r1: int, c0: int, c1: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Precision and recall of rows[r0:r1] against cols[c0:c1]."""
     na, nb, la, lb = r1 - r0, c1 - c0, rows.length, cols.length
     flat_rows = rows.vectors[r0:r1].reshape(na * la, -1)

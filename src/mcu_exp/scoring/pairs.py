@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from mcu_exp.bundle import reads
 from mcu_exp.config import ScorerConfig
 from mcu_exp.console import progress_enabled
-from mcu_exp.bundle import reads
 from mcu_exp.scoring.score_cache import ScoreCache, pair_key, text_key
 
 BAR_DELAY_S = 1.0  # a progress bar shows once its work has taken this long
@@ -87,8 +87,14 @@ def open_cache(cache: ScoreCache | str | Path | None) -> ScoreCache:
 
 def score_bar(total: int, progress: bool | None) -> Any:
     """The "score" progress bar (pairs), shown once its work has taken :data:`BAR_DELAY_S`."""
-    return tqdm(total=total, desc="score", unit="pair", disable=not progress_enabled(progress),
-                delay=BAR_DELAY_S, dynamic_ncols=True)
+    return tqdm(
+        total=total,
+        desc="score",
+        unit="pair",
+        disable=not progress_enabled(progress),
+        delay=BAR_DELAY_S,
+        dynamic_ncols=True,
+    )
 
 
 class PairScorer(ABC):
@@ -196,8 +202,7 @@ class PairScorer(ABC):
         """SSC of each group; all groups' missing pairs are computed in one pass."""
         for g, texts in enumerate(groups):
             if len(texts) < 2:
-                raise ValueError(
-                    f"SSC needs at least 2 texts per group; group {g} has {len(texts)}")
+                raise ValueError(f"SSC needs at least 2 texts per group; group {g} has {len(texts)}")
         matrices = self.pairwise_many(groups)
         return [float(m[np.triu_indices(len(m), 1)].mean()) for m in matrices]
 
@@ -214,8 +219,7 @@ class PairScorer(ABC):
         todo: list[Todo] = []
         pending: set[bytes] = set()
         for block, keys in zip(blocks, keyed):
-            missing = {k: ij for k, ij in zip(keys, block.needed)
-                       if k not in values and k not in pending}
+            missing = {k: ij for k, ij in zip(keys, block.needed) if k not in values and k not in pending}
             if missing:
                 pending.update(missing)
                 todo.append(block.missing_part(missing))

@@ -74,7 +74,7 @@ def _normalise(text: str) -> str:
 def _since(text: str, boundary: re.Pattern[str]) -> str:
     """The part of ``text`` after the last match of ``boundary`` (all of it when none)."""
     ends = [m.end() for m in boundary.finditer(text)]
-    return text[ends[-1]:] if ends else text
+    return text[ends[-1] :] if ends else text
 
 
 def _polarity(word: str, before: str) -> str:
@@ -86,7 +86,7 @@ def _polarity(word: str, before: str) -> str:
     raised = list(_RAISED.finditer(_since(before, _SCOPE_END)))
     if raised:  # "I don't think (it is) correct": the opinion's negation reaches the mention
         positive = not positive
-        local = _since(before, _SCOPE_END)[raised[-1].end():]
+        local = _since(before, _SCOPE_END)[raised[-1].end() :]
     if _NEGATION.search(" ".join(local.split()[-_WINDOW_WORDS:])):
         positive = not positive
     return CORRECT if positive else INCORRECT
@@ -152,7 +152,7 @@ def _cue_letter(text: str) -> str | None:
     """The letter after an explicit cue ("answer is B", "option (c)"), skipping articles."""
     for match in _OPTION_CUE.finditer(text):
         letter = match.group(1)
-        rest = text[match.end():]
+        rest = text[match.end() :]
         if letter in "ai" and re.match(r"\s+[a-z]", rest):
             continue  # "the answer is a list…"
         return letter

@@ -145,8 +145,7 @@ def _hub_snapshot(model: str) -> tuple[Path, str | None]:
 
 def _check_folder(folder: Path, what: str) -> Path:
     if not (folder / "config.json").is_file():
-        raise ScorerUnavailableError(
-            f"{what}: {folder} holds no config.json; is it a model folder?")
+        raise ScorerUnavailableError(f"{what}: {folder} holds no config.json; is it a model folder?")
     if not any(f.suffix in WEIGHT_SUFFIXES for f in folder.iterdir()):
         raise ScorerUnavailableError(
             f"{what}: {folder} holds no weights (*.safetensors or *.bin); the copy is incomplete"
@@ -160,7 +159,8 @@ def _looks_like_path(model: str) -> bool:
         os.path.isabs(model)
         or model.startswith((".", "~"))
         or model.count("/") > 1
-        or os.sep != "/" and os.sep in model
+        or os.sep != "/"
+        and os.sep in model
     )
 
 
@@ -203,8 +203,7 @@ def _check_layer(cfg: ScorerConfig, model_cfg: dict[str, Any], folder: Path) -> 
     layers = model_cfg.get("num_hidden_layers", model_cfg.get("n_layers"))
     n = int(cfg.num_layers)
     if isinstance(layers, int) and not 0 <= n <= layers:
-        raise ValueError(
-            f"scorer.num_layers: {n} is outside 0..{layers} for the encoder in {folder}")
+        raise ValueError(f"scorer.num_layers: {n} is outside 0..{layers} for the encoder in {folder}")
 
 
 def _baseline(cfg: ScorerConfig) -> tuple[str | None, str | None, float | None]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mcu_exp.bundle import reads
+from mcu_exp.store.faults import check_sqlite_path, sqlite_fault
 from mcu_exp.store.sql import (
     POSTGRESQL,
     SQLITE,
@@ -28,7 +29,6 @@ from mcu_exp.store.sql import (
     open_store,
     postgres_schema,
 )
-from mcu_exp.store.faults import check_sqlite_path, sqlite_fault
 
 SCHEMA_VERSION = "1"
 _CHUNK = 900  # bound parameters per query (old SQLite builds allow 999)
@@ -130,13 +130,16 @@ class ScoreCache:
         """Store token counts and truncation flags (a key already present keeps its values)."""
         items = list(items)
         reads.note(reads.LENGTHS, (key for key, _, _ in items))
-        self._insert("INSERT INTO text_lengths VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                     [(k, int(n), int(t)) for k, n, t in items])
+        self._insert(
+            "INSERT INTO text_lengths VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            [(k, int(n), int(t)) for k, n, t in items],
+        )
 
     def put_spec(self, spec_hash: str, spec: dict[str, Any]) -> None:
         """Record what a spec hash stands for (for people reading the cache)."""
-        self._insert("INSERT INTO specs VALUES (?, ?) ON CONFLICT DO NOTHING",
-                     [(spec_hash, json.dumps(spec, sort_keys=True))])
+        self._insert(
+            "INSERT INTO specs VALUES (?, ?) ON CONFLICT DO NOTHING", [(spec_hash, json.dumps(spec, sort_keys=True))]
+        )
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM pair_scores").fetchone()[0])
@@ -155,7 +158,7 @@ class ScoreCache:
         unique = list(dict.fromkeys(keys))
         with self._guard():
             for start in range(0, len(unique), _CHUNK):
-                chunk = unique[start:start + _CHUNK]
+                chunk = unique[start : start + _CHUNK]
                 marks = ",".join("?" * len(chunk))
                 rows.extend(self._db.execute(f"{query} WHERE {column} IN ({marks})", chunk).fetchall())
         if self._db.dialect == POSTGRESQL:  # BYTEA reads back as memoryview
@@ -167,10 +170,9 @@ class ScoreCache:
             return
         with self._guard(), self._db.transaction():
             for start in range(0, len(rows), 10_000):
-                self._db.executemany(statement, rows[start:start + 10_000])
+                self._db.executemany(statement, rows[start : start + 10_000])
 
-    def rows(self, table: str, size: int = 5_000, keys: Sequence[Any] | None = None
-             ) -> Iterator[list[tuple[Any, ...]]]:
+    def rows(self, table: str, size: int = 5_000, keys: Sequence[Any] | None = None) -> Iterator[list[tuple[Any, ...]]]:
         """Every row of ``table`` (one of :data:`TABLES`), ``size`` at a time (for export and
         import); with ``keys`` (or spec hashes), only those rows (a run bundle's)."""
         if table not in TABLES:
@@ -179,7 +181,7 @@ class ScoreCache:
             column = "hash" if table == "specs" else "key"
             found = self._select(f"SELECT * FROM {table}", list(keys), column)
             for start in range(0, len(found), size):
-                yield found[start:start + size]
+                yield found[start : start + size]
             return
         with self._guard():
             cursor = self._db.execute(f"SELECT * FROM {table}")
@@ -201,8 +203,10 @@ class ScoreCache:
         added = 0
         with self._guard(), self._db.transaction():
             for start in range(0, len(rows), 500):
-                part = rows[start:start + 500]
-                cursor = self._db.execute(f"INSERT INTO {table} VALUES {','.join([marks] * len(part))} "
-                                          "ON CONFLICT DO NOTHING", [v for row in part for v in row])
+                part = rows[start : start + 500]
+                cursor = self._db.execute(
+                    f"INSERT INTO {table} VALUES {','.join([marks] * len(part))} ON CONFLICT DO NOTHING",
+                    [v for row in part for v in row],
+                )
                 added += max(cursor.rowcount, 0)
         return added

@@ -23,8 +23,13 @@ from typing import Any, Protocol
 PROG = "mcu-exp cache"
 URL_ENV = "MCU_EXP_CACHE_URL"
 GENERATIONS, SCORES = "generations.sqlite", "bertscore.sqlite"
-_LABELS = {"requests": "requests", "samples": "samples", "specs": "scorer specs",
-           "pair_scores": "pair scores", "text_lengths": "text lengths"}
+_LABELS = {
+    "requests": "requests",
+    "samples": "samples",
+    "specs": "scorer specs",
+    "pair_scores": "pair scores",
+    "text_lengths": "text lengths",
+}
 
 
 class _Table(Protocol):
@@ -35,22 +40,38 @@ class _Table(Protocol):
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     """The command's arguments (``export`` and ``import``)."""
-    parser = argparse.ArgumentParser(prog=prog, description=(
-        "Move cache entries (generated samples, BERTScore values) between a folder of SQLite files "
-        "(one machine's cache.dir) and a shared PostgreSQL store (cache.url). An entry the destination "
-        "has already is kept, so a copy can be run again."))
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "Move cache entries (generated samples, BERTScore values) between a folder of SQLite files "
+            "(one machine's cache.dir) and a shared PostgreSQL store (cache.url). An entry the destination "
+            "has already is kept, so a copy can be run again."
+        ),
+    )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     for action, folder, what in (
         ("export", "DEST", "copy the shared store's entries into the SQLite files of folder DEST (created if needed)"),
-        ("import", "SOURCE", "copy the entries of the SQLite files in folder SOURCE (a cache.dir) into the shared store"),
+        (
+            "import",
+            "SOURCE",
+            "copy the entries of the SQLite files in folder SOURCE (a cache.dir) into the shared store",
+        ),
     ):
-        sub = actions.add_parser(action, help=what, description=what[0].upper() + what[1:] + ".",
-                                 epilog=f"example: {prog} {action} outputs/cache --url postgresql://me@db-host/mcu")
-        sub.add_argument("folder", metavar=folder, type=Path,
-                         help=f"a cache folder holding {GENERATIONS} and/or {SCORES}")
-        sub.add_argument("--url", default=os.environ.get(URL_ENV),
-                         help=f"the shared store, postgresql://user@host:port/database (default: ${URL_ENV}); "
-                              "no password in it: PGPASSWORD or ~/.pgpass")
+        sub = actions.add_parser(
+            action,
+            help=what,
+            description=what[0].upper() + what[1:] + ".",
+            epilog=f"example: {prog} {action} outputs/cache --url postgresql://me@db-host/mcu",
+        )
+        sub.add_argument(
+            "folder", metavar=folder, type=Path, help=f"a cache folder holding {GENERATIONS} and/or {SCORES}"
+        )
+        sub.add_argument(
+            "--url",
+            default=os.environ.get(URL_ENV),
+            help=f"the shared store, postgresql://user@host:port/database (default: ${URL_ENV}); "
+            "no password in it: PGPASSWORD or ~/.pgpass",
+        )
         sub.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -63,8 +84,9 @@ def copy_tables(source: _Table, dest: _Table, tables: Sequence[str], progress: b
     counts: dict[str, tuple[int, int]] = {}
     for table in tables:
         read = added = 0
-        with tqdm(total=source.count(table), desc=_LABELS[table], unit=" rows", disable=not progress,
-                  leave=False) as bar:
+        with tqdm(
+            total=source.count(table), desc=_LABELS[table], unit=" rows", disable=not progress, leave=False
+        ) as bar:
             for rows in source.rows(table):
                 added += dest.add_rows(table, rows)
                 read += len(rows)
@@ -82,8 +104,10 @@ def transfer(folder: Path, url: str, export: bool, progress: bool = True) -> dic
     if not export:
         present = [name for name in (GENERATIONS, SCORES) if (folder / name).exists()]
         if not present:
-            raise FileNotFoundError(f"{folder}: no {GENERATIONS} nor {SCORES} in it; expected a cache folder "
-                                    "(a job's cache.dir, outputs/cache by default)")
+            raise FileNotFoundError(
+                f"{folder}: no {GENERATIONS} nor {SCORES} in it; expected a cache folder "
+                "(a job's cache.dir, outputs/cache by default)"
+            )
     counts: dict[str, tuple[int, int]] = {}
     with ExitStack() as stack:
         for name, opener, tables in ((GENERATIONS, GenerationCache, list(EXPORTED)), (SCORES, ScoreCache, TABLES)):
@@ -102,17 +126,19 @@ def transfer(folder: Path, url: str, export: bool, progress: bool = True) -> dic
 
 def render(counts: dict[str, tuple[int, int]]) -> str:
     """One line per table: rows copied and how many of them were new."""
-    return "\n".join(f"  {_LABELS[t]}: {read:,} ({added:,} new, {read - added:,} there already)"
-                     for t, (read, added) in counts.items())
+    return "\n".join(
+        f"  {_LABELS[t]}: {read:,} ({added:,} new, {read - added:,} there already)"
+        for t, (read, added) in counts.items()
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry: ``mcu-exp cache export|import FOLDER [--url URL]``."""
     args = build_parser().parse_args(argv)
-    from mcu_exp.store.postgres import StoreError, check_url
     from mcu_exp.redact import mask_known, redact_url, remember, secret_values
-    from mcu_exp.store.sql import is_url
     from mcu_exp.store.faults import StoreFault, is_disk_full
+    from mcu_exp.store.postgres import StoreError, check_url
+    from mcu_exp.store.sql import is_url
 
     remember(secret_values({"url": args.url or ""}))  # a password in --url is masked in every message
     try:
@@ -121,11 +147,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not is_url(args.url):
             raise StoreError(f"--url {redact_url(args.url)}: expected postgresql://user@host:port/database")
         check_url(args.url, key="--url")
-        counts = transfer(args.folder, args.url, export=args.action == "export",
-                          progress=not args.quiet and sys.stderr.isatty())
+        counts = transfer(
+            args.folder, args.url, export=args.action == "export", progress=not args.quiet and sys.stderr.isatty()
+        )
     except (ValueError, OSError) as exc:
         message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
-        if isinstance(exc, StoreFault) and exc.advice and not is_disk_full(exc):  # a job's advice ("rerun") does not fit
+        if (
+            isinstance(exc, StoreFault) and exc.advice and not is_disk_full(exc)
+        ):  # a job's advice ("rerun") does not fit
             message = f"{exc.fact}; fix or move it and run the command again (what was copied stays)"
         message = re.sub(r"^cache\.url\b", "--url", message)  # the store's errors name the jobs' key
         print(f"{PROG} {args.action}: error: {mask_known(message)}", file=sys.stderr)

@@ -87,13 +87,17 @@ def check_sqlite_path(path: str | Path, what: str) -> None:
     or a folder it should lie in is a file."""
     path = Path(path)
     if path.is_dir():
-        raise StoreFault(f"{what} {path} is a folder; expected a SQLite file",
-                         f"move the folder aside (or point cache.dir at the folder that holds {path.name})")
+        raise StoreFault(
+            f"{what} {path} is a folder; expected a SQLite file",
+            f"move the folder aside (or point cache.dir at the folder that holds {path.name})",
+        )
     for folder in path.parents:
         if folder.exists():
             if not folder.is_dir():
-                raise StoreFault(f"{what} {path}: {folder} is a file; expected a folder to hold {path.name}",
-                                 "point cache.dir at a folder (it is created if missing) or move the file aside")
+                raise StoreFault(
+                    f"{what} {path}: {folder} is a file; expected a folder to hold {path.name}",
+                    "point cache.dir at a folder (it is created if missing) or move the file aside",
+                )
             return
 
 
@@ -106,11 +110,14 @@ def sqlite_fault(what: str, path: str | Path, exc: sqlite3.Error, advice: str) -
     if is_disk_full(exc) or ("disk i/o error" in lowered and _low_space(Path(path))):
         return StoreFault(f"{what} {path}: the disk is full ({text})", disk_full_advice(path))
     if "could not decode to utf-8" in lowered:
-        return StoreFault(f"{what} {path} holds text that is not UTF-8 ({text}); expected a cache written by mcu-exp",
-                          advice)
+        return StoreFault(
+            f"{what} {path} holds text that is not UTF-8 ({text}); expected a cache written by mcu-exp", advice
+        )
     if any(marker in lowered for marker in OTHER_LAYOUT):
-        return StoreFault(f"{what} {path} is a SQLite database of another layout ({text}); expected a cache "
-                          "written by mcu-exp", advice)
+        return StoreFault(
+            f"{what} {path} is a SQLite database of another layout ({text}); expected a cache written by mcu-exp",
+            advice,
+        )
     if "unable to open database file" in lowered:
         check_sqlite_path(path, what)
         return StoreFault(f"{what} {path} cannot be opened ({text}); expected a readable, writable file", advice)

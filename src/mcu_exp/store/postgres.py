@@ -26,11 +26,14 @@ def check_url(url: str, key: str = "cache.url") -> None:
     try:
         parts = psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
-        raise StoreError(f"{key}: not a PostgreSQL URL ({_line(exc)}); expected "
-                         "postgresql://user@host:port/database") from None
+        raise StoreError(
+            f"{key}: not a PostgreSQL URL ({_line(exc)}); expected postgresql://user@host:port/database"
+        ) from None
     if parts.get("password"):
-        raise StoreError(f"{key}: the URL holds a password, which would show in process lists, logs and "
-                         "run params; remove it and set PGPASSWORD or a ~/.pgpass entry instead")
+        raise StoreError(
+            f"{key}: the URL holds a password, which would show in process lists, logs and "
+            "run params; remove it and set PGPASSWORD or a ~/.pgpass entry instead"
+        )
 
 
 def connect(url: str, schema: str) -> Any:
@@ -41,8 +44,9 @@ def connect(url: str, schema: str) -> Any:
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="mcu-exp")
     except psycopg.OperationalError as exc:
-        raise StoreError(f"cache.url={url}: cannot connect ({_line(exc)}); is the server up, and does the "
-                         "database exist?") from None
+        raise StoreError(
+            f"cache.url={url}: cannot connect ({_line(exc)}); is the server up, and does the database exist?"
+        ) from None
     try:
         conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK,))
         try:

@@ -31,8 +31,12 @@ def postgres_schema(sqlite_schema: str) -> str:
     """The PostgreSQL form of a cache's SQLite DDL: the same tables and columns, with 64-bit
     integers and floats (SQLite's INTEGER and REAL are 64-bit), BYTEA for BLOB, and no
     ``WITHOUT ROWID`` (a PostgreSQL table has no rowid to drop)."""
-    replacements = {r"\bINTEGER\b": "BIGINT", r"\bREAL\b": "DOUBLE PRECISION", r"\bBLOB\b": "BYTEA",
-                    r"\)\s*WITHOUT ROWID": ")"}
+    replacements = {
+        r"\bINTEGER\b": "BIGINT",
+        r"\bREAL\b": "DOUBLE PRECISION",
+        r"\bBLOB\b": "BYTEA",
+        r"\)\s*WITHOUT ROWID": ")",
+    }
     for pattern, replacement in replacements.items():
         sqlite_schema = re.sub(pattern, replacement, sqlite_schema)
     return sqlite_schema

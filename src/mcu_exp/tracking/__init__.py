@@ -1,5 +1,6 @@
 """MLflow tracking: one run per Hydra job, readable names, tags, params, metrics, artifacts."""
 
+from mcu_exp.tracking.artifacts import ui_command
 from mcu_exp.tracking.mlflow_run import (
     RunLogger,
     experiment_name,
@@ -8,7 +9,6 @@ from mcu_exp.tracking.mlflow_run import (
     mlflow_run,
     tracking_uri,
 )
-from mcu_exp.tracking.artifacts import ui_command
 from mcu_exp.tracking.naming import is_debug, run_name, run_tags
 
 __all__ = [

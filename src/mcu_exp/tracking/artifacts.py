@@ -33,7 +33,7 @@ def is_local_store(uri: str) -> bool:
 def store_folder(uri: str) -> Path:
     """The folder holding a local store: the SQLite file's folder, or the ``file:`` folder."""
     if uri.startswith("sqlite:///"):
-        return Path(uri[len("sqlite:///"):]).resolve().parent
+        return Path(uri[len("sqlite:///") :]).resolve().parent
     if uri.startswith("file:"):
         return Path(urlparse(uri).path).resolve()
     return Path(uri).resolve()
@@ -135,8 +135,8 @@ def fetch_run(uri: str, run_id: str) -> tuple[Any, Any]:
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
-        raise RunLookupError(f"no MLflow store at {uri[len('sqlite:///'):]}", missing_store=True)
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///") :]).is_file():
+        raise RunLookupError(f"no MLflow store at {uri[len('sqlite:///') :]}", missing_store=True)
     client = MlflowClient(tracking_uri=uri)
     try:
         return client, client.get_run(run_id)
@@ -162,6 +162,5 @@ def ui_command(uri: str) -> str:
     if uri.startswith("http://") or uri.startswith("https://"):
         return f"open {uri}"
     if is_local_store(uri):
-        return (f"{mlflow_executable()} ui --backend-store-uri {uri} "
-                f"--artifacts-destination {artifact_root(uri)}")
+        return f"{mlflow_executable()} ui --backend-store-uri {uri} --artifacts-destination {artifact_root(uri)}"
     return f"{mlflow_executable()} ui --backend-store-uri {uri}"

@@ -39,14 +39,21 @@ def dataset_input(dataset: Dataset) -> Any:
     from mlflow.entities import Dataset as MlflowDataset
     from mlflow.entities import DatasetInput, InputTag
 
-    profile = {"programs": len(dataset.programs), "evaluations": len(dataset.evaluations),
-               "questions": len(dataset.questions)}
+    profile = {
+        "programs": len(dataset.programs),
+        "evaluations": len(dataset.evaluations),
+        "questions": len(dataset.questions),
+    }
     schema = {"evaluations": [str(c) for c in dataset.evaluations.columns]}
     source = dataset.source
-    entity = MlflowDataset(name=dataset.name, digest=dataset_digest(dataset),
-                           source_type="http" if source.startswith(("http://", "https://")) else "local",
-                           source=json.dumps({"uri": source}), schema=json.dumps(schema),
-                           profile=json.dumps(profile))
+    entity = MlflowDataset(
+        name=dataset.name,
+        digest=dataset_digest(dataset),
+        source_type="http" if source.startswith(("http://", "https://")) else "local",
+        source=json.dumps({"uri": source}),
+        schema=json.dumps(schema),
+        profile=json.dumps(profile),
+    )
     return DatasetInput(entity, tags=[InputTag("mlflow.data.context", "evaluation")])
 
 
@@ -61,8 +68,9 @@ def source_tags() -> dict[str, str]:
         pass
     here = Path(__file__).resolve().parent
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
-                                timeout=10, check=False)
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10, check=False
+        )
     except (OSError, subprocess.SubprocessError):
         return tags
     if commit.returncode == 0 and commit.stdout.strip():
@@ -74,6 +82,8 @@ def description(title: str, verdict: str, facts: dict[str, Any]) -> str:
     """The run's description: its name, the verdict sentence, then the configuration that
     shaped it in one paragraph, and how to read its charts."""
     config = "; ".join(f"{k} {v}" for k, v in facts.items() if v not in (None, ""))
-    return (f"**{title}**\n\n{verdict}\n\nConfiguration: {config}.\n\n"
-            "Charts `sens.<grid>_x1000.<metric>` plot a metric against the threshold, ε or θ "
-            "in thousandths (step 596 = 0.596); the artifacts `sensitivity_*.csv` hold the exact grid.")
+    return (
+        f"**{title}**\n\n{verdict}\n\nConfiguration: {config}.\n\n"
+        "Charts `sens.<grid>_x1000.<metric>` plot a metric against the threshold, ε or θ "
+        "in thousandths (step 596 = 0.596); the artifacts `sensitivity_*.csv` hold the exact grid."
+    )

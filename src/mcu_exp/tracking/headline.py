@@ -22,14 +22,30 @@ MAX_HEADLINE = 40  # metric keys of a job run, series included
 # Against all readers: the headline metrics with their interval bounds, the baselines they
 # are read against, the verdict as numbers, the calibrated decision.
 MAIN = (
-    "n", "prevalence",
-    "f1", "f1_ci_low", "f1_ci_high",
-    "auc_score", "auc_score_ci_low", "auc_score_ci_high", "auc_score_perm_p",
-    "auc_binary", "auc_binary_ci_low", "auc_binary_ci_high",
-    "spearman", "prr", "prr_ci_low", "prr_ci_high", "prr_perm_p",
-    "baseline_always_f1", "baseline_random_f1",
-    "verdict.f1_vs_always", "verdict.auc_vs_chance",
-    "tau", "calibration_fraction", "coverage",
+    "n",
+    "prevalence",
+    "f1",
+    "f1_ci_low",
+    "f1_ci_high",
+    "auc_score",
+    "auc_score_ci_low",
+    "auc_score_ci_high",
+    "auc_score_perm_p",
+    "auc_binary",
+    "auc_binary_ci_low",
+    "auc_binary_ci_high",
+    "spearman",
+    "prr",
+    "prr_ci_low",
+    "prr_ci_high",
+    "prr_perm_p",
+    "baseline_always_f1",
+    "baseline_random_f1",
+    "verdict.f1_vs_always",
+    "verdict.auc_vs_chance",
+    "tau",
+    "calibration_fraction",
+    "coverage",
 )
 GROUP = ("f1", "auc_score")  # per reader subgroup
 OTHER = (f"{names.VS_P0_PREFIX}f1", f"{names.VS_P0_PREFIX}auc_binary", "job_seconds")
@@ -51,7 +67,7 @@ def headline(metrics: Mapping[str, Any], groups: list[str], series: int = 0) -> 
     keys += OTHER
     found = {k: metrics[k] for k in keys if k in metrics}
     room = MAX_HEADLINE - series - len(found)
-    found.update({k: metrics[k] for k in [k for k in CEILING if k in metrics][:max(room, 0)]})
+    found.update({k: metrics[k] for k in [k for k in CEILING if k in metrics][: max(room, 0)]})
     return found
 
 
@@ -59,10 +75,10 @@ def _split(key: str) -> tuple[str, str]:
     """``(group, metric)`` of a metric key: ``group.<g>.<m>`` → (g, m), ``vs_p0.<m>`` →
     ("vs_p0", m), anything else → ("all", key)."""
     if key.startswith("group."):
-        group, _, metric = key[len("group."):].partition(".")
+        group, _, metric = key[len("group.") :].partition(".")
         return group, metric
     if key.startswith(names.VS_P0_PREFIX):
-        return names.VS_P0_PREFIX.rstrip("."), key[len(names.VS_P0_PREFIX):]
+        return names.VS_P0_PREFIX.rstrip("."), key[len(names.VS_P0_PREFIX) :]
     return names.ALL_READERS, key
 
 

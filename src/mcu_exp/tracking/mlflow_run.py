@@ -22,13 +22,13 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from mcu_exp.config import TrackingConfig
-from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location, is_local_store
-from mcu_exp.tracking import shared
-from mcu_exp.tracking.reserve import Reserve, release_stale
-from mcu_exp.tracking.sweep import PARENT_TAG, job_parent
 from mcu_exp.names import TAG_DEBUG
 from mcu_exp.pid_space import pid_space
 from mcu_exp.redact import is_secret_key, redact_text
+from mcu_exp.tracking import shared
+from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location, is_local_store
+from mcu_exp.tracking.reserve import Reserve, release_stale
+from mcu_exp.tracking.sweep import PARENT_TAG, job_parent
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def store_lock(uri: str) -> AbstractContextManager[object]:
     if uri.startswith("sqlite:///"):
         from filelock import FileLock
 
-        return FileLock(uri[len("sqlite:///"):] + ".lock", timeout=600)
+        return FileLock(uri[len("sqlite:///") :] + ".lock", timeout=600)
     return nullcontext()
 
 
@@ -81,10 +81,15 @@ def _param_text(node: Any) -> str:
     """A config value as a param: a list as its items joined by ", " (an item quoted only when
     blank, padded or holding a comma), anything else as ``str``."""
     if isinstance(node, (list, tuple)):
+
         def item(x: Any) -> str:
             text = str(x)
-            return json.dumps(text) if isinstance(x, str) and (not text.strip() or text != text.strip()
-                                                               or "," in text) else text
+            return (
+                json.dumps(text)
+                if isinstance(x, str) and (not text.strip() or text != text.strip() or "," in text)
+                else text
+            )
+
         return ", ".join(item(x) for x in node)
     return str(node)
 
@@ -153,8 +158,9 @@ def _process_start(pid: int) -> tuple[float | None, bool]:
     (dead, not yet reaped); ``(None, False)`` where ``/proc`` cannot tell."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime "))
+        boot = next(
+            int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime ")
+        )
         return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK"), fields[0] == "Z"
     except (OSError, ValueError, IndexError, StopIteration):
         return None, False
@@ -188,8 +194,7 @@ def mark_stale_runs(client: Any, experiment_id: str) -> list[str]:
     seen from here. A run of an older version, tagged with no PID space, is judged by its host."""
     host = socket.gethostname()
     stale = []
-    for run in client.search_runs([experiment_id], filter_string="attributes.status = 'RUNNING'",
-                                  max_results=1000):
+    for run in client.search_runs([experiment_id], filter_string="attributes.status = 'RUNNING'", max_results=1000):
         tags = run.data.tags
         pid = tags.get(TAG_PID, "")
         if tags.get(TAG_HOST) != host or tags.get(TAG_PID_SPACE, pid_space()) != pid_space():
@@ -208,8 +213,9 @@ def mark_stale_runs(client: Any, experiment_id: str) -> list[str]:
 class RunLogger:
     """Thin handle on an active MLflow run (or a no-op when tracking is off)."""
 
-    def __init__(self, client: Any | None, run_id: str | None, uri: str | None,
-                 artifacts: RunArtifacts | None = None) -> None:
+    def __init__(
+        self, client: Any | None, run_id: str | None, uri: str | None, artifacts: RunArtifacts | None = None
+    ) -> None:
         self.client = client
         self.run_id = run_id
         self.uri = uri
@@ -228,8 +234,7 @@ class RunLogger:
         for i in range(0, len(items), 100):
             self.client.log_batch(self.run_id, params=items[i : i + 100])
 
-    def log_metrics_and_series(self, metrics: Mapping[str, Any],
-                               series: Mapping[str, list[tuple[int, float]]]) -> None:
+    def log_metrics_and_series(self, metrics: Mapping[str, Any], series: Mapping[str, list[tuple[int, float]]]) -> None:
         """Scalar metrics (step 0) and every metric series (``(step, value)`` points) in as
         few ``log_batch`` calls as MLflow allows (1000 entries each): each call is one store
         transaction, and their commits dominate a decision-only job's logging time."""
@@ -290,8 +295,7 @@ def open_experiment(tracking: Any, outputs: str, debug: bool = False) -> tuple[A
 
 
 @contextmanager
-def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str,
-               tags: Mapping[str, str]) -> Iterator[RunLogger]:
+def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str, tags: Mapping[str, str]) -> Iterator[RunLogger]:
     """Open one MLflow run in :func:`experiment_name`'s experiment (the debug one when ``tags``
     hold ``mcu.debug=true``, as :func:`mcu_exp.tracking.run_tags` sets for a debug job); end
     it FINISHED, or FAILED (then re-raise) if the job fails. In a sweep the run is a child of
@@ -301,8 +305,7 @@ def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str,
     if not tracking.enabled:
         yield RunLogger(None, None, None)
         return
-    client, uri, exp_id, name = open_experiment(tracking, outputs,
-                                                debug=str(tags.get(TAG_DEBUG, "")).lower() == "true")
+    client, uri, exp_id, name = open_experiment(tracking, outputs, debug=str(tags.get(TAG_DEBUG, "")).lower() == "true")
     try:
         mark_stale_runs(client, exp_id)
     except Exception as exc:  # never let the clean-up stop the job

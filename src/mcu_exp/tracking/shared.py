@@ -26,16 +26,23 @@ T = TypeVar("T")
 ATTEMPTS = 5
 PAUSE_S = 0.1  # the first retry waits up to this long; each later one twice as long (with jitter)
 # MLflow error codes that no retry can change: the write itself is wrong, or not allowed.
-PERMANENT = frozenset({"INVALID_PARAMETER_VALUE", "RESOURCE_DOES_NOT_EXIST", "PERMISSION_DENIED",
-                       "UNAUTHENTICATED", "INVALID_STATE", "ENDPOINT_NOT_FOUND"})
+PERMANENT = frozenset(
+    {
+        "INVALID_PARAMETER_VALUE",
+        "RESOURCE_DOES_NOT_EXIST",
+        "PERMISSION_DENIED",
+        "UNAUTHENTICATED",
+        "INVALID_STATE",
+        "ENDPOINT_NOT_FOUND",
+    }
+)
 
 
 def _permanent(exc: Exception) -> bool:
     return str(getattr(exc, "error_code", "")) in PERMANENT
 
 
-def write_shared(write: Callable[[], T], written: Callable[[], T | None], what: str,
-                 attempts: int = ATTEMPTS) -> T:
+def write_shared(write: Callable[[], T], written: Callable[[], T | None], what: str, attempts: int = ATTEMPTS) -> T:
     """``write()``'s result; when it fails with an MLflow error, ``written()``'s result if that
     finds the state stored (a peer's write won), else ``write()`` again after a short random
     pause, at most ``attempts`` times in all; the last error is raised. ``what`` names the
@@ -55,14 +62,20 @@ def write_shared(write: Callable[[], T], written: Callable[[], T | None], what: 
                 return found
             if attempt == attempts or _permanent(exc):
                 raise
-            log.info("%s: the store refused the write (%s), retrying (%d of %d)", what,
-                     str(exc).splitlines()[0][:200], attempt, attempts - 1)
+            log.info(
+                "%s: the store refused the write (%s), retrying (%d of %d)",
+                what,
+                str(exc).splitlines()[0][:200],
+                attempt,
+                attempts - 1,
+            )
             time.sleep(random.uniform(0.5, 1.0) * PAUSE_S * 2 ** (attempt - 1))
     raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def create_experiment(client: Any, name: str, artifact_location: str | None) -> str:
     """The id of experiment ``name``, created when missing (a peer may create it at once)."""
+
     def found() -> str | None:
         experiment = client.get_experiment_by_name(name)
         return None if experiment is None else str(experiment.experiment_id)
@@ -70,8 +83,9 @@ def create_experiment(client: Any, name: str, artifact_location: str | None) -> 
     existing = found()
     if existing is not None:
         return existing
-    return write_shared(lambda: str(client.create_experiment(name, artifact_location=artifact_location)),
-                        found, f"experiment {name!r}")
+    return write_shared(
+        lambda: str(client.create_experiment(name, artifact_location=artifact_location)), found, f"experiment {name!r}"
+    )
 
 
 def log_inputs(client: Any, run_id: str, datasets: Sequence[Any]) -> None:

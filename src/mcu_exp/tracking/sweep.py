@@ -169,8 +169,12 @@ def _job_label(folder: Path, varying: Sequence[str]) -> str:
     return redact_text(" · ".join(shown or overrides))
 
 
-def summary_frame(children: Sequence[Any], failed: dict[str, str] | None = None,
-                  folder: Path | None = None, varying: Sequence[str] = ()) -> pd.DataFrame:
+def summary_frame(
+    children: Sequence[Any],
+    failed: dict[str, str] | None = None,
+    folder: Path | None = None,
+    varying: Sequence[str] = (),
+) -> pd.DataFrame:
     """One row per job: number, name, status, headline metrics with CIs, verdict. A job in
     ``failed`` that opened no run gets a FAILED row with its swept values and error."""
     rows = []
@@ -178,8 +182,15 @@ def summary_frame(children: Sequence[Any], failed: dict[str, str] | None = None,
     for job, message in (failed or {}).items():
         if job not in seen:
             overrides = _job_label(folder / job, varying) if folder is not None else ""
-            rows.append({"job": job, "run": overrides or "(no run)", "status": "FAILED",
-                         **{m: "—" for m in SUMMARY_METRICS}, "verdict": message})
+            rows.append(
+                {
+                    "job": job,
+                    "run": overrides or "(no run)",
+                    "status": "FAILED",
+                    **{m: "—" for m in SUMMARY_METRICS},
+                    "verdict": message,
+                }
+            )
     for run in sorted(children, key=lambda r: int(r.data.tags.get("mcu.job_num", "0") or 0)):
         m, tags = run.data.metrics, run.data.tags
         row = {"job": tags.get("mcu.job_num", ""), "run": run.info.run_name, "status": run.info.status}
@@ -230,12 +241,18 @@ class SweepCallback(Callback):
         self.folder.mkdir(parents=True, exist_ok=True)
         debug = config.dataset.get("limit") is not None
         self.client, self.uri, exp_id, self.experiment = open_experiment(
-            config.tracking, str(config.paths.outputs), debug)
+            config.tracking, str(config.paths.outputs), debug
+        )
         self.title = ("[debug] " if debug else "") + sweep_title(overrides)
         self.sweep = self.folder.name
-        tags = {TAG_KIND: KIND_SWEEP, "mcu.sweep": self.sweep, "mcu.sweep_dir": str(self.folder.resolve()),
-                "mcu.overrides": redact_text(" ".join(overrides))[:4000], names.TAG_DEBUG: str(debug).lower(),
-                **owner_tags()}
+        tags = {
+            TAG_KIND: KIND_SWEEP,
+            "mcu.sweep": self.sweep,
+            "mcu.sweep_dir": str(self.folder.resolve()),
+            "mcu.overrides": redact_text(" ".join(overrides))[:4000],
+            names.TAG_DEBUG: str(debug).lower(),
+            **owner_tags(),
+        }
         run = self.client.create_run(exp_id, run_name=self.title, tags=tags)
         self.run_id = run.info.run_id
         self.varying = [k for k, _ in swept(overrides)]
@@ -248,16 +265,21 @@ class SweepCallback(Callback):
         self._close("FINISHED")
         failed = failed_jobs(self.folder) if self.folder is not None else {}
         if failed:
-            print(f"mcu-exp: error: {len(failed)} job{'s' if len(failed) > 1 else ''} of the sweep failed "
-                  f"(job {', '.join(failed)}: {next(iter(failed.values()))})", file=sys.stderr)
+            print(
+                f"mcu-exp: error: {len(failed)} job{'s' if len(failed) > 1 else ''} of the sweep failed "
+                f"(job {', '.join(failed)}: {next(iter(failed.values()))})",
+                file=sys.stderr,
+            )
             raise SystemExit(1)
 
     def children(self, run_id: str) -> list[Any]:
         """The job runs of the sweep whose parent is ``run_id``, whatever their status."""
         exp = self.client.get_experiment_by_name(self.experiment)
-        return list(self.client.search_runs([exp.experiment_id],
-                                            filter_string=f"tags.`{PARENT_TAG}` = '{run_id}'",
-                                            max_results=5000))
+        return list(
+            self.client.search_runs(
+                [exp.experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{run_id}'", max_results=5000
+            )
+        )
 
     def _close(self, status: str) -> None:
         """Log the summary (and the report), print it, end the parent run; once. A parent no
@@ -291,8 +313,10 @@ class SweepCallback(Callback):
             self._log_report(run_id)
         print_summary(frame, f"{self.title}\n{len(frame)} jobs" + (f", {failed} not finished" if failed else ""))
         if finished:
-            print(f"Compare them: mcu-exp report --sweep {self.sweep}"
-                  + (f" --tracking-uri {self.uri}" if self._custom_uri() else ""))
+            print(
+                f"Compare them: mcu-exp report --sweep {self.sweep}"
+                + (f" --tracking-uri {self.uri}" if self._custom_uri() else "")
+            )
         self.client.set_tag(run_id, NOTE_TAG, self._description(frame, failed))
         if failed:
             self.client.set_tag(run_id, "mcu.error", f"{failed} of {len(frame)} jobs did not finish")
@@ -307,8 +331,10 @@ class SweepCallback(Callback):
         done = f"{len(frame)} jobs" + (f", {failed} did not finish" if failed else ", all finished")
         shown = frame.drop(columns=["verdict"])
         where = "; the report is in this run's artifacts (`report/report.html`)" if self.report else ""
-        return (f"**{self.title}** ({done})\n\n{to_markdown(shown)}\n\n"
-                f"Compare the runs: `mcu-exp report --sweep {self.sweep}`{where}.")
+        return (
+            f"**{self.title}** ({done})\n\n{to_markdown(shown)}\n\n"
+            f"Compare the runs: `mcu-exp report --sweep {self.sweep}`{where}."
+        )
 
     def _custom_uri(self) -> bool:
         return bool(os.environ.get("MLFLOW_TRACKING_URI")) or not self.uri.startswith("sqlite:")
@@ -332,8 +358,9 @@ class SweepCallback(Callback):
 
         assert self.folder is not None
         try:
-            out = make_report(self.uri, [self.experiment], sweep=self.sweep, out=self.folder / "report",
-                              log=False, include_debug=True)
+            out = make_report(
+                self.uri, [self.experiment], sweep=self.sweep, out=self.folder / "report", log=False, include_debug=True
+            )
         except ReportError as exc:
             log.warning("no report for the sweep: %s", exc)
             return

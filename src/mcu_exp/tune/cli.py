@@ -27,27 +27,54 @@ def outputs_dir() -> Path:
 
 def build_parser(prog: str = "mcu-exp tune") -> argparse.ArgumentParser:
     """The command's arguments."""
-    parser = argparse.ArgumentParser(prog=prog, description=(
-        "Tune ε or the threshold τ for F1 on a finished run's cached scores, in-sample and with nested "
-        "cross-validation over programs, and show how much in-sample tuning overstates alignment."))
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "Tune ε or the threshold τ for F1 on a finished run's cached scores, in-sample and with nested "
+            "cross-validation over programs, and show how much in-sample tuning overstates alignment."
+        ),
+    )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-id", help="a finished MLflow run of a calibrated proxy (its scores.csv is used)")
-    source.add_argument("--per-program", type=Path, metavar="CSV",
-                        help="a CSV with columns alpha_cal, alpha_test, human_label (a run's scores.csv)")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="default: $MLFLOW_TRACKING_URI, else sqlite:///<outputs>/mlflow.db")
-    parser.add_argument("--search", choices=("epsilon", "threshold", "both"), default="both",
-                        help="tune ε (τ from α_cal), the threshold τ on α_test directly, or both (default)")
+    source.add_argument(
+        "--per-program",
+        type=Path,
+        metavar="CSV",
+        help="a CSV with columns alpha_cal, alpha_test, human_label (a run's scores.csv)",
+    )
+    parser.add_argument(
+        "--tracking-uri", default=None, help="default: $MLFLOW_TRACKING_URI, else sqlite:///<outputs>/mlflow.db"
+    )
+    parser.add_argument(
+        "--search",
+        choices=("epsilon", "threshold", "both"),
+        default="both",
+        help="tune ε (τ from α_cal), the threshold τ on α_test directly, or both (default)",
+    )
     parser.add_argument("--trials", type=int, default=100, help="Optuna trials per study (default 100)")
     parser.add_argument("--folds", type=int, default=5, help="outer cross-validation folds (default 5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the folds and the TPE samplers")
-    parser.add_argument("--quantile", choices=QUANTILE_RULES, default=None,
-                        help="quantile rule for τ in ε mode (default: the run's, else empirical)")
+    parser.add_argument(
+        "--quantile",
+        choices=QUANTILE_RULES,
+        default=None,
+        help="quantile rule for τ in ε mode (default: the run's, else empirical)",
+    )
     parser.add_argument("--epsilon-range", type=float, nargs=2, default=(0.01, 0.6), metavar=("LOW", "HIGH"))
-    parser.add_argument("--reference-epsilon", type=float, default=None,
-                        help="the untuned ε shown for reference (default: the run's, else 0.1)")
-    parser.add_argument("--storage", nargs="?", const="", default=None, metavar="DB",
-                        help="keep studies in SQLite to resume (default file: <outputs>/tune/optuna.db)")
+    parser.add_argument(
+        "--reference-epsilon",
+        type=float,
+        default=None,
+        help="the untuned ε shown for reference (default: the run's, else 0.1)",
+    )
+    parser.add_argument(
+        "--storage",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DB",
+        help="keep studies in SQLite to resume (default file: <outputs>/tune/optuna.db)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="also write the results to this CSV")
     return parser
 
@@ -59,18 +86,19 @@ class TuneError(ValueError):
 def fetch_run(run_id: str, uri: str, folder: Path) -> tuple[Path, dict[str, str]]:
     """Download the run's ``scores.csv``; return it with the run's params."""
     from mcu_exp.names import SCORES_FILE
-
     from mcu_exp.tracking.artifacts import RunArtifacts, RunLookupError, fetch_run
 
     try:
         client, run = fetch_run(uri, run_id)
     except RunLookupError as exc:
-        raise TuneError(f"{exc}: pass --tracking-uri or --per-program" if exc.missing_store
-                        else f"run {run_id} not found in {uri}: {exc}") from None
+        raise TuneError(
+            f"{exc}: pass --tracking-uri or --per-program"
+            if exc.missing_store
+            else f"run {run_id} not found in {uri}: {exc}"
+        ) from None
     path = RunArtifacts(client, run_id, run.info.artifact_uri).get(SCORES_FILE, folder)
     if path is None:
-        raise TuneError(f"run {run_id} has no {SCORES_FILE} artifact: "
-                        "tune needs a calibrated proxy's run (P1, P2)")
+        raise TuneError(f"run {run_id} has no {SCORES_FILE} artifact: tune needs a calibrated proxy's run (P1, P2)")
     return path, dict(run.data.params)
 
 
@@ -97,18 +125,39 @@ def render(results: Sequence[Any], folds: int, trials: int, seed: int, source: s
 
     name, show = metric(OBJECTIVE).header, metric(OBJECTIVE).format
     first = results[0]
-    table = Table(title=f"Tuning for {name} on {source}", caption=(
-        f"n = {first.n} programs, prevalence {100 * first.prevalence:.1f}%; {folds} stratified outer folds, "
-        f"{trials} TPE trials per study, seed {seed}. Held-out {name} pools the folds' held-out labels."))
-    for header in ("search", "tuned on all", f"in-sample {name}", f"held-out {name}", "per fold", "optimism",
-                   f"ε={first.reference_epsilon:g} {name}", f"always-1 {name}", f"random {name}"):
+    table = Table(
+        title=f"Tuning for {name} on {source}",
+        caption=(
+            f"n = {first.n} programs, prevalence {100 * first.prevalence:.1f}%; {folds} stratified outer folds, "
+            f"{trials} TPE trials per study, seed {seed}. Held-out {name} pools the folds' held-out labels."
+        ),
+    )
+    for header in (
+        "search",
+        "tuned on all",
+        f"in-sample {name}",
+        f"held-out {name}",
+        "per fold",
+        "optimism",
+        f"ε={first.reference_epsilon:g} {name}",
+        f"always-1 {name}",
+        f"random {name}",
+    ):
         table.add_column(header, justify="left" if header == "search" else "right")
     for res in results:
         mean, sd = res.fold_f1
         value = f"ε={res.in_sample.value:.3f}" if res.search == "epsilon" else f"τ={res.in_sample.value:.4f}"
-        table.add_row(res.search, value, show(res.in_sample.f1), show(res.held_out_f1),
-                      f"{100 * mean:.1f} ± {100 * sd:.1f}%", f"{100 * res.optimism:+.1f} pts",
-                      show(res.reference_f1), show(res.baseline_always_f1), show(res.baseline_random_f1))
+        table.add_row(
+            res.search,
+            value,
+            show(res.in_sample.f1),
+            show(res.held_out_f1),
+            f"{100 * mean:.1f} ± {100 * sd:.1f}%",
+            f"{100 * res.optimism:+.1f} pts",
+            show(res.reference_f1),
+            show(res.baseline_always_f1),
+            show(res.baseline_random_f1),
+        )
     buffer = io.StringIO()
     Console(file=buffer, width=130, color_system=None, force_terminal=False, soft_wrap=False).print(table)
     return buffer.getvalue()
@@ -135,15 +184,27 @@ def run(args: argparse.Namespace) -> list[Any]:
             path, source = args.per_program, str(args.per_program)
         scores = read_per_program(path)
     quantile = args.quantile or params.get("decision.quantile", "empirical")
-    reference = args.reference_epsilon if args.reference_epsilon is not None else float(
-        params.get("decision.epsilon", 0.1))
+    reference = (
+        args.reference_epsilon if args.reference_epsilon is not None else float(params.get("decision.epsilon", 0.1))
+    )
     if scores.dropped:
         print(f"{scores.dropped} programs without scores or a human label left out")
     searches = ("epsilon", "threshold") if args.search == "both" else (args.search,)
     storage = storage_url(args.storage)
-    results = [nested_cv(scores, search, folds=args.folds, trials=args.trials, seed=args.seed, quantile=quantile,
-                         epsilon_range=(low, high), reference_epsilon=reference, storage=storage)
-               for search in searches]
+    results = [
+        nested_cv(
+            scores,
+            search,
+            folds=args.folds,
+            trials=args.trials,
+            seed=args.seed,
+            quantile=quantile,
+            epsilon_range=(low, high),
+            reference_epsilon=reference,
+            storage=storage,
+        )
+        for search in searches
+    ]
     print(render(results, args.folds, args.trials, args.seed, source))
     if storage:
         print(f"Optuna studies in {storage}")

@@ -49,8 +49,9 @@ class Scores:
 
     def subset(self, index: np.ndarray) -> Scores:
         """The programs at positions ``index``."""
-        return Scores([self.program_ids[i] for i in index], self.alpha_cal[index], self.alpha_test[index],
-                      self.labels[index])
+        return Scores(
+            [self.program_ids[i] for i in index], self.alpha_cal[index], self.alpha_test[index], self.labels[index]
+        )
 
 
 def read_per_program(path: str | Path) -> Scores:
@@ -68,18 +69,20 @@ def read_per_program(path: str | Path) -> Scores:
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise ValueError(f"{path}: not a CSV table ({first})") from None
     except pd.errors.EmptyDataError:
-        raise ValueError(f"{path}: empty file, expected a CSV table with columns "
-                         f"{', '.join(REQUIRED_COLUMNS)}") from None
+        raise ValueError(
+            f"{path}: empty file, expected a CSV table with columns {', '.join(REQUIRED_COLUMNS)}"
+        ) from None
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
-        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; the scores.csv of a P1/P2 "
-                         f"run has {', '.join(REQUIRED_COLUMNS)}")
+        raise ValueError(
+            f"{path}: missing column(s) {', '.join(missing)}; the scores.csv of a P1/P2 "
+            f"run has {', '.join(REQUIRED_COLUMNS)}"
+        )
     ids = frame["program_id"].astype(str) if "program_id" in frame.columns else frame.index.astype(str)
     repeated = ids[ids.duplicated()].unique().tolist()
     if repeated:
         shown = ", ".join(repeated[:5]) + (f" and {len(repeated) - 5} more" if len(repeated) > 5 else "")
-        raise ValueError(f"{path}: program ids repeat ({shown}); expected each program once, as in a run's "
-                         "scores.csv")
+        raise ValueError(f"{path}: program ids repeat ({shown}); expected each program once, as in a run's scores.csv")
     numeric = frame[list(REQUIRED_COLUMNS)].apply(pd.to_numeric, errors="coerce")
     keep = numeric.notna().all(axis=1).to_numpy()
     labels = numeric["human_label"].to_numpy()[keep]
@@ -89,8 +92,13 @@ def read_per_program(path: str | Path) -> Scores:
         raise ValueError(f"{path}, line {row}: human_label must be 0 or 1, got {labels[bad][0]!r}")
     if keep.sum() < 4:
         raise ValueError(f"{path}: only {int(keep.sum())} programs with scores and a human label; need at least 4")
-    return Scores(list(ids[keep]), numeric["alpha_cal"].to_numpy(float)[keep],
-                  numeric["alpha_test"].to_numpy(float)[keep], labels.astype(int), dropped=int((~keep).sum()))
+    return Scores(
+        list(ids[keep]),
+        numeric["alpha_cal"].to_numpy(float)[keep],
+        numeric["alpha_test"].to_numpy(float)[keep],
+        labels.astype(int),
+        dropped=int((~keep).sum()),
+    )
 
 
 def digest(scores: Scores, epsilon_range: tuple[float, float]) -> str:
@@ -102,8 +110,9 @@ def digest(scores: Scores, epsilon_range: tuple[float, float]) -> str:
     return h.hexdigest()[:12]
 
 
-def decide_labels(search: str, value: float, alpha_cal: np.ndarray, alpha_test: np.ndarray,
-                  quantile: str) -> tuple[np.ndarray, float]:
+def decide_labels(
+    search: str, value: float, alpha_cal: np.ndarray, alpha_test: np.ndarray, quantile: str
+) -> tuple[np.ndarray, float]:
     """High/Low labels of ``alpha_test`` and the τ used: ``value`` is ε (τ from ``alpha_cal``)
     or τ itself."""
     tau = float(value) if search == "threshold" else threshold(alpha_cal, float(value), quantile)
@@ -134,9 +143,16 @@ def search_range(search: str, scores: Scores, epsilon_range: tuple[float, float]
     return (low, high) if high > low else (low, low + 1e-9)
 
 
-def tune(scores: Scores, search: str, trials: int, seed: int, quantile: str = "empirical",
-         epsilon_range: tuple[float, float] = (0.01, 0.6), storage: str | None = None,
-         study_name: str | None = None) -> Tuned:
+def tune(
+    scores: Scores,
+    search: str,
+    trials: int,
+    seed: int,
+    quantile: str = "empirical",
+    epsilon_range: tuple[float, float] = (0.01, 0.6),
+    storage: str | None = None,
+    study_name: str | None = None,
+) -> Tuned:
     """Maximise F1 on ``scores`` over ε or τ with a seeded TPE study.
 
     With ``storage`` (an Optuna RDB URL) the study is resumed by ``study_name``: only the
@@ -148,8 +164,13 @@ def tune(scores: Scores, search: str, trials: int, seed: int, quantile: str = "e
         raise ValueError(f"search must be one of {SEARCHES}, got {search!r}")
     low, high = search_range(search, scores, epsilon_range)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed),
-                                storage=storage, study_name=study_name, load_if_exists=storage is not None)
+    study = optuna.create_study(
+        direction="maximize",
+        sampler=optuna.samplers.TPESampler(seed=seed),
+        storage=storage,
+        study_name=study_name,
+        load_if_exists=storage is not None,
+    )
 
     def objective(trial: optuna.Trial) -> float:
         value = trial.suggest_float(search, low, high)
@@ -212,10 +233,17 @@ class TuneResult:
         """A flat summary for a table or a CSV."""
         mean, sd = self.fold_f1
         return {
-            "search": self.search, "n": self.n, "in_sample_value": self.in_sample.value,
-            "in_sample_f1": self.in_sample.f1, "held_out_f1": self.held_out_f1, "optimism": self.optimism,
-            "fold_f1_mean": mean, "fold_f1_sd": sd, "reference_epsilon": self.reference_epsilon,
-            "reference_f1": self.reference_f1, "baseline_always_f1": self.baseline_always_f1,
+            "search": self.search,
+            "n": self.n,
+            "in_sample_value": self.in_sample.value,
+            "in_sample_f1": self.in_sample.f1,
+            "held_out_f1": self.held_out_f1,
+            "optimism": self.optimism,
+            "fold_f1_mean": mean,
+            "fold_f1_sd": sd,
+            "reference_epsilon": self.reference_epsilon,
+            "reference_f1": self.reference_f1,
+            "baseline_always_f1": self.baseline_always_f1,
             "baseline_random_f1": self.baseline_random_f1,
         }
 
@@ -226,34 +254,54 @@ def outer_folds(labels: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndar
     if folds < 2:
         raise ValueError(f"--folds must be at least 2, got {folds}")
     if smallest < folds:
-        raise ValueError(f"{folds} stratified folds need at least {folds} programs of each class; the smaller "
-                         f"class has {smallest}")
+        raise ValueError(
+            f"{folds} stratified folds need at least {folds} programs of each class; the smaller class has {smallest}"
+        )
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     return list(splitter.split(np.zeros(labels.size), labels))
 
 
-def nested_cv(scores: Scores, search: str = "epsilon", folds: int = 5, trials: int = 100, seed: int = 0,
-              quantile: str = "empirical", epsilon_range: tuple[float, float] = (0.01, 0.6),
-              reference_epsilon: float = 0.1, storage: str | None = None,
-              study_prefix: str = "mcu-tune") -> TuneResult:
+def nested_cv(
+    scores: Scores,
+    search: str = "epsilon",
+    folds: int = 5,
+    trials: int = 100,
+    seed: int = 0,
+    quantile: str = "empirical",
+    epsilon_range: tuple[float, float] = (0.01, 0.6),
+    reference_epsilon: float = 0.1,
+    storage: str | None = None,
+    study_prefix: str = "mcu-tune",
+) -> TuneResult:
     """In-sample and nested-CV held-out F1 of tuning ``search`` (see the module docstring)."""
     name = f"{study_prefix}-{digest(scores, epsilon_range)}-{search}-{quantile}-s{seed}-k{folds}"
-    whole = tune(scores, search, trials, seed, quantile, epsilon_range, storage,
-                 f"{name}-all" if storage else None)
+    whole = tune(scores, search, trials, seed, quantile, epsilon_range, storage, f"{name}-all" if storage else None)
     pooled = np.zeros_like(scores.labels)
     results: list[Fold] = []
     for i, (train, test) in enumerate(outer_folds(scores.labels, folds, seed)):
         inner = scores.subset(train)
-        tuned = tune(inner, search, trials, seed + 1 + i, quantile, epsilon_range, storage,
-                     f"{name}-fold{i}" if storage else None)
+        tuned = tune(
+            inner,
+            search,
+            trials,
+            seed + 1 + i,
+            quantile,
+            epsilon_range,
+            storage,
+            f"{name}-fold{i}" if storage else None,
+        )
         labels, tau = decide_labels(search, tuned.value, inner.alpha_cal, scores.alpha_test[test], quantile)
         pooled[test] = labels
-        results.append(Fold(i, len(train), len(test), tuned.value, tau, tuned.f1,
-                            f1(scores.labels[test], labels)))
+        results.append(Fold(i, len(train), len(test), tuned.value, tau, tuned.f1, f1(scores.labels[test], labels)))
     reference, _ = decide_labels("epsilon", reference_epsilon, scores.alpha_cal, scores.alpha_test, quantile)
     return TuneResult(
-        search=search, n=len(scores.labels), prevalence=float(scores.labels.mean()), in_sample=whole,
-        held_out_f1=f1(scores.labels, pooled), folds=results, reference_epsilon=reference_epsilon,
+        search=search,
+        n=len(scores.labels),
+        prevalence=float(scores.labels.mean()),
+        in_sample=whole,
+        held_out_f1=f1(scores.labels, pooled),
+        folds=results,
+        reference_epsilon=reference_epsilon,
         reference_f1=f1(scores.labels, reference),
         baseline_always_f1=float(always_positive(scores.labels)[OBJECTIVE]),
         baseline_random_f1=float(random_expected(scores.labels)[OBJECTIVE]),

@@ -115,8 +115,11 @@ class BatchServer:
     # -- request handling ---------------------------------------------------------------
     def _handle(self, h: BaseHTTPRequestHandler, method: str) -> None:
         raw = h.rfile.read(int(h.headers.get("Content-Length", 0) or 0))
-        key = h.headers.get("x-api-key") or h.headers.get("x-goog-api-key") or \
-            (h.headers.get("authorization") or "").removeprefix("Bearer ")
+        key = (
+            h.headers.get("x-api-key")
+            or h.headers.get("x-goog-api-key")
+            or (h.headers.get("authorization") or "").removeprefix("Bearer ")
+        )
         path = h.path.split("?")[0]
         with self.lock:
             self.log.append(Logged(method, path, key))
@@ -146,8 +149,19 @@ class BatchServer:
             content = _multipart_file(raw, ctype)
             file_id = f"file-{len(self.files)}"
             self.files[file_id] = content
-            return 200, {"id": file_id, "object": "file", "bytes": len(content), "created_at": 0,
-                         "filename": "batch.jsonl", "purpose": "batch", "status": "processed"}, js
+            return (
+                200,
+                {
+                    "id": file_id,
+                    "object": "file",
+                    "bytes": len(content),
+                    "created_at": 0,
+                    "filename": "batch.jsonl",
+                    "purpose": "batch",
+                    "status": "processed",
+                },
+                js,
+            )
         if method == "POST" and path == "/v1/batches":
             lines = [json.loads(x) for x in self.files[json.loads(raw)["input_file_id"]].decode().splitlines() if x]
             batch = self._new("openai", [(x["custom_id"], x["body"]) for x in lines], json.loads(raw).get("metadata"))
@@ -158,8 +172,11 @@ class BatchServer:
         if method == "POST" and path.endswith(":batchGenerateContent"):
             spec = json.loads(raw)["batch"]
             reqs = spec["inputConfig"]["requests"]["requests"]
-            batch = self._new("google", [((r.get("metadata") or {}).get("custom_id", ""), r["request"]) for r in reqs],
-                              spec.get("displayName"))
+            batch = self._new(
+                "google",
+                [((r.get("metadata") or {}).get("custom_id", ""), r["request"]) for r in reqs],
+                spec.get("displayName"),
+            )
             return 200, self._google_batch(batch), js
         if method == "GET" and path in ("/v1/batches", "/v1/messages/batches", "/v1beta/batches"):
             return 200, self._listing(path), js
@@ -176,8 +193,11 @@ class BatchServer:
             if batch is None:
                 return 404, {"error": {"message": "no such batch", "type": "not_found_error", "code": 404}}, js
             if self.poll_status != 200:
-                refusal = {"message": f"poll refused (key {self.last_key})", "type": "api_error",
-                           "code": self.poll_status}
+                refusal = {
+                    "message": f"poll refused (key {self.last_key})",
+                    "type": "api_error",
+                    "code": self.poll_status,
+                }
                 return self.poll_status, {"error": refusal}, js
             self._advance(batch)
             view = {"openai": self._openai_batch, "anthropic": self._anthropic_batch, "google": self._google_batch}
@@ -198,8 +218,13 @@ class BatchServer:
         view = self._openai_batch if provider == "openai" else self._anthropic_batch
         data = [view(b) for b in found]
         ids = [b.id for b in found]
-        return {"object": "list", "data": data, "has_more": False, "first_id": ids[0] if ids else None,
-                "last_id": ids[-1] if ids else None}
+        return {
+            "object": "list",
+            "data": data,
+            "has_more": False,
+            "first_id": ids[0] if ids else None,
+            "last_id": ids[-1] if ids else None,
+        }
 
     def _advance(self, batch: Batch) -> None:
         batch.polls += 1
@@ -219,10 +244,16 @@ class BatchServer:
 
     # -- provider views of a batch ------------------------------------------------------
     def _openai_batch(self, batch: Batch) -> dict[str, Any]:
-        view: dict[str, Any] = {"id": batch.id, "object": "batch", "endpoint": "/v1/chat/completions",
-                                "completion_window": "24h", "created_at": int(batch.created),
-                                "input_file_id": "file-in", "metadata": batch.tag,
-                                "status": "in_progress" if batch.state == "running" else batch.state}
+        view: dict[str, Any] = {
+            "id": batch.id,
+            "object": "batch",
+            "endpoint": "/v1/chat/completions",
+            "completion_window": "24h",
+            "created_at": int(batch.created),
+            "input_file_id": "file-in",
+            "metadata": batch.tag,
+            "status": "in_progress" if batch.state == "running" else batch.state,
+        }
         if batch.results is not None:
             good = [r for r in batch.results if r.get("error") is None]
             bad = [r for r in batch.results if r.get("error") is not None]
@@ -236,16 +267,29 @@ class BatchServer:
     def _anthropic_batch(self, batch: Batch) -> dict[str, Any]:
         ended = batch.results is not None
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch.created))
-        return {"id": batch.id, "type": "message_batch", "created_at": created,
-                "expires_at": "2099-01-02T00:00:00Z", "processing_status": "ended" if ended else "in_progress",
-                "request_counts": {"processing": 0 if ended else len(batch.items),
-                                   "succeeded": len(batch.items) if ended else 0, "errored": 0,
-                                   "canceled": 0, "expired": 0},
-                "results_url": f"{self.url}/v1/messages/batches/{batch.id}/results" if ended else None}
+        return {
+            "id": batch.id,
+            "type": "message_batch",
+            "created_at": created,
+            "expires_at": "2099-01-02T00:00:00Z",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": {
+                "processing": 0 if ended else len(batch.items),
+                "succeeded": len(batch.items) if ended else 0,
+                "errored": 0,
+                "canceled": 0,
+                "expired": 0,
+            },
+            "results_url": f"{self.url}/v1/messages/batches/{batch.id}/results" if ended else None,
+        }
 
     def _google_batch(self, batch: Batch) -> dict[str, Any]:
-        states = {"running": "BATCH_STATE_RUNNING", "completed": "BATCH_STATE_SUCCEEDED",
-                  "expired": "BATCH_STATE_EXPIRED", "cancelled": "BATCH_STATE_CANCELLED"}
+        states = {
+            "running": "BATCH_STATE_RUNNING",
+            "completed": "BATCH_STATE_SUCCEEDED",
+            "expired": "BATCH_STATE_EXPIRED",
+            "cancelled": "BATCH_STATE_CANCELLED",
+        }
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch.created))
         meta: dict[str, Any] = {"name": f"batches/{batch.id}", "state": states[batch.state], "createTime": created}
         if batch.tag is not None:
@@ -257,7 +301,8 @@ class BatchServer:
 
 def _multipart_file(raw: bytes, ctype: str) -> bytes:
     message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-        f"Content-Type: {ctype}\r\n\r\n".encode() + raw)
+        f"Content-Type: {ctype}\r\n\r\n".encode() + raw
+    )
     for part in message.iter_parts():
         if part.get_param("name", header="content-disposition") == "file":
             return part.get_payload(decode=True)
@@ -274,37 +319,72 @@ def _prompt(body: dict[str, Any]) -> str:
 def _success(provider: str, custom_id: str, body: dict[str, Any], prompt: str) -> dict[str, Any]:
     if provider == "openai":
         n = int(body.get("n") or 1)
-        choices = [{"index": k, "message": {"role": "assistant", "content": answer(prompt, body.get("seed"), k)},
-                    "finish_reason": "stop"} for k in range(n)]
-        completion = {"id": "chatcmpl-b", "object": "chat.completion", "created": 0, "model": body["model"],
-                      "choices": choices, "usage": {"prompt_tokens": 10, "completion_tokens": 5 * n,
-                                                    "total_tokens": 10 + 5 * n}}
-        return {"id": "r", "custom_id": custom_id, "error": None,
-                "response": {"status_code": 200, "request_id": "q", "body": completion}}
+        choices = [
+            {
+                "index": k,
+                "message": {"role": "assistant", "content": answer(prompt, body.get("seed"), k)},
+                "finish_reason": "stop",
+            }
+            for k in range(n)
+        ]
+        completion = {
+            "id": "chatcmpl-b",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": choices,
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5 * n, "total_tokens": 10 + 5 * n},
+        }
+        return {
+            "id": "r",
+            "custom_id": custom_id,
+            "error": None,
+            "response": {"status_code": 200, "request_id": "q", "body": completion},
+        }
     if provider == "anthropic":
-        message = {"id": "msg_b", "type": "message", "role": "assistant", "model": body["model"],
-                   "content": [{"type": "text", "text": answer(prompt, "-", 0)}], "stop_reason": "end_turn",
-                   "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 5}}
+        message = {
+            "id": "msg_b",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": [{"type": "text", "text": answer(prompt, "-", 0)}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
         return {"custom_id": custom_id, "result": {"type": "succeeded", "message": message}}
     config = body.get("generationConfig", {})
     n = int(config.get("candidateCount") or 1)
     parts = [[{"text": answer(prompt, config.get("seed"), k)}] for k in range(n)]
-    response = {"candidates": [{"content": {"role": "model", "parts": parts[k]}, "finishReason": "STOP", "index": k}
-                               for k in range(n)],
-                "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5 * n,
-                                  "totalTokenCount": 10 + 5 * n}}
+    response = {
+        "candidates": [
+            {"content": {"role": "model", "parts": parts[k]}, "finishReason": "STOP", "index": k} for k in range(n)
+        ],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5 * n, "totalTokenCount": 10 + 5 * n},
+    }
     return {"response": response, "metadata": {"custom_id": custom_id}}
 
 
 def _failure(provider: str, custom_id: str, kind: str) -> dict[str, Any]:
     message = "request expired before it ran" if kind == "expired" else "internal error"
     if provider == "openai":
-        return {"id": "r", "custom_id": custom_id, "response": None,
-                "error": {"code": "batch_expired" if kind == "expired" else "server_error", "message": message}}
+        return {
+            "id": "r",
+            "custom_id": custom_id,
+            "response": None,
+            "error": {"code": "batch_expired" if kind == "expired" else "server_error", "message": message},
+        }
     if provider == "anthropic":
         if kind == "expired":
             return {"custom_id": custom_id, "result": {"type": "expired"}}
-        return {"custom_id": custom_id, "result": {"type": "errored", "error": {
-            "type": "error", "error": {"type": "api_error", "message": message}}}}
-    return {"error": {"code": 500 if kind == "error" else 504, "message": message},
-            "metadata": {"custom_id": custom_id}}
+        return {
+            "custom_id": custom_id,
+            "result": {
+                "type": "errored",
+                "error": {"type": "error", "error": {"type": "api_error", "message": message}},
+            },
+        }
+    return {
+        "error": {"code": 500 if kind == "error" else 504, "message": message},
+        "metadata": {"custom_id": custom_id},
+    }

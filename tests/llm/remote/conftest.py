@@ -112,7 +112,7 @@ def _gemini(body: dict[str, Any], prompt: str, path: str) -> dict[str, Any]:
 
 def _received_key(headers: dict[str, str]) -> str:
     auth = headers.get("authorization", "")
-    bearer = auth[len("Bearer "):] if auth.startswith("Bearer ") else ""
+    bearer = auth[len("Bearer ") :] if auth.startswith("Bearer ") else ""
     return bearer or headers.get("x-api-key") or headers.get("x-goog-api-key") or ""
 
 

@@ -15,11 +15,20 @@ from mcu_exp.llm import CachedGenerator, GenerationRequest, Message
 
 def main() -> None:
     base_url, cache_dir, spec = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-    cfg = ModelConfig(name="fake-openai", backend="openai", model_id="fake-model", base_url=base_url,
-                      timeout_s=30.0, max_concurrency=2, n_per_request=1, max_new_tokens=16,
-                      max_retries=2, backoff_initial_s=0.01, backoff_max_s=0.02)
-    requests = [GenerationRequest(messages=(Message("user", p),), n=n, seed=s, max_new_tokens=16)
-                for p, n, s in spec]
+    cfg = ModelConfig(
+        name="fake-openai",
+        backend="openai",
+        model_id="fake-model",
+        base_url=base_url,
+        timeout_s=30.0,
+        max_concurrency=2,
+        n_per_request=1,
+        max_new_tokens=16,
+        max_retries=2,
+        backoff_initial_s=0.01,
+        backoff_max_s=0.02,
+    )
+    requests = [GenerationRequest(messages=(Message("user", p),), n=n, seed=s, max_new_tokens=16) for p, n, s in spec]
     results = CachedGenerator(cfg, cache_dir, progress=False).generate(requests)
     print(json.dumps([r.texts for r in results]))
 

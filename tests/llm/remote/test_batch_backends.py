@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from batch_server import BatchServer
-from support.batch import batch_cfg, batch_states, cached_rows, generator, requests
 
 from mcu_exp.llm.providers._errors import RetriesExhausted
+from support.batch import batch_cfg, batch_states, cached_rows, generator, requests
 
 PROVIDERS = ("openai", "anthropic", "google")
 
@@ -21,8 +21,9 @@ def per_request(provider: str) -> int:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_batch_run_fills_the_cache_and_a_rerun_sends_nothing(provider: str, server: BatchServer, planted_keys: str,
-                                                             tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_batch_run_fills_the_cache_and_a_rerun_sends_nothing(
+    provider: str, server: BatchServer, planted_keys: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     server.polls_to_end = 2  # in progress at the first poll
     cfg = batch_cfg(provider, server)
@@ -53,7 +54,8 @@ def test_batch_run_fills_the_cache_and_a_rerun_sends_nothing(provider: str, serv
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_run_stopped_after_submission_resumes_the_recorded_batch(
-        provider: str, server: BatchServer, tmp_path: Path) -> None:
+    provider: str, server: BatchServer, tmp_path: Path
+) -> None:
     cfg = batch_cfg(provider, server, max_retries=0)
     server.poll_status = 503  # the run dies polling, after its batch was accepted
     with pytest.raises(RetriesExhausted, match="rerun to resume"):
@@ -72,7 +74,8 @@ def test_a_run_stopped_after_submission_resumes_the_recorded_batch(
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("failure", ["error", "expired"])
 def test_failed_or_expired_items_become_failed_samples_and_are_retried(
-        provider: str, failure: str, server: BatchServer, tmp_path: Path) -> None:
+    provider: str, failure: str, server: BatchServer, tmp_path: Path
+) -> None:
     cfg = batch_cfg(provider, server)
     server.fail_prompts, server.fail_kind = {"B"}, failure
     results = generator(cfg, tmp_path).generate(requests("A", "B", "C"))
@@ -87,7 +90,8 @@ def test_failed_or_expired_items_become_failed_samples_and_are_retried(
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_an_expired_batch_keeps_its_answers_and_fails_the_rest(
-        provider: str, server: BatchServer, tmp_path: Path) -> None:
+    provider: str, server: BatchServer, tmp_path: Path
+) -> None:
     cfg = batch_cfg(provider, server, n_per_request=1)
     server.end_state = "expired"  # the fake answers the first request of an expired batch only
     results = generator(cfg, tmp_path).generate(requests("A", "B", n=1))
@@ -98,12 +102,15 @@ def test_an_expired_batch_keeps_its_answers_and_fails_the_rest(
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_a_batch_line_is_the_interactive_request_body_under_the_same_cache_key(provider: str, remote: Any, tmp_path: Path) -> None:
+def test_a_batch_line_is_the_interactive_request_body_under_the_same_cache_key(
+    provider: str, remote: Any, tmp_path: Path
+) -> None:
     from mcu_exp.llm import CachedGenerator
 
     interactive = remote.cfg(provider, n_per_request=2, max_new_tokens=16)
     CachedGenerator(interactive, tmp_path / "i", progress=False, backend=remote.backend(interactive)).generate(
-        requests("A", n=2))
+        requests("A", n=2)
+    )
     sent = remote.server.log[0].body
     fake = BatchServer(polls_to_end=1)
     try:

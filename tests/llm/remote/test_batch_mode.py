@@ -8,14 +8,13 @@ import json
 import signal
 import sqlite3
 import subprocess
-from contextlib import closing
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from batch_server import BatchServer
-from support.batch import batch_cfg, batch_states, cached_rows, generator, requests
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import CachedGenerator, GenerationRequest, Message
@@ -23,6 +22,7 @@ from mcu_exp.llm.errors import BackendError
 from mcu_exp.llm.factory import build_backend, check_backend
 from mcu_exp.llm.providers._errors import AuthenticationFailed, BudgetExceeded, RetriesExhausted
 from mcu_exp.proxies.preview import estimate, render_preview
+from support.batch import batch_cfg, batch_states, cached_rows, generator, requests
 
 WORKER = Path(__file__).with_name("batch_worker.py")
 
@@ -51,8 +51,11 @@ def _polled(server: BatchServer) -> bool:
 
 def test_a_killed_run_resumes_polling_its_batch_without_a_second_create(server: BatchServer, tmp_path: Path) -> None:
     server.polls_to_end = 10**6  # the batch never ends while the worker lives
-    worker = subprocess.Popen([sys.executable, str(WORKER), server.url + "/v1", str(tmp_path), json.dumps(["A", "B"])],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    worker = subprocess.Popen(
+        [sys.executable, str(WORKER), server.url + "/v1", str(tmp_path), json.dumps(["A", "B"])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while _open_batches(tmp_path) == 0 or not _polled(server):
@@ -73,7 +76,8 @@ def test_a_killed_run_resumes_polling_its_batch_without_a_second_create(server: 
 
 
 def test_a_rejected_key_stops_with_one_line_and_the_batch_stays_recorded(
-        server: BatchServer, planted_keys: str, tmp_path: Path) -> None:
+    server: BatchServer, planted_keys: str, tmp_path: Path
+) -> None:
     server.poll_status = 401
     with pytest.raises(AuthenticationFailed, match="environment variable OPENAI_API_KEY") as caught:
         generator(batch_cfg("openai", server), tmp_path).generate(bare("A", n=1))
@@ -83,7 +87,8 @@ def test_a_rejected_key_stops_with_one_line_and_the_batch_stays_recorded(
 
 
 def test_a_recorded_batch_the_provider_lost_fails_its_samples_and_the_next_run_resubmits(
-        server: BatchServer, tmp_path: Path) -> None:
+    server: BatchServer, tmp_path: Path
+) -> None:
     cfg = batch_cfg("openai", server, max_retries=0)
     server.poll_status = 503
     with pytest.raises(RetriesExhausted):
@@ -106,7 +111,7 @@ def test_batches_are_split_within_the_request_and_byte_limits(server: BatchServe
     backend = build_backend(batch_cfg("openai", server, n_per_request=1), progress=False, cache_dir=tmp_path / "b")
     backend.api.max_bytes = 900  # about three request lines
     CachedGenerator(None, tmp_path / "b", progress=False, backend=backend).generate(requests("E", "F", "G", n=2))
-    uploads = [v for k, v in server.files.items() if k.startswith("file-") and k[5:].isdigit()][1 * 3:]
+    uploads = [v for k, v in server.files.items() if k.startswith("file-") and k[5:].isdigit()][1 * 3 :]
     assert len(uploads) >= 2 and all(len(u) <= 900 for u in uploads)
     assert sum(len(u.splitlines()) for u in uploads) == 6
 
@@ -135,13 +140,18 @@ def test_batch_dir_records_batches_where_the_config_says(server: BatchServer, tm
     assert batch_states(tmp_path / "other") == ["done"]  # unset: beside the generation cache it feeds
 
 
-@pytest.mark.parametrize(("fields", "message"), [
-    ({"backend": "openai_compatible", "base_url": "http://127.0.0.1:1/v1"},
-     "needs backend openai, anthropic or google"),
-    ({"backend": "local"}, "needs backend openai, anthropic or google"),
-    ({"batch_discount": 0.0}, "batch_discount=0.0 must be in"),
-    ({"batch_poll_s": 0.0}, "batch_poll_s must be > 0"),
-])
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            {"backend": "openai_compatible", "base_url": "http://127.0.0.1:1/v1"},
+            "needs backend openai, anthropic or google",
+        ),
+        ({"backend": "local"}, "needs backend openai, anthropic or google"),
+        ({"batch_discount": 0.0}, "batch_discount=0.0 must be in"),
+        ({"batch_poll_s": 0.0}, "batch_poll_s must be > 0"),
+    ],
+)
 def test_batch_config_errors_are_one_line_before_any_request(fields: dict, message: str, planted_keys: str) -> None:
     cfg = ModelConfig(**{"name": "m", "backend": "openai", "model_id": "x", "batch": True, **fields})
     with pytest.raises(BackendError, match=message) as caught:

@@ -8,18 +8,19 @@ from pathlib import Path
 
 import pytest
 from batch_server import BatchServer
-from support.batch import batch_cfg, batch_states, cached_rows, generator, requests
 
 from mcu_exp.llm import SampleJob
 from mcu_exp.llm.factory import build_backend
 from mcu_exp.llm.providers._errors import RetriesExhausted
+from support.batch import batch_cfg, batch_states, cached_rows, generator, requests
 
 PROVIDERS = ("openai", "anthropic", "google")
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_batch_accepted_after_the_client_timed_out_is_found_not_submitted_again(
-        provider: str, server: BatchServer, tmp_path: Path) -> None:
+    provider: str, server: BatchServer, tmp_path: Path
+) -> None:
     server.slow_creates = 1  # the provider makes the batch, the client times out before the answer
     gen = generator(batch_cfg(provider, server, timeout_s=0.5), tmp_path)
     results = gen.generate(requests("A", "B", "C", "D", n=2))
@@ -31,7 +32,8 @@ def test_a_batch_accepted_after_the_client_timed_out_is_found_not_submitted_agai
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_run_that_gave_up_on_an_unanswered_create_finds_its_batch_on_rerun(
-        provider: str, server: BatchServer, tmp_path: Path) -> None:
+    provider: str, server: BatchServer, tmp_path: Path
+) -> None:
     server.slow_creates = 1
     cfg = batch_cfg(provider, server, timeout_s=0.5, max_retries=0)
     with pytest.raises(RetriesExhausted, match="rerun to resume"):
@@ -45,7 +47,8 @@ def test_a_run_that_gave_up_on_an_unanswered_create_finds_its_batch_on_rerun(
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_create_refused_before_the_batch_was_made_is_submitted_again_once(
-        provider: str, server: BatchServer, tmp_path: Path) -> None:
+    provider: str, server: BatchServer, tmp_path: Path
+) -> None:
     server.refused_creates = 1  # 503: nothing was made, the lookup finds nothing
     results = generator(batch_cfg(provider, server), tmp_path).generate(requests("A", "B", n=2))
     assert [len(r.texts) for r in results] == [2, 2]
@@ -54,7 +57,8 @@ def test_a_create_refused_before_the_batch_was_made_is_submitted_again_once(
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_rerun_that_wants_fewer_samples_stores_every_sample_of_the_recorded_batch(
-        provider: str, server: BatchServer, tmp_path: Path) -> None:
+    provider: str, server: BatchServer, tmp_path: Path
+) -> None:
     cfg = batch_cfg(provider, server, max_retries=0)
     server.poll_status = 503  # the first run dies polling its batch of 3 programs x 4 samples
     with pytest.raises(RetriesExhausted):

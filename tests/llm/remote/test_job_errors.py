@@ -9,18 +9,28 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import PLANTED_KEY, Action, FakeServer, error_body  # type: ignore[import-not-found]
 from mlflow.tracking import MlflowClient
 
-from conftest import PLANTED_KEY, Action, FakeServer, error_body  # type: ignore[import-not-found]
 from support.mlflow_store import seed_store
 
 pytestmark = pytest.mark.slow  # jobs in subprocesses
 
 REPO = Path(__file__).resolve().parents[3]
 # ROUGE-L scores the summaries: which scorer runs does not matter here, and it loads no encoder.
-QUICK = ["debug=quick", "scorer=rougel", "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true", "evaluation.plots=false",
-         "model.requests_per_minute=null", "model.tokens_per_minute=null",
-         "model.backoff_initial_s=0.01", "model.backoff_max_s=0.02"]
+QUICK = [
+    "debug=quick",
+    "scorer=rougel",
+    "dataset.limit=4",
+    "proxy.k=4",
+    "proxy.k_cal=2",
+    "quiet=true",
+    "evaluation.plots=false",
+    "model.requests_per_minute=null",
+    "model.tokens_per_minute=null",
+    "model.backoff_initial_s=0.01",
+    "model.backoff_max_s=0.02",
+]
 
 
 def job(server: FakeServer, outputs: Path, *overrides: str, key: bool = True) -> subprocess.CompletedProcess[str]:
@@ -31,8 +41,9 @@ def job(server: FakeServer, outputs: Path, *overrides: str, key: bool = True) ->
     if key:
         env["OPENAI_API_KEY"] = PLANTED_KEY
     args = ["model=gpt-4o", f"model.base_url={server.url}/v1", *QUICK, *overrides]
-    return subprocess.run([sys.executable, "-m", "mcu_exp", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "mcu_exp", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def runs(outputs: Path) -> list[object]:
@@ -56,13 +67,18 @@ def assert_one_line(res: subprocess.CompletedProcess[str], needle: str) -> None:
     print(errors[0])  # shown by `pytest -rP`
 
 
-@pytest.mark.parametrize(("overrides", "key", "needle"), [
-    ((), False, "set the environment variable OPENAI_API_KEY"),
-    (("model.backend=nonsense",), True, "model.backend 'nonsense' is unknown"),
-    (("model.base_url=htp:/127.0.0.1:port",), True, "is not a URL"),
-], ids=["missing-key", "unknown-backend", "malformed-base-url"])
-def test_config_problem_is_one_line_before_any_run(fake_server: FakeServer, tmp_path: Path,
-                                                   overrides: tuple[str, ...], key: bool, needle: str) -> None:
+@pytest.mark.parametrize(
+    ("overrides", "key", "needle"),
+    [
+        ((), False, "set the environment variable OPENAI_API_KEY"),
+        (("model.backend=nonsense",), True, "model.backend 'nonsense' is unknown"),
+        (("model.base_url=htp:/127.0.0.1:port",), True, "is not a URL"),
+    ],
+    ids=["missing-key", "unknown-backend", "malformed-base-url"],
+)
+def test_config_problem_is_one_line_before_any_run(
+    fake_server: FakeServer, tmp_path: Path, overrides: tuple[str, ...], key: bool, needle: str
+) -> None:
     outputs = tmp_path / "outputs"
     res = job(fake_server, outputs, *overrides, key=key)
     assert_one_line(res, needle)
@@ -70,13 +86,18 @@ def test_config_problem_is_one_line_before_any_run(fake_server: FakeServer, tmp_
     assert fake_server.log == []
 
 
-@pytest.mark.parametrize(("actions", "overrides", "needle"), [
-    ([Action(401, error_body(401, "invalid key {KEY}"))] * 8, (), "OPENAI_API_KEY"),
-    ([Action(503, error_body(503, "overloaded"))] * 40, ("model.max_retries=1",), "gave up after max_retries=1"),
-    ([], ("model.max_requests=1",), "budget cap max_requests=1 reached"),
-], ids=["rejected-key", "retries-exhausted", "budget"])
-def test_remote_failure_is_one_line(fake_server: FakeServer, tmp_path: Path, actions: list[Action],
-                                    overrides: tuple[str, ...], needle: str) -> None:
+@pytest.mark.parametrize(
+    ("actions", "overrides", "needle"),
+    [
+        ([Action(401, error_body(401, "invalid key {KEY}"))] * 8, (), "OPENAI_API_KEY"),
+        ([Action(503, error_body(503, "overloaded"))] * 40, ("model.max_retries=1",), "gave up after max_retries=1"),
+        ([], ("model.max_requests=1",), "budget cap max_requests=1 reached"),
+    ],
+    ids=["rejected-key", "retries-exhausted", "budget"],
+)
+def test_remote_failure_is_one_line(
+    fake_server: FakeServer, tmp_path: Path, actions: list[Action], overrides: tuple[str, ...], needle: str
+) -> None:
     fake_server.push(*actions)
     outputs = seed_store(tmp_path / "outputs")
     res = job(fake_server, outputs, *overrides)
@@ -84,4 +105,3 @@ def test_remote_failure_is_one_line(fake_server: FakeServer, tmp_path: Path, act
     assert PLANTED_KEY not in res.stdout + res.stderr
     (run,) = runs(outputs)
     assert run.info.status == "FAILED"  # type: ignore[attr-defined]
-

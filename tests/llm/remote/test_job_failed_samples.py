@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 from conftest import Action, FakeServer  # type: ignore[import-not-found]
-from support.mlflow_store import seed_store
 from test_job_errors import assert_one_line, job, runs
+
+from support.mlflow_store import seed_store
 
 pytestmark = pytest.mark.slow  # jobs in subprocesses
 
@@ -17,17 +18,25 @@ pytestmark = pytest.mark.slow  # jobs in subprocesses
 def filtered_body(n: int, kept: int = 0) -> dict[str, object]:
     """A completion whose first ``n`` choices were withheld by the provider's content filter
     and whose next ``kept`` choices are ordinary summaries."""
-    withheld = [{"index": k, "message": {"role": "assistant", "content": None},
-                 "finish_reason": "content_filter"} for k in range(n)]
-    ordinary = [{"index": n + k, "message": {"role": "assistant", "content": f"It sums a list ({k})."},
-                 "finish_reason": "stop"} for k in range(kept)]
-    return {"id": "x", "object": "chat.completion", "created": 0, "model": "fake-model",
-            "choices": withheld + ordinary,
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5 * kept, "total_tokens": 10 + 5 * kept}}
+    withheld = [
+        {"index": k, "message": {"role": "assistant", "content": None}, "finish_reason": "content_filter"}
+        for k in range(n)
+    ]
+    ordinary = [
+        {"index": n + k, "message": {"role": "assistant", "content": f"It sums a list ({k})."}, "finish_reason": "stop"}
+        for k in range(kept)
+    ]
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake-model",
+        "choices": withheld + ordinary,
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5 * kept, "total_tokens": 10 + 5 * kept},
+    }
 
 
-def test_filtered_generations_fail_the_job_instead_of_feeding_a_table(fake_server: FakeServer,
-                                                                      tmp_path: Path) -> None:
+def test_filtered_generations_fail_the_job_instead_of_feeding_a_table(fake_server: FakeServer, tmp_path: Path) -> None:
     fake_server.push(*[Action(200, filtered_body(4))] * 4)  # every program's 4 summaries
     outputs = seed_store(tmp_path / "outputs")
     res = job(fake_server, outputs)

@@ -20,14 +20,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import FAST, PLANTED_KEY, Action, FakeServer  # type: ignore[import-not-found]
+
 from mcu_exp.pid_space import pid_alive, pid_space
 
 pytestmark = [
     pytest.mark.slow,  # a peer process in its own PID namespace
-    pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
-                       reason="needs root and unshare(1) for a second PID namespace"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("unshare") is None,
+        reason="needs root and unshare(1) for a second PID namespace",
+    ),
 ]
 
 WORKER = Path(__file__).with_name("pid_space_worker.py")
@@ -45,10 +47,13 @@ def start_peer(*args: str, env: dict[str, str] | None = None) -> tuple[subproces
     """The worker with ``args`` in a new PID namespace, as process ``pid`` there; (process, pid)."""
     pid = peer_pid()
     script = f'echo {pid - 1} > /proc/sys/kernel/ns_last_pid && "$@"; exit $?'
-    proc = subprocess.Popen(["unshare", "--pid", "--fork", "sh", "-c", script, "sh",
-                             sys.executable, str(WORKER), *args],
-                            env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "sh", "-c", script, "sh", sys.executable, str(WORKER), *args],
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return proc, pid
 
 
@@ -63,23 +68,42 @@ def wait_for(check: Any, proc: subprocess.Popen[str], what: str) -> Any:
 
 
 def test_the_pid_space_names_the_namespace() -> None:
-    out = subprocess.run(["unshare", "--pid", "--fork", sys.executable, "-c",
-                          "from mcu_exp.pid_space import pid_space; print(pid_space())"],
-                         capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [
+            "unshare",
+            "--pid",
+            "--fork",
+            sys.executable,
+            "-c",
+            "from mcu_exp.pid_space import pid_space; print(pid_space())",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     host, boot, namespace = out.split("/")
     assert pid_space().split("/")[:2] == [host, boot]
     assert namespace != pid_space().split("/")[2]
 
 
-def test_a_live_peer_in_another_namespace_keeps_its_leases(fake_server: FakeServer, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_live_peer_in_another_namespace_keeps_its_leases(
+    fake_server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mcu_exp.config import ModelConfig
     from mcu_exp.llm import CachedGenerator, GenerationRequest, Message
 
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED_KEY)
-    fields = {"name": "fake-openai", "backend": "openai", "model_id": "fake-model",
-              "base_url": fake_server.url + "/v1", "timeout_s": 30.0, "max_concurrency": 2,
-              "n_per_request": 1, "max_new_tokens": 16, **FAST}
+    fields = {
+        "name": "fake-openai",
+        "backend": "openai",
+        "model_id": "fake-model",
+        "base_url": fake_server.url + "/v1",
+        "timeout_s": 30.0,
+        "max_concurrency": 2,
+        "n_per_request": 1,
+        "max_new_tokens": 16,
+        **FAST,
+    }
     fake_server.push(*[Action(delay_s=0.4)] * 32)  # the peer's 16 samples take ~3 s
     cache = tmp_path / "cache"
     peer, pid = start_peer("generate", json.dumps(fields), str(cache), "P", "16")
@@ -103,8 +127,8 @@ def test_a_live_peer_in_another_namespace_keeps_its_leases(fake_server: FakeServ
 def test_a_live_run_in_another_namespace_is_not_marked_killed(tmp_path: Path) -> None:
     from mlflow.tracking import MlflowClient
 
-    from support.mlflow_store import seed_store
     from mcu_exp.tracking.mlflow_run import TAG_PID, mark_stale_runs, owner_tags
+    from support.mlflow_store import seed_store
 
     outputs = seed_store(tmp_path / "outputs")
     go = tmp_path / "go"

@@ -69,7 +69,8 @@ def test_a_killed_run_resumes_without_sending_any_answered_request_again(remote:
     server.stall_after = 5
     proc = subprocess.Popen(
         [sys.executable, str(WORKER), server.url + "/v1", str(tmp_path), json.dumps(spec)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     try:
         deadline = time.monotonic() + 60  # the worker's imports alone can take seconds on a busy machine
@@ -148,8 +149,7 @@ def test_progress_reaches_the_remote_bar_through_the_generator(
 
 
 def test_usage_is_what_the_server_billed_for_this_run_only(remote: Any, tmp_path: Path) -> None:
-    cfg = remote.cfg("openai", n_per_request=2, max_concurrency=1,
-                     price_input_per_mtok=1.0, price_output_per_mtok=2.0)
+    cfg = remote.cfg("openai", n_per_request=2, max_concurrency=1, price_input_per_mtok=1.0, price_output_per_mtok=2.0)
 
     def billed(log: list[Any]) -> tuple[int, int]:
         # The fake server bills 10 prompt tokens and 5 completion tokens per sample of a request.
@@ -162,8 +162,11 @@ def test_usage_is_what_the_server_billed_for_this_run_only(remote: Any, tmp_path
     prompt, completion = billed(remote.server.log)
     assert (prompt, completion) == (40, 30)
     assert gen.usage() == {
-        "usage.requests": 5.0, "usage.retries": 1.0, "usage.samples": 6.0,
-        "usage.prompt_tokens": float(prompt), "usage.completion_tokens": float(completion),
+        "usage.requests": 5.0,
+        "usage.retries": 1.0,
+        "usage.samples": 6.0,
+        "usage.prompt_tokens": float(prompt),
+        "usage.completion_tokens": float(completion),
         "usage.cost_usd": pytest.approx((prompt * 1.0 + completion * 2.0) / 1e6),
     }
 
@@ -175,7 +178,10 @@ def test_usage_is_what_the_server_billed_for_this_run_only(remote: Any, tmp_path
     prompt, completion = billed(remote.server.log[sent_before:])
     assert (prompt, completion) == (10, 5)
     assert again.usage() == {
-        "usage.requests": 1.0, "usage.retries": 0.0, "usage.samples": 1.0,
-        "usage.prompt_tokens": 10.0, "usage.completion_tokens": 5.0,
+        "usage.requests": 1.0,
+        "usage.retries": 0.0,
+        "usage.samples": 1.0,
+        "usage.prompt_tokens": 10.0,
+        "usage.completion_tokens": 5.0,
         "usage.cost_usd": pytest.approx((10 * 1.0 + 5 * 2.0) / 1e6),
     }

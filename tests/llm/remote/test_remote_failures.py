@@ -26,8 +26,9 @@ WORKER = Path(__file__).with_name("gen_worker.py")
 
 
 def requests(count: int, n: int = 2) -> list[GenerationRequest]:
-    return [GenerationRequest(messages=(Message("user", f"program {i}"),), n=n, max_new_tokens=16)
-            for i in range(count)]
+    return [
+        GenerationRequest(messages=(Message("user", f"program {i}"),), n=n, max_new_tokens=16) for i in range(count)
+    ]
 
 
 class OneStage:
@@ -41,10 +42,17 @@ class OneStage:
 
 
 def choices_body(content: str | None, finish: str, n: int = 1) -> dict[str, Any]:
-    return {"id": "x", "object": "chat.completion", "created": 0, "model": "fake-model",
-            "choices": [{"index": k, "message": {"role": "assistant", "content": content}, "finish_reason": finish}
-                        for k in range(n)],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}}
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake-model",
+        "choices": [
+            {"index": k, "message": {"role": "assistant", "content": content}, "finish_reason": finish}
+            for k in range(n)
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
+    }
 
 
 def table(cache_dir: Path, name: str) -> int:
@@ -52,13 +60,17 @@ def table(cache_dir: Path, name: str) -> int:
         return int(conn.execute(f"SELECT COUNT(*) FROM {name}").fetchone()[0])
 
 
-@pytest.mark.parametrize(("content", "finish", "counts"), [
-    (None, "content_filter", "(0 errors, 20 filtered, 0 empty)"),  # the provider maps content_filter to filtered
-    ("", "stop", "(0 errors, 0 filtered, 20 empty)"),
-    (" \n", "length", "(0 errors, 0 filtered, 20 empty)"),
-])
+@pytest.mark.parametrize(
+    ("content", "finish", "counts"),
+    [
+        (None, "content_filter", "(0 errors, 20 filtered, 0 empty)"),  # the provider maps content_filter to filtered
+        ("", "stop", "(0 errors, 0 filtered, 20 empty)"),
+        (" \n", "length", "(0 errors, 0 filtered, 20 empty)"),
+    ],
+)
 def test_a_stage_of_failed_samples_stops_unscored_and_the_rerun_retries_them(
-        remote: Any, tmp_path: Path, content: str | None, finish: str, counts: str) -> None:
+    remote: Any, tmp_path: Path, content: str | None, finish: str, counts: str
+) -> None:
     cfg = remote.cfg("openai", name="gpt-4o", max_concurrency=2)
     reqs = requests(10)
     remote.server.push(*[remote.action(body=choices_body(content, finish))] * 20)
@@ -66,9 +78,11 @@ def test_a_stage_of_failed_samples_stops_unscored_and_the_rerun_retries_them(
         run_stages(OneStage(cfg, reqs), Generators(tmp_path, progress=False))
     message = str(caught.value)
     assert isinstance(caught.value, ValueError) and "\n" not in message
-    assert message == (f"stage 'target summaries' (gpt-4o): 20 of 20 samples failed {counts}, above "
-                       "generation.max_failed_share=0; nothing was scored; rerun to retry them, "
-                       "or raise generation.max_failed_share")
+    assert message == (
+        f"stage 'target summaries' (gpt-4o): 20 of 20 samples failed {counts}, above "
+        "generation.max_failed_share=0; nothing was scored; rerun to retry them, "
+        "or raise generation.max_failed_share"
+    )
     assert table(tmp_path, "samples") == 0 and table(tmp_path, "failures") == 20
 
     done = run_stages(OneStage(cfg, reqs), Generators(tmp_path, progress=False))
@@ -79,7 +93,8 @@ def test_a_stage_of_failed_samples_stops_unscored_and_the_rerun_retries_them(
 
 
 def test_failures_within_the_allowed_share_are_left_out_of_the_texts(
-        remote: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    remote: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     cfg = remote.cfg("openai", name="gpt-4o", max_concurrency=1)
     remote.server.push(remote.action(body=choices_body("", "stop")))
     with caplog.at_level(logging.WARNING, logger="mcu_exp.proxies.stages"):
@@ -107,8 +122,14 @@ def test_an_empty_text_cached_by_an_older_version_is_not_a_hit(remote: Any, tmp_
 def test_two_processes_on_one_cache_never_ask_for_the_same_sample(remote: Any, tmp_path: Path) -> None:
     spec = [[f"program {i}", 3, 0] for i in range(6)]  # 18 samples, one request each
     remote.server.push(*[remote.action(delay_s=0.15)] * 18)
-    procs = [subprocess.Popen([sys.executable, str(WORKER), remote.server.url + "/v1", str(tmp_path), json.dumps(spec)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), remote.server.url + "/v1", str(tmp_path), json.dumps(spec)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
     outs = [proc.communicate(timeout=60) for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], [err.decode()[-2000:] for _, err in outs]
     sent = [(e.body["messages"][-1]["content"], e.body["seed"]) for e in remote.server.log]

@@ -91,8 +91,12 @@ def test_401_stops_at_once_and_names_the_key_variable(remote: Any, provider: str
     cfg = remote.cfg(provider, max_concurrency=2)
     with pytest.raises(AuthenticationFailed) as info:
         run(remote.backend(cfg), jobs_for(*(request(f"p{i}") for i in range(6))))
-    var = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google": "GEMINI_API_KEY",
-           "openai_compatible": "FAKE_API_KEY"}[provider]
+    var = {
+        "openai": "OPENAI_API_KEY",
+        "anthropic": "ANTHROPIC_API_KEY",
+        "google": "GEMINI_API_KEY",
+        "openai_compatible": "FAKE_API_KEY",
+    }[provider]
     assert var in str(info.value) and "401" in str(info.value)
     assert remote.key not in str(info.value) and "invalid key ***" in str(info.value)
     assert len(remote.server.log) <= 2  # no retries; the second worker's request at most
@@ -122,8 +126,9 @@ def test_request_budget_stops_cleanly_after_yielding_what_was_done(remote: Any) 
 
 
 def test_cost_budget_never_overspends(remote: Any) -> None:
-    cfg = remote.cfg("anthropic", max_cost_usd=0.05, price_input_per_mtok=1000.0,
-                     price_output_per_mtok=1000.0, max_concurrency=1)
+    cfg = remote.cfg(
+        "anthropic", max_cost_usd=0.05, price_input_per_mtok=1000.0, price_output_per_mtok=1000.0, max_concurrency=1
+    )
     backend = remote.backend(cfg)
     got: list[Any] = []
     with pytest.raises(BudgetExceeded, match="max_cost_usd=0.05"):

@@ -31,23 +31,26 @@ class StatusError(Exception):
         self.response = SimpleNamespace(headers=headers or {})
 
 
-@pytest.mark.parametrize(("exc", "kind"), [
-    (StatusError(429), Failure.RATE_LIMIT),
-    (StatusError(500), Failure.TRANSIENT),
-    (StatusError(503), Failure.TRANSIENT),
-    (StatusError(529), Failure.TRANSIENT),
-    (StatusError(408), Failure.TRANSIENT),
-    (StatusError(401), Failure.AUTH),
-    (StatusError(403), Failure.AUTH),
-    (StatusError(400), Failure.BAD_REQUEST),
-    (StatusError(404), Failure.BAD_REQUEST),
-    (StatusError(422), Failure.BAD_REQUEST),
-    (TimeoutError(), Failure.TRANSIENT),
-    (ConnectionResetError(), Failure.TRANSIENT),
-    (MalformedResponse("x"), Failure.MALFORMED),
-    (json.JSONDecodeError("x", "{", 1), Failure.MALFORMED),
-    (TypeError("bug"), Failure.FATAL),
-])
+@pytest.mark.parametrize(
+    ("exc", "kind"),
+    [
+        (StatusError(429), Failure.RATE_LIMIT),
+        (StatusError(500), Failure.TRANSIENT),
+        (StatusError(503), Failure.TRANSIENT),
+        (StatusError(529), Failure.TRANSIENT),
+        (StatusError(408), Failure.TRANSIENT),
+        (StatusError(401), Failure.AUTH),
+        (StatusError(403), Failure.AUTH),
+        (StatusError(400), Failure.BAD_REQUEST),
+        (StatusError(404), Failure.BAD_REQUEST),
+        (StatusError(422), Failure.BAD_REQUEST),
+        (TimeoutError(), Failure.TRANSIENT),
+        (ConnectionResetError(), Failure.TRANSIENT),
+        (MalformedResponse("x"), Failure.MALFORMED),
+        (json.JSONDecodeError("x", "{", 1), Failure.MALFORMED),
+        (TypeError("bug"), Failure.FATAL),
+    ],
+)
 def test_classify(exc: BaseException, kind: Failure) -> None:
     assert classify(exc) is kind
 
@@ -80,7 +83,8 @@ def test_backoff_grows_exponentially_with_jitter_and_caps() -> None:
 
 def test_policy_comes_from_the_model_config_and_its_schema_defaults() -> None:
     assert RetryPolicy.from_config(ModelConfig(name="m", backend="openai", model_id="x", max_retries=3)) == (
-        RetryPolicy(max_retries=3, initial_s=1.0, max_s=60.0))
+        RetryPolicy(max_retries=3, initial_s=1.0, max_s=60.0)
+    )
     fast = ModelConfig(name="m", backend="openai", model_id="x", backoff_initial_s=0.01, backoff_max_s=0.02)
     assert RetryPolicy.from_config(fast) == RetryPolicy(max_retries=6, initial_s=0.01, max_s=0.02)
 
@@ -131,8 +135,7 @@ PRICES = {"price_input_per_mtok": 1000.0, "price_output_per_mtok": 10_000.0}
 
 
 def _prompts(count: int) -> list[GenerationRequest]:
-    return [GenerationRequest(messages=(Message("user", f"prompt {i}"),), n=1, max_new_tokens=16)
-            for i in range(count)]
+    return [GenerationRequest(messages=(Message("user", f"prompt {i}"),), n=1, max_new_tokens=16) for i in range(count)]
 
 
 def _capped_run(remote: Any, cache_dir: Path, **caps: Any) -> tuple[str, Any]:

@@ -24,7 +24,12 @@ from mcu_exp.llm.providers._errors import MalformedResponse, MissingDependency
 CONF = Path(__file__).resolve().parents[3] / "conf" / "model"
 REQ = GenerationRequest(
     messages=(Message("system", "You summarise code."), Message("user", "int f() { return 1; }")),
-    n=4, temperature=0.7, top_p=0.9, max_new_tokens=32, stop=("\n\n", "END", "<1>", "<2>", "<3>", "<4>"), seed=3,
+    n=4,
+    temperature=0.7,
+    top_p=0.9,
+    max_new_tokens=32,
+    stop=("\n\n", "END", "<1>", "<2>", "<3>", "<4>"),
+    seed=3,
 )
 
 
@@ -42,10 +47,16 @@ def test_openai_payload_asks_n_samples_with_a_per_index_seed() -> None:
     params = openai_p.build_chat_params(REQ, cfg(), count=3, first=1)
     assert params == {
         "model": "mid",
-        "messages": [{"role": "system", "content": "You summarise code."},
-                     {"role": "user", "content": "int f() { return 1; }"}],
-        "temperature": 0.7, "top_p": 0.9, "max_tokens": 32, "n": 3,
-        "seed": sample_seed(REQ, 1), "stop": ["\n\n", "END", "<1>", "<2>"],
+        "messages": [
+            {"role": "system", "content": "You summarise code."},
+            {"role": "user", "content": "int f() { return 1; }"},
+        ],
+        "temperature": 0.7,
+        "top_p": 0.9,
+        "max_tokens": 32,
+        "n": 3,
+        "seed": sample_seed(REQ, 1),
+        "stop": ["\n\n", "END", "<1>", "<2>"],
     }
     assert openai_p.build_chat_params(REQ, cfg(), 1, 2)["seed"] != params["seed"]
     assert "n" not in openai_p.build_chat_params(REQ, cfg(), 1, 0)
@@ -69,7 +80,10 @@ def test_openai_parsing_orders_choices_applies_all_stops_and_splits_usage() -> N
     }
     result = openai_p.parse_chat_completion(data, REQ.stop)
     assert [(s.text, s.finish_reason) for s in result.samples] == [
-        ("first", "length"), ("second ", "stop"), ("", "filtered")]  # content_filter: filtered, counted as such
+        ("first", "length"),
+        ("second ", "stop"),
+        ("", "filtered"),
+    ]  # content_filter: filtered, counted as such
     assert sum(s.prompt_tokens for s in result.samples) == 12
     assert sum(s.completion_tokens for s in result.samples) == 31
     with pytest.raises(MalformedResponse):
@@ -97,8 +111,12 @@ def test_installed_anthropic_sdk_signature_matches_what_the_backend_assumes() ->
 
 
 def test_anthropic_parsing() -> None:
-    data = {"type": "message", "content": [{"type": "text", "text": "sums two ints\n\nmore"}],
-            "stop_reason": "end_turn", "usage": {"input_tokens": 9, "output_tokens": 4}}
+    data = {
+        "type": "message",
+        "content": [{"type": "text", "text": "sums two ints\n\nmore"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 9, "output_tokens": 4},
+    }
     sample = anthropic_p.parse_message(data, ("\n\n",)).samples[0]
     assert (sample.text, sample.finish_reason, sample.prompt_tokens) == ("sums two ints", "stop", 9)
     with pytest.raises(MalformedResponse):
@@ -119,8 +137,11 @@ def test_gemini_parsing_skips_thoughts_and_counts_them_as_output() -> None:
     data = {
         "candidates": [
             {"index": 1, "content": {"parts": [{"text": "b"}]}, "finish_reason": "MAX_TOKENS"},
-            {"index": 0, "content": {"parts": [{"text": "hmm", "thought": True}, {"text": "a"}]},
-             "finish_reason": "STOP"},
+            {
+                "index": 0,
+                "content": {"parts": [{"text": "hmm", "thought": True}, {"text": "a"}]},
+                "finish_reason": "STOP",
+            },
         ],
         "usage_metadata": {"prompt_token_count": 7, "candidates_token_count": 6, "thoughts_token_count": 50},
     }
@@ -135,17 +156,36 @@ def test_gemini_parsing_skips_thoughts_and_counts_them_as_output() -> None:
 
 def test_vllm_sampling_is_per_sample_and_reasoning_is_stripped() -> None:
     kw = vllm_p.sampling_kwargs(REQ, model("phi-4-reasoning"), index=5)
-    assert kw == {"n": 1, "temperature": 0.7, "top_p": 0.9, "max_tokens": 32 + 8192,
-                  "stop": [], "seed": sample_seed(REQ, 5)}  # stops apply after the reasoning
+    assert kw == {
+        "n": 1,
+        "temperature": 0.7,
+        "top_p": 0.9,
+        "max_tokens": 32 + 8192,
+        "stop": [],
+        "seed": sample_seed(REQ, 5),
+    }  # stops apply after the reasoning
     assert vllm_p.sampling_kwargs(REQ, model("qwen2.5-14b"), 5)["stop"] == list(REQ.stop)
-    out = SimpleNamespace(prompt_token_ids=[1, 2, 3], outputs=[SimpleNamespace(
-        text="<think>let me see\n\nyes</think>\n It returns one.\n\nMore.", finish_reason="length",
-        token_ids=[4, 5])])
+    out = SimpleNamespace(
+        prompt_token_ids=[1, 2, 3],
+        outputs=[
+            SimpleNamespace(
+                text="<think>let me see\n\nyes</think>\n It returns one.\n\nMore.",
+                finish_reason="length",
+                token_ids=[4, 5],
+            )
+        ],
+    )
     sample = vllm_p.parse_output(out, "</think>", ("\n\n",))
     assert (sample.text, sample.finish_reason, sample.prompt_tokens, sample.completion_tokens) == (
-        "It returns one.", "stop", 3, 2)
-    unfinished = SimpleNamespace(prompt_token_ids=[1], outputs=[SimpleNamespace(
-        text="<think>still thinking", finish_reason="length", token_ids=[4])])
+        "It returns one.",
+        "stop",
+        3,
+        2,
+    )
+    unfinished = SimpleNamespace(
+        prompt_token_ids=[1],
+        outputs=[SimpleNamespace(text="<think>still thinking", finish_reason="length", token_ids=[4])],
+    )
     assert vllm_p.parse_output(unfinished, "</think>").finish_reason == "length"
 
 
@@ -155,7 +195,11 @@ def test_vllm_prompts_for_models_without_a_chat_template() -> None:
     assert wizard.endswith("### Response:")
     assert vllm_p.completion_prompt(REQ, model("starcoder2-15b")).endswith("Assistant:")
     assert vllm_p.engine_kwargs(model("qwen3-14b")) == {
-        "model": "Qwen/Qwen3-14B", "tensor_parallel_size": 1, "max_model_len": 8192, "dtype": "bfloat16"}
+        "model": "Qwen/Qwen3-14B",
+        "tensor_parallel_size": 1,
+        "max_model_len": 8192,
+        "dtype": "bfloat16",
+    }
 
 
 def test_vllm_without_the_package_says_what_to_install() -> None:
@@ -166,8 +210,7 @@ def test_vllm_without_the_package_says_what_to_install() -> None:
 
 
 REMOTE_MODELS = ["gpt-3.5-turbo", "gpt-4", "gpt-4o", "gpt-5", "claude-opus-4-1", "gemini-2.5-pro"]
-VLLM_MODELS = ["phi-4-reasoning", "qwen2.5-14b", "qwen3-14b", "wizardcoder-15b", "starcoder2-15b",
-               "codellama-13b"]
+VLLM_MODELS = ["phi-4-reasoning", "qwen2.5-14b", "qwen3-14b", "wizardcoder-15b", "starcoder2-15b", "codellama-13b"]
 
 
 @pytest.mark.parametrize("name", REMOTE_MODELS + VLLM_MODELS)

@@ -13,22 +13,29 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import PLANTED_KEY, FakeServer  # type: ignore[import-not-found]
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
-
-from conftest import PLANTED_KEY, FakeServer  # type: ignore[import-not-found]
-from support.mlflow_store import seed_store
-from support.tiny_llama import model_overrides
 
 from mcu_exp.bundle.cli import main as bundle_main
 from mcu_exp.bundle.replay import VOLATILE
 from mcu_exp.config import register_configs
 from mcu_exp.pipeline import run_job
+from support.mlflow_store import seed_store
+from support.tiny_llama import model_overrides
 
 REPO = Path(__file__).resolve().parents[3]
 URL_PASSWORD = "pw-bundle-SECRET-5772156649"
-QUICK = ["debug=quick", "scorer=rougel", "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true",
-         "evaluation.plots=false", "evaluation.bootstrap_resamples=1000"]
+QUICK = [
+    "debug=quick",
+    "scorer=rougel",
+    "dataset.limit=4",
+    "proxy.k=4",
+    "proxy.k_cal=2",
+    "quiet=true",
+    "evaluation.plots=false",
+    "evaluation.bootstrap_resamples=1000",
+]
 
 
 def compose_job(outputs: Path, *overrides: str):  # type: ignore[no-untyped-def]
@@ -41,8 +48,7 @@ def compose_job(outputs: Path, *overrides: str):  # type: ignore[no-untyped-def]
 def remote(server: FakeServer) -> list[str]:
     """The job's model: gpt-4o on the fake server, a password in its URL."""
     url = f"http://reader:{URL_PASSWORD}@127.0.0.1:{server.port}/v1"
-    return ["model=gpt-4o", f"model.base_url='{url}'", "model.requests_per_minute=null",
-            "model.tokens_per_minute=null"]
+    return ["model=gpt-4o", f"model.base_url='{url}'", "model.requests_per_minute=null", "model.tokens_per_minute=null"]
 
 
 def only_run(outputs: Path):  # type: ignore[no-untyped-def]
@@ -65,7 +71,9 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict:  # type: ignore[
         requests = len(server.answered())
         run = only_run(outputs)
         out = tmp / "published" / "bundle.zip"
-        bundle_main(["export", run.info.run_id, "--out", str(out), "--tracking-uri", f"sqlite:///{outputs / 'mlflow.db'}"])
+        bundle_main(
+            ["export", run.info.run_id, "--out", str(out), "--tracking-uri", f"sqlite:///{outputs / 'mlflow.db'}"]
+        )
         results = next(outputs.glob("runs/*/*/results"))
         yield {"server": server, "requests": requests, "bundle": out, "results": results, "outputs": outputs}
     finally:
@@ -73,9 +81,12 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict:  # type: ignore[
         server.stop()
 
 
-def test_export_replays_elsewhere_to_identical_results_without_requests(exported: dict, tmp_path: Path,  # type: ignore[type-arg]
-                                                                       monkeypatch: pytest.MonkeyPatch,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_replays_elsewhere_to_identical_results_without_requests(
+    exported: dict,
+    tmp_path: Path,  # type: ignore[type-arg]
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert exported["requests"] == 4  # the job paid for its samples: 4 programs, one request each
     elsewhere = tmp_path / "elsewhere" / "bundle.zip"
     elsewhere.parent.mkdir()
@@ -111,8 +122,11 @@ def _edited(source: Path, target: Path, member: str, edit) -> Path:  # type: ign
     return target
 
 
-def test_an_edited_sample_or_result_is_named_and_refused(exported: dict, tmp_path: Path,  # type: ignore[type-arg]
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_edited_sample_or_result_is_named_and_refused(
+    exported: dict,
+    tmp_path: Path,  # type: ignore[type-arg]
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     with zipfile.ZipFile(exported["bundle"]) as archive:
         first = json.loads(archive.read("cache/samples.jsonl").decode().splitlines()[0])
 
@@ -144,9 +158,9 @@ def test_no_secret_enters_the_bundle(exported: dict) -> None:  # type: ignore[ty
         assert all(secret.encode() not in blob for blob in members), secret
 
 
-def test_local_model_job_replays_after_its_weights_are_gone(tiny_llama: Path, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_local_model_job_replays_after_its_weights_are_gone(
+    tiny_llama: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     weights = shutil.copytree(tiny_llama, tmp_path / "weights")
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     outputs = seed_store(tmp_path / "outputs")
@@ -167,9 +181,23 @@ def test_sweep_parent_bundle_replays_every_job(tmp_path: Path, capsys: pytest.Ca
         outputs = seed_store(tmp_path / "outputs")
         env = {k: v for k, v in __import__("os").environ.items() if k != "MLFLOW_TRACKING_URI"}
         env.update(OPENAI_API_KEY=PLANTED_KEY, MCU_EXP_OUTPUTS=str(outputs))
-        res = subprocess.run([sys.executable, "-m", "mcu_exp", "-m", "decision.epsilon=0.1,0.3", *remote(server),
-                              *QUICK, "tracking.sweep_report=false"],
-                             cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        res = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mcu_exp",
+                "-m",
+                "decision.epsilon=0.1,0.3",
+                *remote(server),
+                *QUICK,
+                "tracking.sweep_report=false",
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert res.returncode == 0, res.stderr[-3000:]
         assert len(server.answered()) == 4
     finally:
@@ -178,7 +206,9 @@ def test_sweep_parent_bundle_replays_every_job(tmp_path: Path, capsys: pytest.Ca
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
     (parent,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     out = tmp_path / "sweep.zip"
-    bundle_main(["export", parent.info.run_id, "--out", str(out), "--tracking-uri", f"sqlite:///{outputs / 'mlflow.db'}"])
+    bundle_main(
+        ["export", parent.info.run_id, "--out", str(out), "--tracking-uri", f"sqlite:///{outputs / 'mlflow.db'}"]
+    )
     shutil.rmtree(outputs / "cache")
     capsys.readouterr()
     bundle_main(["replay", str(out)])

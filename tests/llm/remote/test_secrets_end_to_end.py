@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import PLANTED_KEY, FakeServer, _received_key  # type: ignore[import-not-found]
 from mlflow.tracking import MlflowClient
 
-from conftest import PLANTED_KEY, FakeServer, _received_key  # type: ignore[import-not-found]
 from support.mlflow_store import seed_store
 
 pytestmark = pytest.mark.slow  # jobs in subprocesses: tens of seconds on 2 cores
@@ -24,10 +24,27 @@ def test_planted_key_is_in_no_log_param_or_artifact(fake_server: FakeServer, tmp
     env = {**os.environ, "OPENAI_API_KEY": PLANTED_KEY, "MCU_EXP_OUTPUTS": str(outputs)}
     env.pop("MLFLOW_TRACKING_URI", None)
     res = subprocess.run(
-        [sys.executable, "-m", "mcu_exp", "model=gpt-4o", f"model.base_url={fake_server.url}/v1",
-         "model.requests_per_minute=null", "model.tokens_per_minute=null", "debug=quick", "scorer=rougel",
-         "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true", "evaluation.plots=false"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "mcu_exp",
+            "model=gpt-4o",
+            f"model.base_url={fake_server.url}/v1",
+            "model.requests_per_minute=null",
+            "model.tokens_per_minute=null",
+            "debug=quick",
+            "scorer=rougel",
+            "dataset.limit=4",
+            "proxy.k=4",
+            "proxy.k_cal=2",
+            "quiet=true",
+            "evaluation.plots=false",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert res.returncode == 0, res.stderr[-3000:]
     # The key did travel, to the server only.
@@ -58,21 +75,39 @@ HEADERS = {  # extra HTTP headers sent with every request (model.quirks.params.e
 }
 
 
-def test_config_token_url_password_query_key_and_headers_are_in_no_output(fake_server: FakeServer,
-                                                                          tmp_path: Path) -> None:
+def test_config_token_url_password_query_key_and_headers_are_in_no_output(
+    fake_server: FakeServer, tmp_path: Path
+) -> None:
     outputs = seed_store(tmp_path / "outputs")
-    env = {**os.environ, "OPENAI_API_KEY": PLANTED_KEY, "MCU_TEST_TOKEN": CONFIG_TOKEN,
-           "MCU_EXP_OUTPUTS": str(outputs)}
+    env = {**os.environ, "OPENAI_API_KEY": PLANTED_KEY, "MCU_TEST_TOKEN": CONFIG_TOKEN, "MCU_EXP_OUTPUTS": str(outputs)}
     env.pop("MLFLOW_TRACKING_URI", None)
     url = f"http://reader:{URL_PASSWORD}@127.0.0.1:{fake_server.port}/v1?key={QUERY_KEY}"
     headers = [f"+model.quirks.params.extra_headers.{name}='{value}'" for name, value in HEADERS.items()]
     res = subprocess.run(
-        [sys.executable, "-m", "mcu_exp", "model=gpt-4o", f"model.base_url='{url}'",
-         "+model.quirks.extra_body.api_key=${oc.env:MCU_TEST_TOKEN}", *headers,
-         "hydra.verbose=true",  # Hydra's config dump and the SDK's request options are logged too
-         "model.requests_per_minute=null", "model.tokens_per_minute=null", "debug=quick", "scorer=rougel",
-         "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true", "evaluation.plots=false"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "mcu_exp",
+            "model=gpt-4o",
+            f"model.base_url='{url}'",
+            "+model.quirks.extra_body.api_key=${oc.env:MCU_TEST_TOKEN}",
+            *headers,
+            "hydra.verbose=true",  # Hydra's config dump and the SDK's request options are logged too
+            "model.requests_per_minute=null",
+            "model.tokens_per_minute=null",
+            "debug=quick",
+            "scorer=rougel",
+            "dataset.limit=4",
+            "proxy.k=4",
+            "proxy.k_cal=2",
+            "quiet=true",
+            "evaluation.plots=false",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert res.returncode == 0, res.stderr[-3000:]
     # The job authenticated: the server saw the token in every request body.
@@ -88,6 +123,10 @@ def test_config_token_url_password_query_key_and_headers_are_in_no_output(fake_s
     assert b"HTTP Request: POST http://***@127.0.0.1" in logs  # the request lines were logged, masked
     planted = [CONFIG_TOKEN, URL_PASSWORD, QUERY_KEY, PLANTED_KEY, *HEADER_SECRETS]
     leaks = [f"{secret} on the console" for secret in planted if secret in res.stdout + res.stderr]
-    leaks += [f"{secret} in {path.relative_to(outputs)}" for secret in planted for path in files
-              if secret.encode() in path.read_bytes()]
+    leaks += [
+        f"{secret} in {path.relative_to(outputs)}"
+        for secret in planted
+        for path in files
+        if secret.encode() in path.read_bytes()
+    ]
     assert not leaks

@@ -11,13 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import PLANTED_KEY, FakeServer  # type: ignore[import-not-found]
 from mlflow.tracking import MlflowClient
 
-from conftest import PLANTED_KEY, FakeServer  # type: ignore[import-not-found]
-from support.mlflow_store import seed_store
 from mcu_exp.config import TrackingConfig
 from mcu_exp.names import TAG_DEBUG
 from mcu_exp.tracking import mlflow_run
+from support.mlflow_store import seed_store
 
 pytestmark = pytest.mark.slow  # a job in a subprocess
 
@@ -41,18 +41,35 @@ def wait_for_running_run(db: Path, proc: subprocess.Popen[str]) -> str:
     raise AssertionError("the job never started its MLflow run")
 
 
-def test_killed_job_run_is_marked_killed_by_the_next_job(fake_server: FakeServer, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_killed_job_run_is_marked_killed_by_the_next_job(
+    fake_server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     outputs = seed_store(tmp_path / "outputs")
     env = {**os.environ, "OPENAI_API_KEY": PLANTED_KEY, "MCU_EXP_OUTPUTS": str(outputs)}
     env.pop("MLFLOW_TRACKING_URI", None)
     fake_server.stall_after = 0  # every request is held: the job stays inside its run
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcu_exp", "model=gpt-4o", f"model.base_url={fake_server.url}/v1",
-         "model.requests_per_minute=null", "model.tokens_per_minute=null", "debug=quick",
-         "dataset.limit=4", "proxy.k=4", "proxy.k_cal=2", "quiet=true", "model.timeout_s=600"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "mcu_exp",
+            "model=gpt-4o",
+            f"model.base_url={fake_server.url}/v1",
+            "model.requests_per_minute=null",
+            "model.tokens_per_minute=null",
+            "debug=quick",
+            "dataset.limit=4",
+            "proxy.k=4",
+            "proxy.k_cal=2",
+            "quiet=true",
+            "model.timeout_s=600",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         run_id = wait_for_running_run(outputs / "mlflow.db", proc)

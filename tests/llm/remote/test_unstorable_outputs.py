@@ -22,10 +22,17 @@ READ = ["a\x00b", "c\ufffdd", "plain é"]  # what the pipeline reads (a lone sur
 
 def completion(texts: list[str]) -> dict[str, Any]:
     """An OpenAI chat completion holding ``texts`` as its choices."""
-    return {"id": "chatcmpl-odd", "object": "chat.completion", "created": 0, "model": "fake-model",
-            "choices": [{"index": k, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
-                        for k, t in enumerate(texts)],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5 * len(texts), "total_tokens": 25}}
+    return {
+        "id": "chatcmpl-odd",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake-model",
+        "choices": [
+            {"index": k, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
+            for k, t in enumerate(texts)
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5 * len(texts), "total_tokens": 25},
+    }
 
 
 def test_nul_and_lone_surrogate_outputs_are_stored_once_and_served_back(remote: Any, tmp_path: Path) -> None:
@@ -52,14 +59,20 @@ def test_nul_and_lone_surrogate_outputs_are_stored_once_and_served_back(remote: 
 def test_a_cache_file_of_an_older_version_is_read_and_gains_the_escaped_table(tmp_path: Path) -> None:
     path = tmp_path / CACHE_FILE
     with sqlite3.connect(path) as conn:  # the samples table as older versions wrote it, no escaped table
-        conn.execute("CREATE TABLE samples (key TEXT PRIMARY KEY, text TEXT NOT NULL, finish_reason TEXT NOT NULL, "
-                     "prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created REAL NOT NULL, "
-                     "parts TEXT NOT NULL) WITHOUT ROWID")
-        conn.executemany("INSERT INTO samples VALUES (?, ?, 'stop', 1, 1, 0, '{}')",
-                         [("k1", "nul \x00 kept"), ("k2", '"looks like JSON"')])
+        conn.execute(
+            "CREATE TABLE samples (key TEXT PRIMARY KEY, text TEXT NOT NULL, finish_reason TEXT NOT NULL, "
+            "prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created REAL NOT NULL, "
+            "parts TEXT NOT NULL) WITHOUT ROWID"
+        )
+        conn.executemany(
+            "INSERT INTO samples VALUES (?, ?, 'stop', 1, 1, 0, '{}')",
+            [("k1", "nul \x00 kept"), ("k2", '"looks like JSON"')],
+        )
     conn.close()
     with GenerationCache(path) as cache:
         assert {k: s.text for k, s in cache.get_many(["k1", "k2"]).items()} == {
-            "k1": "nul \x00 kept", "k2": '"looks like JSON"'}  # old texts keep their meaning
+            "k1": "nul \x00 kept",
+            "k2": '"looks like JSON"',
+        }  # old texts keep their meaning
         cache.put("k3", Sample("x\ud800", "stop", 1, 1))
         assert cache.get_many(["k3"])["k3"].text == "x\ud800"

@@ -98,8 +98,16 @@ class BatchBackend:
 
     keeps_spares = True  # stream() takes a sink for the samples of recorded batches no job asked for
 
-    def __init__(self, cfg: ModelConfig, api: BatchApi, secret: Secret | None, identity: dict[str, Any], *,
-                 progress: bool = True, store_dir: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        cfg: ModelConfig,
+        api: BatchApi,
+        secret: Secret | None,
+        identity: dict[str, Any],
+        *,
+        progress: bool = True,
+        store_dir: str | Path | None = None,
+    ) -> None:
         self.cfg = cfg
         self.api = api
         self._secret = secret
@@ -146,8 +154,9 @@ class BatchBackend:
             return
         store = BatchStore(self.store_path, self.api.name, self.model_id)
         client = None
-        bar = tqdm(total=len(wanted), desc=f"{self.api.name}:{self.model_id} (batch)", unit="sample",
-                   disable=not self.progress)
+        bar = tqdm(
+            total=len(wanted), desc=f"{self.api.name}:{self.model_id} (batch)", unit="sample", disable=not self.progress
+        )
         try:
             client = self.api.open(self._secret)
             pending = self._resume(client, store, store.open_batches(wanted))
@@ -162,7 +171,8 @@ class BatchBackend:
                 raise BudgetExceeded(
                     f"{self.api.name} model '{self.model_id}': budget cap {self.budget.reason} (batch price); "
                     f"{self.totals.requests} requests submitted in batches, their samples kept; "
-                    "raise the cap and rerun to continue")
+                    "raise the cap and rerun to continue"
+                )
         finally:
             if client is not None:
                 try:
@@ -173,16 +183,20 @@ class BatchBackend:
             bar.close()
             log.info("%s %s (batch): %s", self.api.name, self.model_id, self.usage())
 
-    def _resume(self, client: Any, store: BatchStore,
-                recorded: Mapping[str, RecordedBatch]) -> dict[str, dict[str, _Item]]:
+    def _resume(
+        self, client: Any, store: BatchStore, recorded: Mapping[str, RecordedBatch]
+    ) -> dict[str, dict[str, _Item]]:
         """The recorded batches to poll: the open ones, and those whose create call went
         unanswered that a lookup by tag finds (the others are closed ``unsent``)."""
         pending: dict[str, dict[str, _Item]] = {}
         for batch_id, batch in recorded.items():
             if batch.state == "submitting":
                 found = self.calls.retrying(
-                    lambda: self._find(client, store, batch_id, len(batch.items), batch.created),
-                    f"looking up batch {batch_id}")
+                    lambda batch_id=batch_id, batch=batch: self._find(
+                        client, store, batch_id, len(batch.items), batch.created
+                    ),
+                    f"looking up batch {batch_id}",
+                )
                 if found is None:
                     log.info("%s: batch %s was never made; its samples are submitted again", self.api.name, batch_id)
                     store.close_batch(batch_id, "unsent")
@@ -201,8 +215,9 @@ class BatchBackend:
         known = store.known(found)
         return next((batch_id for batch_id in found if batch_id not in known), None)
 
-    def _lines(self, jobs: Sequence[SampleJob], wanted: Mapping[str, tuple[int, int]],
-               covered: set[str]) -> tuple[list[_Line], bool]:
+    def _lines(
+        self, jobs: Sequence[SampleJob], wanted: Mapping[str, tuple[int, int]], covered: set[str]
+    ) -> tuple[list[_Line], bool]:
         """The requests to submit (samples not in a recorded batch, split as the interactive
         backend splits them), each admitted by the budget; whether a cap stopped them."""
         lines: list[_Line] = []
@@ -213,7 +228,7 @@ class BatchBackend:
                 if key not in covered and wanted.get(key) == (pos, index):
                     todo.append((index, key))
             for start in range(0, len(todo), self.per_request):
-                chunk = todo[start:start + self.per_request]
+                chunk = todo[start : start + self.per_request]
                 out_max = len(chunk) * self.api.output_tokens(job.request)
                 reserved = self.budget.reserve(estimate_tokens(job.request), out_max)
                 if reserved is None:
@@ -221,8 +236,7 @@ class BatchBackend:
                 lines.append(_Line(job.request, tuple(i for i, _ in chunk), [k for _, k in chunk], reserved))
         return lines, False
 
-    def _submit(self, client: Any, store: BatchStore, lines: list[_Line],
-                pending: dict[str, dict[str, _Item]]) -> None:
+    def _submit(self, client: Any, store: BatchStore, lines: list[_Line], pending: dict[str, dict[str, _Item]]) -> None:
         """Pack ``lines`` into batches within the limits, each with a fresh tag; submit and record each."""
         group: list[_Line] = []
         size = 0
@@ -239,15 +253,20 @@ class BatchBackend:
         if group:
             self._submit_one(client, store, tag, group, pending)
 
-    def _submit_one(self, client: Any, store: BatchStore, tag: str, group: list[_Line],
-                    pending: dict[str, dict[str, _Item]]) -> None:
+    def _submit_one(
+        self, client: Any, store: BatchStore, tag: str, group: list[_Line], pending: dict[str, dict[str, _Item]]
+    ) -> None:
         """Record the batch under ``tag``, then create it; after a create call that failed
         without an answer, look the batch up by its tag before creating it again."""
-        items = {custom_id(tag, n): _Item(line.keys, line.reserved, list(line.indices),
-                                          request_parts(self._identity, line.request), line.request)
-                 for n, line in enumerate(group)}
-        since = store.intend(tag, {cid: RecordedItem(item.keys, item.indices, dict(item.parts or {}))
-                                   for cid, item in items.items()})
+        items = {
+            custom_id(tag, n): _Item(
+                line.keys, line.reserved, list(line.indices), request_parts(self._identity, line.request), line.request
+            )
+            for n, line in enumerate(group)
+        }
+        since = store.intend(
+            tag, {cid: RecordedItem(item.keys, item.indices, dict(item.parts or {})) for cid, item in items.items()}
+        )
         bodies = [line.body for line in group]
         sent = False
 
@@ -268,38 +287,55 @@ class BatchBackend:
         self.totals.requests += len(group)
         log.info("%s: submitted batch %s (%d requests)", self.api.name, batch_id, len(group))
 
-    def _poll(self, client: Any, store: BatchStore, pending: dict[str, dict[str, _Item]],
-              jobs: Sequence[SampleJob], wanted: Mapping[str, tuple[int, int]],
-              spare: SpareSink | None) -> Iterator[tuple[int, int, Sample]]:
+    def _poll(
+        self,
+        client: Any,
+        store: BatchStore,
+        pending: dict[str, dict[str, _Item]],
+        jobs: Sequence[SampleJob],
+        wanted: Mapping[str, tuple[int, int]],
+        spare: SpareSink | None,
+    ) -> Iterator[tuple[int, int, Sample]]:
         """Poll every pending batch with exponential backoff; yield each one's samples when it
         ends, and close it once every sample it brought is stored."""
         delay = self.poll_s
         while pending:
             for batch_id in list(pending):
-                state = self.calls.retrying(lambda: self.api.poll(client, batch_id), f"polling batch {batch_id}",
-                                            lost=True)
+                state = self.calls.retrying(
+                    lambda batch_id=batch_id: self.api.poll(client, batch_id), f"polling batch {batch_id}", lost=True
+                )
                 if state is None:  # the provider no longer knows the batch: its items are asked again
                     yield from self._failed(pending.pop(batch_id), jobs, wanted, "batch not found")
                     store.close_batch(batch_id, "lost")
                     continue
                 if not state.ended:
                     continue
-                outcomes = self.calls.retrying(lambda: self.api.results(client, batch_id, state),
-                                               f"reading the results of batch {batch_id}", lost=True)
+                outcomes = self.calls.retrying(
+                    lambda batch_id=batch_id, state=state: self.api.results(client, batch_id, state),
+                    f"reading the results of batch {batch_id}",
+                    lost=True,
+                )
                 items = pending.pop(batch_id)
                 stored = yield from self._collect(items, outcomes or [], jobs, wanted, state, spare)
                 if outcomes is None or stored:
                     store.close_batch(batch_id, "done" if outcomes is not None else "lost")
                 else:
-                    log.info("%s: batch %s stays open: it holds samples this run could not store", self.api.name,
-                             batch_id)
+                    log.info(
+                        "%s: batch %s stays open: it holds samples this run could not store", self.api.name, batch_id
+                    )
             if pending:
                 time.sleep(delay)
                 delay = min(delay * 2, self.poll_max_s)
 
-    def _collect(self, items: dict[str, _Item], outcomes: list[ItemOutcome], jobs: Sequence[SampleJob],
-                 wanted: Mapping[str, tuple[int, int]], state: BatchState,
-                 spare: SpareSink | None) -> Generator[tuple[int, int, Sample], None, bool]:
+    def _collect(
+        self,
+        items: dict[str, _Item],
+        outcomes: list[ItemOutcome],
+        jobs: Sequence[SampleJob],
+        wanted: Mapping[str, tuple[int, int]],
+        state: BatchState,
+        spare: SpareSink | None,
+    ) -> Generator[tuple[int, int, Sample], None, bool]:
         """The wanted samples of an ended batch (items without a result, or with an error, fail);
         the others go to ``spare``. Returns whether every sample it brought was stored."""
         errors: dict[str, int] = {}
@@ -333,7 +369,7 @@ class BatchBackend:
             for target, sample in zip(targets, result.samples):
                 if target is not None:
                     yield target[0], target[1], sample
-            for target in targets[len(result.samples):]:
+            for target in targets[len(result.samples) :]:
                 if target is not None:
                     yield target[0], target[1], Sample("", "error")
         if items:
@@ -342,14 +378,25 @@ class BatchBackend:
             yield from self._failed(items, jobs, wanted, None)
         for reason, count in errors.items():
             if count:
-                log.warning("%s model '%s': %d batch requests failed (%s); their samples are retried on rerun",
-                            self.api.name, self.model_id, count, reason)
+                log.warning(
+                    "%s model '%s': %d batch requests failed (%s); their samples are retried on rerun",
+                    self.api.name,
+                    self.model_id,
+                    count,
+                    reason,
+                )
         return stored
 
-    def _keep_spares(self, item: _Item, request: GenerationRequest, targets: Sequence[tuple[int, int] | None],
-                     samples: Sequence[Sample], spare: SpareSink | None) -> bool:
+    def _keep_spares(
+        self,
+        item: _Item,
+        request: GenerationRequest,
+        targets: Sequence[tuple[int, int] | None],
+        samples: Sequence[Sample],
+        spare: SpareSink | None,
+    ) -> bool:
         """Hand the samples of ``item`` that no job asked for to ``spare``; whether all were stored."""
-        unasked = [n for n, target in enumerate(targets[:len(samples)]) if target is None]
+        unasked = [n for n, target in enumerate(targets[: len(samples)]) if target is None]
         if not unasked:
             return True
         if spare is None or item.indices is None:
@@ -358,12 +405,22 @@ class BatchBackend:
         spare(parts, [(item.keys[n], item.indices[n], samples[n]) for n in unasked])
         return True
 
-    def _failed(self, items: Mapping[str, _Item], jobs: Sequence[SampleJob], wanted: Mapping[str, tuple[int, int]],
-                reason: str | None) -> Iterator[tuple[int, int, Sample]]:
+    def _failed(
+        self,
+        items: Mapping[str, _Item],
+        jobs: Sequence[SampleJob],
+        wanted: Mapping[str, tuple[int, int]],
+        reason: str | None,
+    ) -> Iterator[tuple[int, int, Sample]]:
         """A failed sample (``error``) for every wanted key of ``items``."""
         if reason:
-            log.warning("%s model '%s': %d batch requests failed (%s); their samples are retried on rerun",
-                        self.api.name, self.model_id, len(items), reason)
+            log.warning(
+                "%s model '%s': %d batch requests failed (%s); their samples are retried on rerun",
+                self.api.name,
+                self.model_id,
+                len(items),
+                reason,
+            )
         for item in items.values():
             self.budget.settle(item.reserved, 0, 0)
             for key in item.keys:

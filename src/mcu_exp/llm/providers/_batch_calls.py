@@ -29,8 +29,9 @@ T = TypeVar("T")
 class BatchCalls:
     """How one batch backend calls its provider: retries counted in ``usage``, errors cleaned."""
 
-    def __init__(self, api: BatchApi, model_id: str, secret: Secret | None, policy: RetryPolicy,
-                 store_path: Path, usage: Usage) -> None:
+    def __init__(
+        self, api: BatchApi, model_id: str, secret: Secret | None, policy: RetryPolicy, store_path: Path, usage: Usage
+    ) -> None:
         self.api = api
         self.model_id = model_id
         self._secret = secret
@@ -59,11 +60,11 @@ class BatchCalls:
                         f"{self.api.name} model '{self.model_id}': {what} failed {failures} times "
                         f"({kind.value}; last: {self.detail(exc)}); gave up after max_retries="
                         f"{self.policy.max_retries}. Submitted batches are recorded in {self.store_path}; "
-                        "rerun to resume them") from None
+                        "rerun to resume them"
+                    ) from None
                 self.usage.retries += 1
                 delay = self.policy.delay(failures, retry_after(exc), self.rng)
-                log.info("%s: retry %d of %s in %.2fs after %s", self.api.name, failures, what, delay,
-                         self.detail(exc))
+                log.info("%s: retry %d of %s in %.2fs after %s", self.api.name, failures, what, delay, self.detail(exc))
                 time.sleep(delay)
 
     def clean(self, text: str) -> str:
@@ -81,9 +82,13 @@ class BatchCalls:
         status = status_of(exc)
         if kind is Failure.AUTH:
             var = self._secret.env_var if self._secret else "(no key configured)"
-            return AuthenticationFailed(f"{where}: the provider rejected the API key (HTTP {status}) while "
-                                        f"{what}; check the key in environment variable {var}. {self.detail(exc)}")
+            return AuthenticationFailed(
+                f"{where}: the provider rejected the API key (HTTP {status}) while "
+                f"{what}; check the key in environment variable {var}. {self.detail(exc)}"
+            )
         if kind is Failure.BAD_REQUEST:
-            return BadRequest(f"{where}: the provider rejected {what} (HTTP {status}); check model_id, quirks "
-                              f"and that the model offers batches. {self.detail(exc)}")
+            return BadRequest(
+                f"{where}: the provider rejected {what} (HTTP {status}); check model_id, quirks "
+                f"and that the model offers batches. {self.detail(exc)}"
+            )
         return BackendError(f"{where}: unexpected failure while {what}: {self.detail(exc)}")

@@ -27,12 +27,18 @@ def check_batch(cfg: ModelConfig) -> None:
     if not batch_on(cfg):
         return
     if str(cfg.backend) not in BATCH_BACKENDS:
-        raise BackendError(f"model '{cfg.name}': model.batch=true needs backend openai, anthropic or google "
-                           f"(got {cfg.backend!r}); set model.batch=false")
+        raise BackendError(
+            f"model '{cfg.name}': model.batch=true needs backend openai, anthropic or google "
+            f"(got {cfg.backend!r}); set model.batch=false"
+        )
     discount = float(cfg.batch_discount)
     if not 0.0 < discount <= 1.0:
-        raise BackendError(f"model '{cfg.name}': model.batch_discount={discount} must be in (0, 1] "
-                           "(the batch price as a share of the interactive price)")
+        raise BackendError(
+            f"model '{cfg.name}': model.batch_discount={discount} must be in (0, 1] "
+            "(the batch price as a share of the interactive price)"
+        )
     if float(cfg.batch_poll_s) <= 0 or (cfg.batch_max_requests is not None and int(cfg.batch_max_requests) < 1):
-        raise BackendError(f"model '{cfg.name}': model.batch_poll_s must be > 0 and model.batch_max_requests "
-                           f">= 1 or null (got {cfg.batch_poll_s}, {cfg.batch_max_requests})")
+        raise BackendError(
+            f"model '{cfg.name}': model.batch_poll_s must be > 0 and model.batch_max_requests "
+            f">= 1 or null (got {cfg.batch_poll_s}, {cfg.batch_max_requests})"
+        )

@@ -84,8 +84,13 @@ class RecordedItem:
         decoding = self.parts["decoding"]
         return GenerationRequest(
             messages=tuple(Message(str(m["role"]), str(m["content"])) for m in self.parts["messages"]),
-            n=len(self.indices), temperature=float(decoding["temperature"]), top_p=float(decoding["top_p"]),
-            max_new_tokens=int(decoding["max_new_tokens"]), stop=tuple(decoding["stop"]), seed=int(decoding["seed"]))
+            n=len(self.indices),
+            temperature=float(decoding["temperature"]),
+            top_p=float(decoding["top_p"]),
+            max_new_tokens=int(decoding["max_new_tokens"]),
+            stop=tuple(decoding["stop"]),
+            seed=int(decoding["seed"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -122,15 +127,21 @@ class BatchStore:
         with self.conn:
             self.conn.execute(
                 "INSERT OR REPLACE INTO batches (id, backend, model_id, state, created, closed) "
-                "VALUES (?, ?, ?, 'submitting', ?, NULL)", (tag, self.backend, self.model_id, now))
+                "VALUES (?, ?, ?, 'submitting', ?, NULL)",
+                (tag, self.backend, self.model_id, now),
+            )
             self.conn.executemany(
                 "INSERT OR REPLACE INTO batch_items (batch_id, custom_id, keys) VALUES (?, ?, ?)",
-                [(tag, cid, json.dumps(list(item.keys))) for cid, item in items.items()])
+                [(tag, cid, json.dumps(list(item.keys))) for cid, item in items.items()],
+            )
             self.conn.executemany(
                 "INSERT OR IGNORE INTO batch_keys (key, batch_id) VALUES (?, ?)",
-                [(key, tag) for item in items.values() for key in item.keys])
-            self.conn.executemany("INSERT OR REPLACE INTO batch_requests VALUES (?, ?, ?)",
-                                  [(tag, rid, blob) for rid, blob in requests.items()])
+                [(key, tag) for item in items.values() for key in item.keys],
+            )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO batch_requests VALUES (?, ?, ?)",
+                [(tag, rid, blob) for rid, blob in requests.items()],
+            )
             self.conn.executemany("INSERT OR REPLACE INTO batch_item_requests VALUES (?, ?, ?, ?)", links)
         return now
 
@@ -146,7 +157,7 @@ class BatchStore:
         ids = list(dict.fromkeys(batch_ids))
         found: set[str] = set()
         for start in range(0, len(ids), _CHUNK):
-            part = ids[start:start + _CHUNK]
+            part = ids[start : start + _CHUNK]
             rows = self.conn.execute(f"SELECT id FROM batches WHERE id IN ({','.join('?' * len(part))})", part)
             found.update(row[0] for row in rows)
         return found
@@ -157,24 +168,36 @@ class BatchStore:
         wanted = list(dict.fromkeys(keys))
         ids: set[str] = set()
         for start in range(0, len(wanted), _CHUNK):
-            part = wanted[start:start + _CHUNK]
+            part = wanted[start : start + _CHUNK]
             marks = ",".join("?" * len(part))
             rows = self.conn.execute(
                 f"SELECT DISTINCT k.batch_id FROM batch_keys k JOIN batches b ON b.id = k.batch_id "
                 f"WHERE b.state IN ('open', 'submitting') AND b.backend = ? AND b.model_id = ? "
                 f"AND k.key IN ({marks})",
-                (self.backend, self.model_id, *part))
+                (self.backend, self.model_id, *part),
+            )
             ids.update(row[0] for row in rows)
         found: dict[str, RecordedBatch] = {}
         for batch_id in sorted(ids):
-            state, created = self.conn.execute("SELECT state, created FROM batches WHERE id = ?", (batch_id,)).fetchone()
-            parts = {rid: json.loads(blob) for rid, blob in self.conn.execute(
-                "SELECT request, parts FROM batch_requests WHERE batch_id = ?", (batch_id,))}
-            links = {cid: (rid, json.loads(indices)) for cid, rid, indices in self.conn.execute(
-                "SELECT custom_id, request, indices FROM batch_item_requests WHERE batch_id = ?", (batch_id,))}
+            state, created = self.conn.execute(
+                "SELECT state, created FROM batches WHERE id = ?", (batch_id,)
+            ).fetchone()
+            parts = {
+                rid: json.loads(blob)
+                for rid, blob in self.conn.execute(
+                    "SELECT request, parts FROM batch_requests WHERE batch_id = ?", (batch_id,)
+                )
+            }
+            links = {
+                cid: (rid, json.loads(indices))
+                for cid, rid, indices in self.conn.execute(
+                    "SELECT custom_id, request, indices FROM batch_item_requests WHERE batch_id = ?", (batch_id,)
+                )
+            }
             items = {}
-            for cid, blob in self.conn.execute("SELECT custom_id, keys FROM batch_items WHERE batch_id = ?",
-                                               (batch_id,)):
+            for cid, blob in self.conn.execute(
+                "SELECT custom_id, keys FROM batch_items WHERE batch_id = ?", (batch_id,)
+            ):
                 rid, indices = links.get(cid, (None, None))
                 items[cid] = RecordedItem(json.loads(blob), indices, parts.get(rid) if rid else None)
             found[batch_id] = RecordedBatch(state, float(created), items)
@@ -190,8 +213,9 @@ class BatchStore:
 
     def states(self) -> dict[str, str]:
         """Every recorded batch id of this backend and model with its state (for tests and logs)."""
-        rows = self.conn.execute("SELECT id, state FROM batches WHERE backend = ? AND model_id = ?",
-                                 (self.backend, self.model_id))
+        rows = self.conn.execute(
+            "SELECT id, state FROM batches WHERE backend = ? AND model_id = ?", (self.backend, self.model_id)
+        )
         return dict(rows.fetchall())
 
     def close(self) -> None:

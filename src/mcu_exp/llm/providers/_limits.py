@@ -105,10 +105,7 @@ class Budget:
             price_output_per_mtok=cfg.price_output_per_mtok,
         )
         if budget.max_cost_usd is not None and not budget.priced:
-            raise BackendError(
-                f"model '{cfg.name}': max_cost_usd needs "
-                "price_input_per_mtok and price_output_per_mtok"
-            )
+            raise BackendError(f"model '{cfg.name}': max_cost_usd needs price_input_per_mtok and price_output_per_mtok")
         return budget
 
     @property
@@ -130,9 +127,7 @@ class Budget:
             self.reason = f"max_requests={self.max_requests} reached"
             return None
         worst = self.cost(prompt_tokens, max_completion_tokens)
-        if self.max_cost_usd is not None and (
-            self.cost_usd + self.reserved_usd + worst > self.max_cost_usd
-        ):
+        if self.max_cost_usd is not None and (self.cost_usd + self.reserved_usd + worst > self.max_cost_usd):
             self.reason = f"max_cost_usd={self.max_cost_usd} reached (the next request could cost up to ${worst:.4f})"
             return None
         self.requests += 1

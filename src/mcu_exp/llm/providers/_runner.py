@@ -24,7 +24,6 @@ from tqdm.auto import tqdm
 
 from mcu_exp.llm.contract import GenerationRequest, Sample, SampleJob
 from mcu_exp.llm.providers._common import Secret, estimate_tokens, scrub
-from mcu_exp.redact import redact_text
 from mcu_exp.llm.providers._errors import (
     AuthenticationFailed,
     BackendError,
@@ -35,6 +34,7 @@ from mcu_exp.llm.providers._errors import (
 )
 from mcu_exp.llm.providers._limits import Budget, RateLimiter
 from mcu_exp.llm.providers._retry import Failure, RetryPolicy, classify, retry_after, status_of
+from mcu_exp.redact import redact_text
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
@@ -201,7 +201,9 @@ class RemoteBackend:
         exchange (its request holds the key in a header), nor one whose text holds the key."""
         text = f"{exc}"
         clean = scrub(text, [self._secret]) == text
-        return exc if clean and getattr(exc, "response", None) is None and getattr(exc, "request", None) is None else None
+        return (
+            exc if clean and getattr(exc, "response", None) is None and getattr(exc, "request", None) is None else None
+        )
 
     def fatal(self, kind: Failure, exc: BaseException) -> BackendError:
         where = f"{self.provider.name} model '{self.model_id}'"
@@ -320,7 +322,7 @@ class _Run:
             reserved = await b.budget.admit(prompt_est, out_max)
             if reserved is None:
                 reason = b.budget.reason
-                self._stop(lambda: self._budget_stop(reason))
+                self._stop(lambda reason=reason: self._budget_stop(reason))
                 return
             if not self.stopping:
                 await b.limiter.acquire(prompt_est + out_max)
@@ -346,9 +348,15 @@ class _Run:
                 failures += 1
                 if failures > b.policy.max_retries:
                     what = "malformed responses" if kind is Failure.MALFORMED else kind.value
-                    head = (f"{b.provider.name} model '{b.model_id}': a request failed {failures} times "
-                            f"({what}; last: {b.detail(exc)}); gave up after max_retries={b.policy.max_retries}. ")
-                    self._stop(lambda: RetriesExhausted(f"{head}{b.kept} samples completed and kept; rerun to resume"))
+                    head = (
+                        f"{b.provider.name} model '{b.model_id}': a request failed {failures} times "
+                        f"({what}; last: {b.detail(exc)}); gave up after max_retries={b.policy.max_retries}. "
+                    )
+                    self._stop(
+                        lambda head=head: RetriesExhausted(
+                            f"{head}{b.kept} samples completed and kept; rerun to resume"
+                        )
+                    )
                     return
                 delay = b.policy.delay(failures, retry_after(exc), self.rng)
                 b.totals.retries += 1
@@ -365,7 +373,7 @@ class _Run:
             b.totals.samples += len(done)
             b.kept += sum(sample.finish_reason != "error" for _, _, sample in done)
             self.out.put(("samples", done))
-            remaining = remaining[len(done):]
+            remaining = remaining[len(done) :]
 
 
 def _usd(amount: float) -> str:

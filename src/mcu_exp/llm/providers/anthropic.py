@@ -17,11 +17,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.contract import GenerationRequest
+from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
+from mcu_exp.llm.providers._batch_api import LOOKUP_MAX, LOOKUP_SLACK_S, epoch
 from mcu_exp.llm.providers._common import (
     Secret,
     as_dict,
-    json_body,
     drop,
+    json_body,
     merged,
     quirks,
     remote_identity,
@@ -31,8 +33,6 @@ from mcu_exp.llm.providers._common import (
     split_usage,
     truncate_at_stop,
 )
-from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
-from mcu_exp.llm.providers._batch_api import LOOKUP_MAX, LOOKUP_SLACK_S, epoch
 from mcu_exp.llm.providers._errors import MalformedResponse
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
 
@@ -135,8 +135,12 @@ class AnthropicBatchApi:
         self.transient_types: tuple[type[BaseException], ...] = (self.sdk.APIConnectionError,)
 
     def open(self, secret: Secret | None) -> Any:
-        return self.sdk.Anthropic(api_key=secret.reveal() if secret else None, base_url=self.cfg.base_url,
-                                  max_retries=0, timeout=float(self.cfg.timeout_s))
+        return self.sdk.Anthropic(
+            api_key=secret.reveal() if secret else None,
+            base_url=self.cfg.base_url,
+            max_retries=0,
+            timeout=float(self.cfg.timeout_s),
+        )
 
     def close(self, client: Any) -> None:
         client.close()
@@ -194,8 +198,9 @@ def identity(cfg: ModelConfig) -> dict[str, Any]:
     return remote_identity(cfg, "anthropic")
 
 
-def create_backend(cfg: ModelConfig, *, progress: bool = True,
-                   cache_dir: str | None = None) -> RemoteBackend | BatchBackend:
+def create_backend(
+    cfg: ModelConfig, *, progress: bool = True, cache_dir: str | None = None
+) -> RemoteBackend | BatchBackend:
     """The ``anthropic`` backend: key from ``api_key_env`` (default ANTHROPIC_API_KEY); Message
     Batches when ``model.batch`` (its batches recorded in ``cache_dir``)."""
     if bool(getattr(cfg, "batch", False)):

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.contract import GenerationRequest
+from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
+from mcu_exp.llm.providers._batch_api import LOOKUP_MAX, LOOKUP_SLACK_S, epoch
 from mcu_exp.llm.providers._common import (
     Secret,
     as_dict,
@@ -28,8 +30,6 @@ from mcu_exp.llm.providers._common import (
     split_usage,
     truncate_at_stop,
 )
-from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
-from mcu_exp.llm.providers._batch_api import LOOKUP_MAX, LOOKUP_SLACK_S, epoch
 from mcu_exp.llm.providers._errors import MalformedResponse
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
 
@@ -39,11 +39,23 @@ if TYPE_CHECKING:
 DEFAULT_KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 MAX_CANDIDATES = 8  # the API's ceiling on candidate_count
 MAX_STOPS = 5
-_FINISH = {"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "filtered", "RECITATION": "filtered",
-           "BLOCKLIST": "filtered", "PROHIBITED_CONTENT": "filtered", "SPII": "filtered"}  # others: error
+_FINISH = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "filtered",
+    "RECITATION": "filtered",
+    "BLOCKLIST": "filtered",
+    "PROHIBITED_CONTENT": "filtered",
+    "SPII": "filtered",
+}  # others: error
 _ROLES = {"user": "user", "assistant": "model"}
-_BATCH_ENDED = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
-                "JOB_STATE_PARTIALLY_SUCCEEDED"}
+_BATCH_ENDED = {
+    "JOB_STATE_SUCCEEDED",
+    "JOB_STATE_FAILED",
+    "JOB_STATE_CANCELLED",
+    "JOB_STATE_EXPIRED",
+    "JOB_STATE_PARTIALLY_SUCCEEDED",
+}
 
 
 def output_tokens(request: GenerationRequest, cfg: ModelConfig) -> int:
@@ -122,8 +134,9 @@ def make_client(cfg: ModelConfig, secret: Secret | None) -> Any:
     }
     if "retry_options" in types.HttpOptions.model_fields:
         options["retry_options"] = None
-    return genai.Client(api_key=secret.reveal() if secret else None, vertexai=False,
-                        http_options=types.HttpOptions(**options))
+    return genai.Client(
+        api_key=secret.reveal() if secret else None, vertexai=False, http_options=types.HttpOptions(**options)
+    )
 
 
 class GoogleProvider:
@@ -189,9 +202,14 @@ class GoogleBatchApi:
     def submit(self, client: Any, lines: Sequence[dict[str, Any]], tag: str) -> str:
         from google.genai import types
 
-        requests = [types.InlinedRequest(contents=line["contents"], metadata=line["metadata"],
-                                         config=types.GenerateContentConfig.model_validate(line["config"]))
-                    for line in lines]
+        requests = [
+            types.InlinedRequest(
+                contents=line["contents"],
+                metadata=line["metadata"],
+                config=types.GenerateContentConfig.model_validate(line["config"]),
+            )
+            for line in lines
+        ]
         job = client.batches.create(model=str(self.cfg.model_id), src=requests, config={"display_name": tag})
         return str(job.name)
 
@@ -234,8 +252,9 @@ def identity(cfg: ModelConfig) -> dict[str, Any]:
     return remote_identity(cfg, "google")
 
 
-def create_backend(cfg: ModelConfig, *, progress: bool = True,
-                   cache_dir: str | None = None) -> RemoteBackend | BatchBackend:
+def create_backend(
+    cfg: ModelConfig, *, progress: bool = True, cache_dir: str | None = None
+) -> RemoteBackend | BatchBackend:
     """The ``google`` backend: key from ``api_key_env`` (default GEMINI_API_KEY, then GOOGLE_API_KEY);
     batch mode when ``model.batch`` (its batches recorded in ``cache_dir``)."""
     if bool(getattr(cfg, "batch", False)):

@@ -18,10 +18,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.contract import GenerationRequest
+from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
+from mcu_exp.llm.providers._batch_api import LOOKUP_MAX, LOOKUP_SLACK_S, TAG_FIELD
 from mcu_exp.llm.providers._common import (
     Secret,
-    json_body,
     drop,
+    json_body,
     merged,
     quirks,
     remote_identity,
@@ -32,8 +34,6 @@ from mcu_exp.llm.providers._common import (
     split_usage,
     truncate_at_stop,
 )
-from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
-from mcu_exp.llm.providers._batch_api import LOOKUP_MAX, LOOKUP_SLACK_S, TAG_FIELD
 from mcu_exp.llm.providers._errors import MalformedResponse
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
 
@@ -150,8 +150,12 @@ class OpenAIBatchApi:
         self.transient_types: tuple[type[BaseException], ...] = (self.sdk.APIConnectionError,)
 
     def open(self, secret: Secret | None) -> Any:
-        return self.sdk.OpenAI(api_key=secret.reveal() if secret else "EMPTY", base_url=self.cfg.base_url,
-                               max_retries=0, timeout=float(self.cfg.timeout_s))
+        return self.sdk.OpenAI(
+            api_key=secret.reveal() if secret else "EMPTY",
+            base_url=self.cfg.base_url,
+            max_retries=0,
+            timeout=float(self.cfg.timeout_s),
+        )
 
     def close(self, client: Any) -> None:
         client.close()
@@ -166,8 +170,9 @@ class OpenAIBatchApi:
     def submit(self, client: Any, lines: Sequence[dict[str, Any]], tag: str) -> str:
         data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
         upload = client.files.create(file=("mcu-exp-batch.jsonl", data, "application/jsonl"), purpose="batch")
-        batch = client.batches.create(input_file_id=upload.id, endpoint=BATCH_ENDPOINT, completion_window="24h",
-                                      metadata={TAG_FIELD: tag})
+        batch = client.batches.create(
+            input_file_id=upload.id, endpoint=BATCH_ENDPOINT, completion_window="24h", metadata={TAG_FIELD: tag}
+        )
         return str(batch.id)
 
     def find(self, client: Any, tag: str, count: int, since: float) -> list[str]:
@@ -223,8 +228,9 @@ def identity(cfg: ModelConfig) -> dict[str, Any]:
     return remote_identity(cfg, "openai")
 
 
-def create_backend(cfg: ModelConfig, *, progress: bool = True,
-                   cache_dir: str | None = None) -> RemoteBackend | BatchBackend:
+def create_backend(
+    cfg: ModelConfig, *, progress: bool = True, cache_dir: str | None = None
+) -> RemoteBackend | BatchBackend:
     """The ``openai`` backend: key from ``api_key_env`` (default OPENAI_API_KEY); the Batch API
     when ``model.batch`` (its batches recorded in ``cache_dir``)."""
     if bool(getattr(cfg, "batch", False)):

@@ -51,8 +51,16 @@ DEFAULT_CHUNK = 256
 CPU_KV_CACHE_GIB = "4"
 # Engine arguments that change speed, memory or scheduling, never what is sampled: not part of
 # cache keys.
-RUNTIME_ENGINE_ARGS = frozenset({"enforce_eager", "gpu_memory_utilization", "swap_space", "enable_chunked_prefill",
-                                 "max_num_batched_tokens", "max_num_seqs"})
+RUNTIME_ENGINE_ARGS = frozenset(
+    {
+        "enforce_eager",
+        "gpu_memory_utilization",
+        "swap_space",
+        "enable_chunked_prefill",
+        "max_num_batched_tokens",
+        "max_num_seqs",
+    }
+)
 _FINISH = {"stop": "stop", "length": "length"}
 
 
@@ -188,8 +196,7 @@ class VLLMBackend:
     def stream(self, jobs: Sequence[SampleJob]) -> Iterator[tuple[int, int, Sample]]:
         """Yield ``(job position, sample index, sample)``, one chunk of samples at a time."""
         todo = [(pos, index) for pos, job in enumerate(jobs) for index in job.indices]
-        with tqdm(total=len(todo), desc=f"vllm:{self.cfg.model_id}", unit="sample",
-                  disable=not self.progress) as bar:
+        with tqdm(total=len(todo), desc=f"vllm:{self.cfg.model_id}", unit="sample", disable=not self.progress) as bar:
             for start in range(0, len(todo), self.chunk_size):
                 chunk = todo[start : start + self.chunk_size]
                 outputs = self._generate([(jobs[pos].request, index) for pos, index in chunk])
@@ -246,8 +253,12 @@ def identity(cfg: ModelConfig) -> dict[str, Any]:
         from mcu_exp.llm.local import file_identity, locate_weights
 
         weights = locate_weights(cfg)
-        ident.update(package=weights.package, package_version=weights.package_version,
-                     weights=[file_identity(p) for p in weights.files()], dtype=gguf_dtype(cfg))
+        ident.update(
+            package=weights.package,
+            package_version=weights.package_version,
+            weights=[file_identity(p) for p in weights.files()],
+            dtype=gguf_dtype(cfg),
+        )
     q = {k: v for k, v in quirks(cfg).items() if k != "chunk_size"}
     engine_args = {k: v for k, v in dict(q.pop("engine_args", None) or {}).items() if k not in RUNTIME_ENGINE_ARGS}
     if engine_args:
