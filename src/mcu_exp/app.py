@@ -20,7 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from mcu_exp import console
 from mcu_exp.config import register_configs
-from mcu_exp.config.suggest import unknown_key_message
+from mcu_exp.config.suggest import composition_message
 from mcu_exp.llm.errors import BackendError
 from mcu_exp.redact import install_log_redaction, redact_text, redact_yaml_file, remember, secret_values
 from mcu_exp.store.faults import disk_full_message, quiet_disk_full_traces
@@ -207,7 +207,7 @@ def _compose_and_run() -> None:
     except CompactHydraException as exc:
         if user == "1":
             raise
-        message = unknown_key_message(exc)
+        message = composition_message(exc)
         if message is not None:
             print(f"mcu-exp: error: {message}", file=sys.stderr)
             raise SystemExit(1) from None

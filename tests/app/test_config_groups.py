@@ -125,3 +125,25 @@ def test_proxy_values_are_checked_by_the_proxy() -> None:
     cfg = typed_config(compose_cfg("proxy.k_cal=1"))
     with pytest.raises(ValueError, match=r"^proxy.k=20, proxy.k_cal=1: the calibration and test subsets"):
         build_proxies(cfg, context(cfg))
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("model=gpt4o", "unknown model 'gpt4o': did you mean gpt-4o? (options: "),
+        ("experiment=paper_gird", "unknown experiment 'paper_gird': did you mean paper_grid? (options: paper_grid, "),
+        ("decision=conformall", "unknown decision 'conformall': did you mean conformal? (options: conformal, "),
+        ("decision.epsilon=abc", "decision.epsilon expects a number, got 'abc'"),
+        ("dataset.limit=six", "dataset.limit expects a whole number, got 'six'"),
+    ],
+)
+def test_composition_errors_are_one_line_with_a_suggestion(override: str, expected: str) -> None:
+    from mcu_exp.config.suggest import composition_message
+
+    with pytest.raises(Exception) as caught:  # noqa: PT011 (Hydra's composition errors, of several classes)
+        compose_cfg(override)
+    message = composition_message(caught.value)
+    assert message is not None and message.startswith(expected) and "\n" not in message
+    if "options:" in expected:  # every option of the group is named, the group's YAML files
+        group = override.partition("=")[0]
+        assert message.endswith(", ".join(sorted(p.stem for p in (CONF / group).glob("*.yaml"))) + ")")

@@ -77,10 +77,27 @@ def test_misspelled_key_is_one_line_with_a_suggestion(tmp_path: Path, args: tupl
     assert "Traceback" not in both and "HYDRA_FULL_ERROR" not in both
 
 
-def test_other_composition_errors_keep_hydras_report(tmp_path: Path) -> None:
-    res = mcu_exp("model=no-such-model", outputs=tmp_path)
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (("model=gpt4o",), "mcu-exp: error: unknown model 'gpt4o': did you mean gpt-4o? (options: claude-opus-4-1, "),
+        (("model=no-such-model",), "mcu-exp: error: unknown model 'no-such-model' (options: claude-opus-4-1, "),
+        (("decision.epsilon=abc",), "mcu-exp: error: decision.epsilon expects a number, got 'abc'"),
+    ],
+    ids=["close-option", "no-close-option", "wrong-type"],
+)
+def test_a_missing_option_or_a_wrong_type_is_one_line(tmp_path: Path, args: tuple[str, ...], expected: str) -> None:
+    res = mcu_exp(*args, outputs=tmp_path)
     assert res.returncode == 1
-    assert "Could not find 'model/no-such-model'" in res.stderr and "smollm2-135m" in res.stderr
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(expected), res.stderr
+    assert "Traceback" not in res.stderr and "HYDRA_FULL_ERROR" not in res.stderr
+
+
+def test_other_composition_errors_keep_hydras_report(tmp_path: Path) -> None:
+    res = mcu_exp("decision.epsilon=0.1=2", outputs=tmp_path)  # not an override Hydra can parse
+    assert res.returncode == 1
+    assert "mcu-exp: error:" not in res.stderr and "HYDRA_FULL_ERROR" in res.stderr
     assert "Traceback" not in res.stderr
 
 

@@ -1,6 +1,8 @@
-"""Which config key a misspelled override meant: "unknown config key decision.epsilom: did you
-mean decision.epsilon?" instead of Hydra's hint to add it with ``+`` (which would silently add
-a key nothing reads)."""
+"""One line for a command line Hydra cannot compose: which config key a misspelled override
+meant ("unknown config key decision.epsilom: did you mean decision.epsilon?", instead of Hydra's
+hint to add it with ``+``, which would silently add a key nothing reads), which option of a
+config group a misspelled choice meant (``model=gpt4o``), and which type a value must have
+(``decision.epsilon=abc``), instead of Hydra's and OmegaConf's multi-line reports."""
 
 from __future__ import annotations
 
@@ -9,6 +11,67 @@ import re
 from omegaconf import OmegaConf
 
 _OVERRIDE_FAILED = re.compile(r"Could not override '([^']+)'")
+_MERGING = re.compile(r"Error merging override (\S+)")
+_CONVERTED = re.compile(r"could not be converted to (\w+)")
+EXPECTED = {"Float": "a number", "Integer": "a whole number", "Boolean": "true or false", "String": "a string"}
+
+
+def composition_message(exc: BaseException) -> str | None:
+    """The one-line message for a composition error Hydra raised (:func:`unknown_key_message`,
+    :func:`missing_option_message`, :func:`wrong_type_message`); None for any other error."""
+    for explain in (unknown_key_message, missing_option_message, wrong_type_message):
+        message = explain(exc)
+        if message is not None:
+            return message
+    return None
+
+
+def missing_option_message(exc: BaseException) -> str | None:
+    """For Hydra's "Could not find 'model/gpt4o'": "unknown model 'gpt4o': did you mean gpt-4o?
+    (options: …)"; None for any other error."""
+    from hydra.errors import MissingConfigException
+
+    if not isinstance(exc, MissingConfigException) or not exc.missing_cfg_file or not exc.options:
+        return None
+    group, _, name = exc.missing_cfg_file.rpartition("/")
+    if not group:
+        return None
+    options = sorted(str(o) for o in exc.options)
+    guess = suggest_option(name, options)
+    hint = f": did you mean {guess}?" if guess is not None else ""
+    return f"unknown {group.replace('/', '.')} {name!r}{hint} (options: {', '.join(options)})"
+
+
+def suggest_option(name: str, options: list[str]) -> str | None:
+    """The option ``name`` was most likely meant to be: the closest by difflib's ratio (≥ 0.6,
+    ignoring case and the separators ``-``, ``_``, ``.``), or None."""
+    from difflib import SequenceMatcher
+
+    def bare(text: str) -> str:
+        return re.sub(r"[-_.]", "", text.lower())
+
+    scored = [(SequenceMatcher(None, bare(name), bare(option)).ratio(), option) for option in options]
+    best = max(scored, default=(0.0, ""))
+    return best[1] if best[0] >= 0.6 else None
+
+
+def wrong_type_message(exc: BaseException) -> str | None:
+    """For OmegaConf's "Value 'abc' of type 'str' could not be converted to Float" under an
+    override: "decision.epsilon expects a number, got 'abc'" (any other check of a typed key:
+    its first line, after the override); None for any other error."""
+    from omegaconf.errors import ValidationError
+
+    cause = exc.__cause__
+    found = _MERGING.search(str(exc))
+    if found is None or not isinstance(cause, ValidationError):
+        return None
+    first = str(cause.msg if getattr(cause, "msg", None) else cause).splitlines()[0].strip()
+    target = _CONVERTED.search(first)
+    if target is None:
+        return f"{found.group(1)}: {first}"
+    expected = EXPECTED.get(target.group(1), target.group(1).lower())
+    key = cause.full_key or found.group(1).partition("=")[0]
+    return f"{key} expects {expected}, got {cause.value!r}"
 
 
 def unknown_key_message(exc: BaseException) -> str | None:
