@@ -40,6 +40,7 @@ from mcu_exp.evaluation.ceiling import attach_ceilings, measure_line
 from mcu_exp.evaluation.groups_table import class_counts, render_group_table
 from mcu_exp.evaluation.report import CI_RECALIBRATE
 from mcu_exp.evaluation.verdict import outcomes as verdict_outcomes
+from mcu_exp.evaluation.versus_always import f1_minus_always
 from mcu_exp.llm.cache import GenerationCache, open_generation_cache, sample_key
 from mcu_exp.llm.factory import backend_identity, check_backend
 from mcu_exp.outputs import write_outputs
@@ -442,6 +443,7 @@ def run_job(raw: DictConfig) -> float:
         metrics[f"{names.HUMAN_PREFIX}duplicate_pairs_identical"] = dataset.duplicates.identical
         metrics[f"{names.HUMAN_PREFIX}duplicate_pairs_conflicting"] = dataset.duplicates.conflicting
         metrics.update(verdict_outcomes(main))
+        metrics.update(f1_minus_always(metrics))  # the sweep's headline, ΔF1 vs always-1 [paired CI]
         if prr is not None:
             metrics.update(prr)
         metrics["job_seconds"] = time.perf_counter() - started

@@ -1,0 +1,43 @@
+"""ΔF1 against the always-understandable baseline, with its paired bootstrap interval.
+
+The headline a sweep is sorted by: how far the proxy's F1 lies above labelling every program
+understandable (the always-1 baseline), ``f1_minus_always`` = F1 − F1(always-1), with
+``f1_minus_always_ci_low`` / ``_ci_high``.
+
+The interval is the paired one: in every bootstrap resample, the proxy's F1 minus the always-1
+labeller's F1 *on the same resample*. The resamples are stratified
+(:mod:`mcu_exp.evaluation.bootstrap`): each draws as many positives and negatives as the data
+hold, so the always-1 F1, 2n₊ / (2n₊ + n₋), is the same number in every resample and the paired
+difference is the F1 distribution shifted by that constant. Its percentile interval is
+therefore the F1 interval minus the baseline, exactly; it is not the difference of two
+intervals' bounds, which would add the baseline's (here zero) spread. The interval lies above 0
+exactly when the job's verdict says F1 beats the baseline (``verdict.f1_vs_always`` = 1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+KEY = "f1_minus_always"
+LOW, HIGH = f"{KEY}_ci_low", f"{KEY}_ci_high"
+F1, ALWAYS_F1 = "f1", "baseline_always_f1"
+
+
+def _number(metrics: Mapping[str, object], key: str) -> float:
+    """``metrics[key]`` as a float; NaN when absent or null (an undefined metric)."""
+    value = metrics.get(key)
+    return math.nan if value is None else float(value)  # type: ignore[arg-type]
+
+
+def f1_minus_always(metrics: Mapping[str, object], prefix: str = "") -> dict[str, float]:
+    """``f1_minus_always`` and its interval bounds (keys prefixed like ``metrics``'s, e.g.
+    ``group.phd.``) from a job's metrics (``f1``, ``f1_ci_low``, ``f1_ci_high``,
+    ``baseline_always_f1``); NaN where F1 or the baseline is undefined. Works on the
+    ``metrics.json`` of runs made before the key existed."""
+    base = _number(metrics, prefix + ALWAYS_F1)
+    return {
+        prefix + KEY: _number(metrics, prefix + F1) - base,
+        prefix + LOW: _number(metrics, prefix + F1 + "_ci_low") - base,
+        prefix + HIGH: _number(metrics, prefix + F1 + "_ci_high") - base,
+    }
