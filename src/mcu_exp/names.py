@@ -61,8 +61,18 @@ def mlflow_series(grid: str, column: str) -> str:
 
 
 # MLflow metric prefixes of the alignment reports beside the main one (all readers).
-VS_P0_PREFIX = "vs_p0."
+VS_REFERENCE_PREFIX = "vs_reference."  # the proxy's decisions scored against the reference proxy's
 HUMAN_PREFIX = "human."
+# Prefixes older runs logged, and what they are called now: readers of old runs rename them.
+LEGACY_PREFIXES = {"vs_p0.": VS_REFERENCE_PREFIX}
+
+
+def current_metric_key(key: str) -> str:
+    """``key`` under today's name: an older run's ``vs_p0.f1`` reads as ``vs_reference.f1``."""
+    for old, new in LEGACY_PREFIXES.items():
+        if key.startswith(old):
+            return new + key[len(old) :]
+    return key
 
 
 def group_prefix(group: str) -> str:

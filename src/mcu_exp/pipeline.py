@@ -436,7 +436,7 @@ def run_job(raw: DictConfig) -> float:
         for name, rep in reports.items():
             metrics.update(metrics_for_mlflow(rep, prefix=names.group_prefix(name)))
         if vs_ref is not None:
-            metrics.update(metrics_for_mlflow(vs_ref, prefix=names.VS_P0_PREFIX))
+            metrics.update(metrics_for_mlflow(vs_ref, prefix=names.VS_REFERENCE_PREFIX))
         metrics.update(outcome.metrics)
         metrics.update({f"{names.HUMAN_PREFIX}{k}": v for k, v in labels.balance().items()})
         metrics[f"{names.HUMAN_PREFIX}dropped_programs"] = len(labels.dropped)

@@ -132,7 +132,9 @@ def test_p2_job(runs) -> None:
     assert run.data.params["result.rule"] == "conformal"
     assert {"tau", "coverage"} <= set(run.data.metrics) and "p2.tau_meta" in all_metrics(runs["client"], run)
     assert {"ssc_meta.csv", "summaries.csv", "sensitivity_threshold.csv"} <= artifacts(runs, run)
-    assert all_metrics(runs["client"], run)["vs_p0.n"] == 3  # scored against the P0 reference: the questions are given
+    assert (
+        all_metrics(runs["client"], run)["vs_reference.n"] == 3
+    )  # scored against the P0 reference: the questions are given
 
 
 def test_p3_job(runs) -> None:
@@ -148,4 +150,6 @@ def test_p3_job(runs) -> None:
     m = all_metrics(runs["client"], run)
     assert m["p3.unparseable"] == (judgments["verdict"] == "UNPARSEABLE").sum()
     assert m["generation_cache_hits"] >= 3 * 4  # the target summaries P2's job generated
-    assert m["vs_p0.n"] == 3 and not any(k.startswith("vs_p0.") for k in all_metrics(runs["client"], runs["p0"]))
+    assert m["vs_reference.n"] == 3 and not any(
+        k.startswith("vs_reference.") for k in all_metrics(runs["client"], runs["p0"])
+    )

@@ -45,7 +45,7 @@ def test_report_command_writes_tables_figures_and_one_page(sweep: Sweep, tmp_pat
     table = markdown.split("## Alignment with human labels")[1].split("##")[0]
     rows = [line for line in table.splitlines() if line.startswith("| gpt-4o") or line.startswith("| qwen3")]
     assert len(rows) == 4
-    assert "| ε |" in table and "F1 always-1" in table and "vs P0" not in table
+    assert "| ε |" in table and "F1 always-1" in table and "vs reference" not in table
     first = summary.iloc[0]
     assert f"{100 * first['f1']:.1f}% [{100 * first['f1_ci_low']:.1f}%, {100 * first['f1_ci_high']:.1f}%]" in markdown
 

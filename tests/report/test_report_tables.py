@@ -88,23 +88,30 @@ def test_theta_is_a_key_only_for_rules_that_use_it() -> None:
     assert tables.varying_keys(theta) == ["model", "proxy", "theta"]
 
 
-def test_display_shows_cis_baselines_and_vs_p0_only_when_logged(frame: pd.DataFrame) -> None:
+def test_display_shows_cis_baselines_and_vs_reference_only_when_logged(frame: pd.DataFrame) -> None:
     keys = tables.varying_keys(frame)
     shown = tables.display_table(tables.summary_table(frame, keys), keys)
     assert shown.loc[0, "F1"] == "71.0% [61.0%, 81.0%]"
     assert shown.loc[0, "F1 always-1"] == "68.4%" and shown.loc[0, "ε"] == "0.1"
-    assert not any("vs P0" in c for c in shown.columns)
+    assert not any("vs reference" in c for c in shown.columns)
     assert "AUC (score)" not in shown.columns  # a metric no run logged gets no column
 
     with_p0 = tables.runs_frame(
         [
-            record("x", "gpt-4o", 0.1, 0.7, 1, **{"vs_p0.f1": 0.95, "vs_p0.f1_ci_low": 0.9, "vs_p0.f1_ci_high": 0.99}),
+            record(
+                "x",
+                "gpt-4o",
+                0.1,
+                0.7,
+                1,
+                **{"vs_reference.f1": 0.95, "vs_reference.f1_ci_low": 0.9, "vs_reference.f1_ci_high": 0.99},
+            ),
             record("y", "gpt-4", 0.1, 0.6, 2),
         ]
     )
     keys = tables.varying_keys(with_p0)
     shown = tables.display_table(tables.summary_table(with_p0, keys), keys)
-    assert shown["F1 vs P0"].tolist() == ["95.0% [90.0%, 99.0%]", "—"]
+    assert shown["F1 vs reference"].tolist() == ["95.0% [90.0%, 99.0%]", "—"]
 
 
 def test_subgroups_table_and_markdown(frame: pd.DataFrame) -> None:

@@ -7,7 +7,7 @@ import pandas as pd
 
 from mcu_exp.evaluation.registry import INTERVAL_KINDS, metric_names
 from mcu_exp.evaluation.report import CI_HIGH, CI_LOW
-from mcu_exp.names import TAG_CLASS_WARNING, TAG_VERDICT, VS_P0_PREFIX
+from mcu_exp.names import TAG_CLASS_WARNING, TAG_VERDICT, VS_REFERENCE_PREFIX
 
 UNDEFINED_COLUMN = "undefined"  # the metrics a run logged as NaN (undefined on its data), "; "-joined in CSVs
 NOTE_COLUMNS = {
@@ -29,8 +29,8 @@ def with_ci(name: str) -> list[str]:
     return [name, f"{name}{CI_LOW}", f"{name}{CI_HIGH}"]
 
 
-def vs_p0_metrics(frame: pd.DataFrame) -> list[str]:
-    """The "against P0" metrics the runs logged (``vs_p0.f1`` …), CI bounds left out."""
-    names = [c for c in frame.columns if c.startswith(VS_P0_PREFIX) and not c.endswith((CI_LOW, CI_HIGH))]
+def vs_reference_metrics(frame: pd.DataFrame) -> list[str]:
+    """The "against the reference proxy" metrics the runs logged (``vs_reference.f1`` …), CI bounds left out."""
+    names = [c for c in frame.columns if c.startswith(VS_REFERENCE_PREFIX) and not c.endswith((CI_LOW, CI_HIGH))]
     order = {m: i for i, m in enumerate(main_metrics())}
-    return sorted(names, key=lambda c: (order.get(c[len(VS_P0_PREFIX) :], len(order)), c))
+    return sorted(names, key=lambda c: (order.get(c[len(VS_REFERENCE_PREFIX) :], len(order)), c))

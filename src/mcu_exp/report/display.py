@@ -15,9 +15,9 @@ import pandas as pd
 
 from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header, metric
 from mcu_exp.evaluation.report import ALWAYS, AUC_PERMUTATION_P, RANDOM, baseline_key, format_value
-from mcu_exp.names import ALL_READERS, UNDEFINED, VS_P0_PREFIX
+from mcu_exp.names import ALL_READERS, UNDEFINED, VS_REFERENCE_PREFIX
 from mcu_exp.report import ceiling
-from mcu_exp.report.columns import UNDEFINED_COLUMN, main_metrics, vs_p0_metrics, with_ci
+from mcu_exp.report.columns import UNDEFINED_COLUMN, main_metrics, vs_reference_metrics, with_ci
 from mcu_exp.report.identity import PARAM_PREFIX, key_header, key_text, row_label
 
 MISSING = "—"
@@ -78,7 +78,7 @@ def display_table(summary: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """:func:`~mcu_exp.report.tables.summary_table` as text cells: the keys, runs, n, each
     metric with its CI ("67.7% [58.1%, 77.4%]", AUCs with 3 decimals), the baselines of the
     headline metric (F1) right after it (so they sit beside it, not at the far end of a wide
-    table), and "F1 vs P0" (…) columns when the runs logged them; headers and formats come
+    table), and "F1 vs reference" (…) columns when the runs logged them; headers and formats come
     from the metric registry."""
     table = pd.DataFrame({key_header(k): [key_text(k, v) for v in summary[k]] for k in keys})
     table["runs"] = [count_text(float(v)) for v in summary["runs"]]
@@ -97,9 +97,9 @@ def display_table(summary: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
             table[column] = cells
     if AUC_PERMUTATION_P in summary.columns and _shown(summary, AUC_PERMUTATION_P):
         table["p (AUC score vs 0.5)"] = [p_text(value(row, AUC_PERMUTATION_P)) for _, row in summary.iterrows()]
-    for column in vs_p0_metrics(summary):
-        short = column[len(VS_P0_PREFIX) :]
-        table[f"{header(short)} vs P0"] = _cells(summary, column, short)
+    for column in vs_reference_metrics(summary):
+        short = column[len(VS_REFERENCE_PREFIX) :]
+        table[f"{header(short)} vs reference"] = _cells(summary, column, short)
     return table
 
 

@@ -27,6 +27,7 @@ from mcu_exp.names import (
     RESULTS_DIR,
     THETA_GRID,
     THRESHOLD_GRID,
+    current_metric_key,
     sensitivity_file,
 )
 from mcu_exp.tracking.artifacts import RunArtifacts
@@ -46,9 +47,11 @@ def warn(message: str) -> None:
 
 def merged_metrics(logged: Mapping[str, float], saved: Mapping[str, Any]) -> dict[str, float]:
     """A run's MLflow metrics with its ``metrics.json`` over them: the file's value wins, a
-    ``null`` reads as NaN (undefined), a non-number is left out."""
-    merged = {name: float(value) for name, value in logged.items()}
-    for name, value in saved.items():
+    ``null`` reads as NaN (undefined), a non-number is left out. Keys an older run logged
+    under a since-renamed prefix (``vs_p0.``) read under today's name."""
+    merged = {current_metric_key(name): float(value) for name, value in logged.items()}
+    for key, value in saved.items():
+        name = current_metric_key(key)
         if value is None:
             merged[name] = math.nan
         elif isinstance(value, int | float) and not isinstance(value, bool):

@@ -27,7 +27,7 @@ from mcu_exp.report.columns import (
     NOTE_COLUMNS,
     UNDEFINED_COLUMN,
     main_metrics,
-    vs_p0_metrics,
+    vs_reference_metrics,
     with_ci,
 )
 from mcu_exp.report.display import display_subgroups, display_table, group_sizes, to_markdown
@@ -65,7 +65,7 @@ __all__ = [  # the frame functions, and what callers of this module also reach t
     "summary_table",
     "to_markdown",
     "varying_keys",
-    "vs_p0_metrics",
+    "vs_reference_metrics",
     "with_ci",
 ]
 
@@ -187,7 +187,7 @@ def summary_table(frame: pd.DataFrame, keys: Sequence[str], extra: Sequence[str]
     """Numbers for the CSV: the keys (and ``extra`` configuration columns), run count and id,
     n, each main metric with its CI bounds, AUC(score)'s permutation p-value, the humans' ceilings and
     the shares of them the runs logged (:mod:`mcu_exp.report.ceiling`), every baseline, τ, coverage,
-    prevalence and any ``vs_p0.*`` metric the runs logged; then the undefined metrics and the row notes."""
+    prevalence and any ``vs_reference.*`` metric the runs logged; then the undefined metrics and the row notes."""
     rows = latest_per_config(frame, keys)
     columns: list[str] = [*keys, *extra, "runs", "n"]
     for name in main_metrics():
@@ -196,7 +196,7 @@ def summary_table(frame: pd.DataFrame, keys: Sequence[str], extra: Sequence[str]
     columns += ceiling.columns(rows)
     columns += sorted(c for c in rows.columns if c.startswith(BASELINE_PREFIX))
     columns += ["tau", "coverage", "prevalence"]
-    for name in vs_p0_metrics(rows):
+    for name in vs_reference_metrics(rows):
         columns += with_ci(name)
     columns += [UNDEFINED_COLUMN, *NOTE_COLUMNS]
     table = rows.reindex(columns=columns)

@@ -48,7 +48,7 @@ MAIN = (
     "coverage",
 )
 GROUP = ("f1", "auc_score")  # per reader subgroup
-OTHER = (f"{names.VS_P0_PREFIX}f1", f"{names.VS_P0_PREFIX}auc_binary", "job_seconds")
+OTHER = (f"{names.VS_REFERENCE_PREFIX}f1", f"{names.VS_REFERENCE_PREFIX}auc_binary", "job_seconds")
 # The humans' ceiling against all readers and the proxy's share of it (every ceiling.* and
 # share.* figure, per group too, is in metrics.json): added while the run stays within
 # MAX_HEADLINE, in this order.
@@ -72,13 +72,13 @@ def headline(metrics: Mapping[str, Any], groups: list[str], series: int = 0) -> 
 
 
 def _split(key: str) -> tuple[str, str]:
-    """``(group, metric)`` of a metric key: ``group.<g>.<m>`` → (g, m), ``vs_p0.<m>`` →
-    ("vs_p0", m), anything else → ("all", key)."""
+    """``(group, metric)`` of a metric key: ``group.<g>.<m>`` → (g, m), ``vs_reference.<m>`` →
+    ("vs_reference", m), anything else → ("all", key)."""
     if key.startswith("group."):
         group, _, metric = key[len("group.") :].partition(".")
         return group, metric
-    if key.startswith(names.VS_P0_PREFIX):
-        return names.VS_P0_PREFIX.rstrip("."), key[len(names.VS_P0_PREFIX) :]
+    if key.startswith(names.VS_REFERENCE_PREFIX):
+        return names.VS_REFERENCE_PREFIX.rstrip("."), key[len(names.VS_REFERENCE_PREFIX) :]
     return names.ALL_READERS, key
 
 
