@@ -1,10 +1,11 @@
-"""Sampling many continuations of one prompt: prefill once, decode the rows together.
+"""Sampling many continuations of some prompts: prefill each once, decode the rows together.
 
-The prompt goes through the model once; every requested sample then decodes from that
-shared prefix, as rows of one batch. Sample ``i`` draws its random numbers from its own
-generator, seeded from ``(seed, i, prompt)``, so its text never depends on which other
-samples share its batch (a rerun that generates only the missing indices reproduces the
-same texts, up to floating-point differences between batch shapes).
+Each prompt goes through the model once; every requested sample then decodes from its
+prompt's prefix, as a row of one batch that may hold the rows of several prompts (each row
+attends only to its own prompt, :mod:`mcu_exp.llm.shared_prefix`). Sample ``i`` draws its
+random numbers from its own generator, seeded from ``(seed, i, prompt)``, so its text never
+depends on which other samples share its batch (a rerun that generates only the missing
+indices reproduces the same texts, up to floating-point differences between batch shapes).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 import torch
 
 from mcu_exp.llm.contract import GenerationRequest, Sample
-from mcu_exp.llm.shared_prefix import prefix_tensors
+from mcu_exp.llm.shared_prefix import PrefixGroup, prefix_tensors
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,15 @@ class Prefix:
     cache: Any
     logits: torch.Tensor  # [vocab]
     length: int
+
+
+@dataclass(frozen=True)
+class Part:
+    """Some sample indices of one request, to decode from its prefilled prompt."""
+
+    request: GenerationRequest
+    prefix: Prefix
+    indices: Sequence[int]
 
 
 def row_seed(request: GenerationRequest, index: int) -> int:
@@ -121,19 +131,19 @@ class PrefixDecoder:
         return Prefix(cache=cache, logits=out.logits[0, -1], length=ids.shape[1])
 
     @torch.inference_mode()
-    def _step(self, tokens: torch.Tensor, position: int, cache: Any, prefix: Any) -> torch.Tensor:
-        positions = torch.full_like(tokens, position)
+    def _step(self, tokens: torch.Tensor, positions: torch.Tensor, cache: Any, prefix: Any) -> torch.Tensor:
         kwargs: dict[str, Any] = {self.cache_kwarg: cache}
         if prefix is not None:
             kwargs["shared_prefix"] = prefix
         out = self.model(input_ids=tokens, position_ids=positions, use_cache=True, logits_to_keep=1, **kwargs)
-        return out.logits[:, -1]
+        logits: torch.Tensor = out.logits[:, -1]
+        return logits
 
     def _row_cache(self, prefix: Prefix, rows: int) -> tuple[Any, Any]:
         from transformers import DynamicCache
 
         if self.shared_prefix:
-            return DynamicCache(config=self.model.config), prefix_tensors(prefix.cache)
+            return DynamicCache(config=self.model.config), [PrefixGroup(0, rows, prefix_tensors(prefix.cache))]
         cache = copy.deepcopy(prefix.cache)
         cache.batch_repeat_interleave(rows)
         return cache, None
@@ -149,7 +159,8 @@ class PrefixDecoder:
             for shared in (True, False):
                 self.shared_prefix = shared
                 cache, tensors = self._row_cache(prefix, 2)
-                logits.append(self._step(tokens, prefix.length, cache, tensors).float())
+                positions = torch.full_like(tokens, prefix.length)
+                logits.append(self._step(tokens, positions, cache, tensors).float())
         except (NotImplementedError, ValueError, KeyError, TypeError, AttributeError):
             return False
         finally:
@@ -181,30 +192,76 @@ class PrefixDecoder:
     def decode(
         self, request: GenerationRequest, prefix: Prefix, indices: Sequence[int], use_eos: bool = True
     ) -> Iterator[tuple[int, Sample]]:
-        """Yield ``(sample index, sample)`` as each row finishes; rows that finish leave the batch.
+        """Yield ``(sample index, sample)`` of one request as each row finishes (:meth:`decode_many`)."""
+        for _, index, sample in self.decode_many([Part(request, prefix, indices)], use_eos):
+            yield index, sample
 
-        ``use_eos=False`` ignores end-of-sequence tokens (benchmarks force a fixed length)."""
-        limit = request.max_new_tokens
-        if limit <= 0:
-            for index in indices:
-                yield index, Sample("", "length", prefix.length, 0)
+    def decode_many(self, parts: Sequence[Part], use_eos: bool = True) -> Iterator[tuple[int, int, Sample]]:
+        """Yield ``(part number, sample index, sample)`` as each row finishes; rows that finish
+        leave the batch.
+
+        With shared-prefix attention the rows of all ``parts`` decode as one batch, each row
+        attending to its own part's prompt; without it (per-row copies of the prompt cache) the
+        parts decode one after another. ``use_eos=False`` ignores end-of-sequence tokens
+        (benchmarks force a fixed length)."""
+        if not self.shared_prefix and len(parts) > 1:
+            for number, part in enumerate(parts):
+                for _, index, sample in self.decode_many([part], use_eos):
+                    yield number, index, sample
             return
-        stop = [s for s in request.stop if s]
-        uniforms = row_uniforms(request, indices)
-        active = list(range(len(indices)))
-        generated: list[list[int]] = [[] for _ in indices]
-        cache, shared = self._row_cache(prefix, len(indices))
-        logits = prefix.logits.unsqueeze(0).expand(len(indices), -1)
-        for step in range(limit):
-            tokens = sample_tokens(logits, uniforms[active, step], request.temperature, request.top_p)
+        live = []
+        for number, part in enumerate(parts):
+            if part.request.max_new_tokens > 0:
+                live.append(number)
+                continue
+            for index in part.indices:
+                yield number, index, Sample("", "length", part.prefix.length, 0)
+        if live:
+            yield from self._decode_rows([parts[n] for n in live], live, use_eos)
+
+    def _decode_rows(
+        self, parts: Sequence[Part], numbers: Sequence[int], use_eos: bool
+    ) -> Iterator[tuple[int, int, Sample]]:
+        """:meth:`decode_many` for parts that all generate: rows in part order, each with its own
+        random stream, token limit and stop strings; the tokens of each part's rows are sampled
+        by that part's settings."""
+        stops = [[s for s in part.request.stop if s] for part in parts]
+        uniforms = [row_uniforms(part.request, part.indices) for part in parts]
+        rows = [(p, r) for p, part in enumerate(parts) for r in range(len(part.indices))]  # (part, row in part)
+        active = list(range(len(rows)))
+        generated: list[list[int]] = [[] for _ in rows]
+        prefix_len = torch.tensor([parts[p].prefix.length for p, _ in rows], device=self.device)
+        if self.shared_prefix:
+            from transformers import DynamicCache
+
+            cache: Any = DynamicCache(config=self.model.config)
+            tensors = [prefix_tensors(part.prefix.cache) for part in parts]
+        else:
+            cache, _ = self._row_cache(parts[0].prefix, len(rows))
+        logits = torch.cat([part.prefix.logits.unsqueeze(0).expand(len(part.indices), -1) for part in parts])
+        for step in range(max(part.request.max_new_tokens for part in parts)):
+            runs = _runs([rows[a][0] for a in active])
+            tokens = torch.cat(
+                [
+                    sample_tokens(
+                        logits[start:stop],
+                        uniforms[p][[rows[a][1] for a in active[start:stop]], step],
+                        parts[p].request.temperature,
+                        parts[p].request.top_p,
+                    )
+                    for p, start, stop in runs
+                ]
+            )
             still = []
             for slot, (row, token) in enumerate(zip(active, tokens.tolist())):
+                p, r = rows[row]
                 generated[row].append(token)
-                done = self._finish(generated[row], stop, limit, use_eos)
+                done = self._finish(generated[row], stops[p], parts[p].request.max_new_tokens, use_eos)
                 if done is None:
                     still.append(slot)
                 else:
-                    yield indices[row], Sample(done[0], done[1], prefix.length, len(generated[row]))
+                    sample = Sample(done[0], done[1], parts[p].prefix.length, len(generated[row]))
+                    yield numbers[p], parts[p].indices[r], sample
             if not still:
                 return
             if len(still) < len(active):
@@ -212,4 +269,20 @@ class PrefixDecoder:
                 cache.batch_select_indices(keep)
                 tokens = tokens[keep]
                 active = [active[slot] for slot in still]
-            logits = self._step(tokens.unsqueeze(1), prefix.length + step, cache, shared)
+            shared = None
+            if self.shared_prefix:
+                shared = [
+                    PrefixGroup(start, stop, tensors[p]) for p, start, stop in _runs([rows[a][0] for a in active])
+                ]
+            logits = self._step(tokens.unsqueeze(1), (prefix_len[active] + step).unsqueeze(1), cache, shared)
+
+
+def _runs(labels: Sequence[int]) -> list[tuple[int, int, int]]:
+    """``(label, start, stop)`` of each run of equal consecutive labels."""
+    runs: list[tuple[int, int, int]] = []
+    for pos, label in enumerate(labels):
+        if runs and runs[-1][0] == label:
+            runs[-1] = (label, runs[-1][1], pos + 1)
+        else:
+            runs.append((label, pos, pos + 1))
+    return runs

@@ -6,12 +6,19 @@ step. Here each decode step attends to the prefix stored once (batch 1) and to t
 generated tokens (a small per-row cache), and merges the two with one softmax. The result is
 the same attention, computed without the copies.
 
+Rows of several prompts decode in one batch too: the ``shared_prefix`` keyword is a sequence of
+:class:`PrefixGroup`, each a contiguous run of rows with its own prompt, and each row attends
+only to its own group's prefix (the projections and MLPs, most of a step's work, then run on
+all rows at once).
+
 It plugs into transformers' ``AttentionInterface`` under :data:`ATTN_NAME`; without the
 ``shared_prefix`` keyword it is plain SDPA, so prefill and ordinary calls are unchanged.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -25,6 +32,16 @@ ATTN_NAME = "mcu_shared_prefix"
 _UNSUPPORTED = ("softcap", "sliding_window", "s_aux", "position_bias")
 
 
+@dataclass(frozen=True)
+class PrefixGroup:
+    """Rows ``start:stop`` of a decode batch and the prompt they continue: per layer, the
+    prompt's ``(keys, values)``, each ``[Hkv, P, d]``."""
+
+    start: int
+    stop: int
+    tensors: Sequence[tuple[torch.Tensor, torch.Tensor]]
+
+
 def shared_prefix_attention(
     module: torch.nn.Module,
     query: torch.Tensor,
@@ -35,10 +52,11 @@ def shared_prefix_attention(
     scaling: float | None = None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
-    """One decode step: queries ``[B, Hq, 1, d]`` over the prefix (``kwargs['shared_prefix']``)
-    and the rows' own keys/values ``[B, Hkv, S, d]``. Returns ``[B, 1, Hq, d]``."""
-    prefix = kwargs.get("shared_prefix")
-    if prefix is None:
+    """One decode step: queries ``[B, Hq, 1, d]``, each row over its group's prefix
+    (``kwargs['shared_prefix']``, a sequence of :class:`PrefixGroup` covering the rows in order)
+    and its own keys/values ``[B, Hkv, S, d]``. Returns ``[B, 1, Hq, d]``."""
+    groups: Sequence[PrefixGroup] | None = kwargs.get("shared_prefix")
+    if groups is None:
         return sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
         )
@@ -47,11 +65,29 @@ def shared_prefix_attention(
         raise NotImplementedError(f"shared-prefix attention does not support {used}")
     if query.shape[2] != 1:
         raise ValueError(f"shared-prefix attention decodes one token per row, got {query.shape[2]}")
-    prefix_key, prefix_value = prefix[module.layer_idx]  # [Hkv, P, d] each
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    layer = int(module.layer_idx)  # type: ignore[arg-type]
+    parts = []
+    for g in groups:
+        prefix_key, prefix_value = g.tensors[layer]
+        rows = slice(g.start, g.stop)
+        parts.append(_attend(query[rows], key[rows], value[rows], prefix_key, prefix_value, scale))
+    return (parts[0] if len(parts) == 1 else torch.cat(parts)), None
+
+
+def _attend(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    prefix_key: torch.Tensor,
+    prefix_value: torch.Tensor,
+    scale: float,
+) -> torch.Tensor:
+    """Rows of one prompt: queries ``[B, Hq, 1, d]`` over that prompt's keys/values ``[Hkv, P, d]``
+    and the rows' own ``[B, Hkv, S, d]``, merged in one softmax. Returns ``[B, 1, Hq, d]``."""
     rows, q_heads, _, dim = query.shape
     kv_heads = key.shape[1]
     groups = q_heads // kv_heads
-    scale = scaling if scaling is not None else dim**-0.5
     prefix_len = prefix_key.shape[1]
 
     q = query.reshape(rows, kv_heads, groups, dim)
@@ -66,7 +102,7 @@ def shared_prefix_attention(
     prefix_probs = probs[..., :prefix_len].transpose(0, 1).reshape(kv_heads, rows * groups, prefix_len)
     out = torch.bmm(prefix_probs, prefix_value).view(kv_heads, rows, groups, dim).transpose(0, 1)
     out = out + torch.matmul(probs[..., prefix_len:], value)
-    return out.reshape(rows, 1, q_heads, dim), None
+    return out.reshape(rows, 1, q_heads, dim)
 
 
 def register() -> None:
