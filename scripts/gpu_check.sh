@@ -64,7 +64,7 @@ from mcu_exp.llm.factory import build_backend
 def main() -> None:  # vLLM starts its engine in a spawned process: never at import time
     backend, base_url = sys.argv[1], sys.argv[2] or None
     cfg = ModelConfig(name="gpu-check", backend=backend, model_id=os.environ["MODEL"], base_url=base_url,
-                      max_model_len=int(os.environ["MAX_MODEL_LEN"]), n_per_request=16, max_concurrency=32,
+                      settings={"max_model_len": int(os.environ["MAX_MODEL_LEN"])}, n_per_request=16, max_concurrency=32,
                       dtype=os.environ["DTYPE"],
                       quirks={"engine_args": {"enforce_eager": True, "enable_chunked_prefill": False,
                                               "max_num_batched_tokens": int(os.environ["MAX_MODEL_LEN"])}}

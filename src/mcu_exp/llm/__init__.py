@@ -3,10 +3,11 @@
 Importing this package is light: torch and transformers load only when a local model does.
 """
 
-from mcu_exp.llm.cache import GenerationCache, sample_key
+from mcu_exp.llm.cache import GenerationCache
+from mcu_exp.llm.cache_keys import sample_key
 from mcu_exp.llm.contract import Backend, GenerationRequest, GenerationResult, Message, Sample, SampleJob
 from mcu_exp.llm.errors import BackendError, UnknownBackendError
-from mcu_exp.llm.factory import KNOWN_BACKENDS, backend_identity, build_backend
+from mcu_exp.llm.factory import KNOWN_BACKENDS, backend_identity, build_backend, capabilities
 from mcu_exp.llm.generator import CachedGenerator, request_for, sum_usage
 from mcu_exp.llm.local import LocalBackend
 
@@ -25,6 +26,7 @@ __all__ = [
     "UnknownBackendError",
     "backend_identity",
     "build_backend",
+    "capabilities",
     "request_for",
     "sample_key",
     "sum_usage",

@@ -145,9 +145,9 @@ def test_batch_dir_records_batches_where_the_config_says(server: BatchServer, tm
     [
         (
             {"backend": "openai_compatible", "base_url": "http://127.0.0.1:1/v1"},
-            "needs backend openai, anthropic or google",
+            "backend 'openai_compatible' declares no batch API",
         ),
-        ({"backend": "local"}, "needs backend openai, anthropic or google"),
+        ({"backend": "local"}, "backend 'local' declares no batch API"),
         ({"batch_discount": 0.0}, "batch_discount=0.0 must be in"),
         ({"batch_poll_s": 0.0}, "batch_poll_s must be > 0"),
     ],

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm.contract import GenerationRequest, Message
-from mcu_exp.llm.factory import backend_identity
+from mcu_exp.llm.factory import backend_identity, settings
 from mcu_exp.llm.providers import anthropic as anthropic_p
 from mcu_exp.llm.providers import google as google_p
 from mcu_exp.llm.providers import openai as openai_p
@@ -223,7 +223,8 @@ def test_every_model_config_is_valid_and_keys_on_the_model(name: str) -> None:
         assert m.price_input_per_mtok and m.price_output_per_mtok  # cost previews need them
         assert "as of" in (CONF / f"{name}.yaml").read_text()
     else:
-        assert m.backend == "vllm" and m.tensor_parallel_size >= 1 and m.max_model_len
+        own = settings(m)  # vllm's own settings, typed from the YAML's `settings:`
+        assert m.backend == "vllm" and own.tensor_parallel_size >= 1 and own.max_model_len
 
 
 def test_identity_leaves_out_key_limits_and_official_base_url() -> None:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from mcu_exp.llm.cache import request_parts, sample_key
+from mcu_exp.llm.cache_keys import request_parts, sample_key
 from mcu_exp.llm.contract import GenerationRequest, Sample, SampleJob
 from mcu_exp.llm.providers._batch_api import BatchApi, BatchState, ItemOutcome, custom_id, new_tag
 from mcu_exp.llm.providers._batch_calls import BatchCalls

@@ -1,4 +1,7 @@
-"""Checks and prices of ``model.batch`` that need no client (the factory and the preview use them)."""
+"""Checks and prices of ``model.batch`` that need no client (the factory and the preview use them).
+
+Whether a backend has a batch API is its own declaration (``Provider.create_batch``), not a
+list kept here."""
 
 from __future__ import annotations
 
@@ -8,8 +11,7 @@ from mcu_exp.llm.errors import BackendError
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
-
-BATCH_BACKENDS = ("openai", "anthropic", "google")
+    from mcu_exp.llm.providers._spec import Provider
 
 
 def batch_on(cfg: ModelConfig) -> bool:
@@ -22,14 +24,15 @@ def price_factor(cfg: ModelConfig) -> float:
     return float(cfg.batch_discount) if batch_on(cfg) else 1.0
 
 
-def check_batch(cfg: ModelConfig) -> None:
-    """Raise a one-line :class:`BackendError` when ``model.batch`` cannot apply to ``cfg``."""
+def check_batch(cfg: ModelConfig, provider: Provider) -> None:
+    """Raise a one-line :class:`BackendError` when ``model.batch`` cannot apply to ``cfg``
+    (served by ``provider``)."""
     if not batch_on(cfg):
         return
-    if str(cfg.backend) not in BATCH_BACKENDS:
+    if not provider.capabilities.batch:
         raise BackendError(
-            f"model '{cfg.name}': model.batch=true needs backend openai, anthropic or google "
-            f"(got {cfg.backend!r}); set model.batch=false"
+            f"model '{cfg.name}': model.batch=true but backend {provider.name!r} declares no batch API; "
+            "set model.batch=false"
         )
     discount = float(cfg.batch_discount)
     if not 0.0 < discount <= 1.0:

@@ -35,6 +35,7 @@ from mcu_exp.llm.providers._common import (
 )
 from mcu_exp.llm.providers._errors import MalformedResponse
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
+from mcu_exp.llm.providers._spec import Provider
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
@@ -198,15 +199,26 @@ def identity(cfg: ModelConfig) -> dict[str, Any]:
     return remote_identity(cfg, "anthropic")
 
 
-def create_backend(
-    cfg: ModelConfig, *, progress: bool = True, cache_dir: str | None = None
-) -> RemoteBackend | BatchBackend:
-    """The ``anthropic`` backend: key from ``api_key_env`` (default ANTHROPIC_API_KEY); Message
-    Batches when ``model.batch`` (its batches recorded in ``cache_dir``)."""
-    if bool(getattr(cfg, "batch", False)):
-        api = AnthropicBatchApi(cfg)
-        secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "anthropic")
-        return BatchBackend(cfg, api, secret, identity(cfg), progress=progress, store_dir=cache_dir)
+def create_backend(cfg: ModelConfig, *, progress: bool = True) -> RemoteBackend:
+    """The ``anthropic`` backend: key from ``api_key_env`` (default ANTHROPIC_API_KEY)."""
     provider = AnthropicProvider(cfg)
     secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "anthropic")
     return RemoteBackend(cfg, provider, secret, identity(cfg), progress=progress)
+
+
+def create_batch_backend(cfg: ModelConfig, *, progress: bool = True, cache_dir: str | None = None) -> BatchBackend:
+    """The ``anthropic`` backend through Message Batches (``model.batch``), its batches recorded in ``cache_dir``."""
+    api = AnthropicBatchApi(cfg)
+    secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "anthropic")
+    return BatchBackend(cfg, api, secret, identity(cfg), progress=progress, store_dir=cache_dir)
+
+
+PROVIDER = Provider(
+    name="anthropic",
+    create=create_backend,
+    create_batch=create_batch_backend,
+    identity=identity,
+    extra="api",
+    sdk=("anthropic",),
+    key_envs=DEFAULT_KEY_ENVS,
+)

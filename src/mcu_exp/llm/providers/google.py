@@ -32,6 +32,7 @@ from mcu_exp.llm.providers._common import (
 )
 from mcu_exp.llm.providers._errors import MalformedResponse
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
+from mcu_exp.llm.providers._spec import Provider
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
@@ -252,15 +253,26 @@ def identity(cfg: ModelConfig) -> dict[str, Any]:
     return remote_identity(cfg, "google")
 
 
-def create_backend(
-    cfg: ModelConfig, *, progress: bool = True, cache_dir: str | None = None
-) -> RemoteBackend | BatchBackend:
-    """The ``google`` backend: key from ``api_key_env`` (default GEMINI_API_KEY, then GOOGLE_API_KEY);
-    batch mode when ``model.batch`` (its batches recorded in ``cache_dir``)."""
-    if bool(getattr(cfg, "batch", False)):
-        api = GoogleBatchApi(cfg)
-        secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "google")
-        return BatchBackend(cfg, api, secret, identity(cfg), progress=progress, store_dir=cache_dir)
+def create_backend(cfg: ModelConfig, *, progress: bool = True) -> RemoteBackend:
+    """The ``google`` backend: key from ``api_key_env`` (default GEMINI_API_KEY, then GOOGLE_API_KEY)."""
     provider = GoogleProvider(cfg)
     secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "google")
     return RemoteBackend(cfg, provider, secret, identity(cfg), progress=progress)
+
+
+def create_batch_backend(cfg: ModelConfig, *, progress: bool = True, cache_dir: str | None = None) -> BatchBackend:
+    """The ``google`` backend through its batch mode (``model.batch``), its batches recorded in ``cache_dir``."""
+    api = GoogleBatchApi(cfg)
+    secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "google")
+    return BatchBackend(cfg, api, secret, identity(cfg), progress=progress, store_dir=cache_dir)
+
+
+PROVIDER = Provider(
+    name="google",
+    create=create_backend,
+    create_batch=create_batch_backend,
+    identity=identity,
+    extra="api",
+    sdk=("google.genai",),
+    key_envs=DEFAULT_KEY_ENVS,
+)

@@ -36,6 +36,7 @@ from mcu_exp.llm.providers._common import (
 )
 from mcu_exp.llm.providers._errors import MalformedResponse
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
+from mcu_exp.llm.providers._spec import Provider
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
@@ -228,15 +229,26 @@ def identity(cfg: ModelConfig) -> dict[str, Any]:
     return remote_identity(cfg, "openai")
 
 
-def create_backend(
-    cfg: ModelConfig, *, progress: bool = True, cache_dir: str | None = None
-) -> RemoteBackend | BatchBackend:
-    """The ``openai`` backend: key from ``api_key_env`` (default OPENAI_API_KEY); the Batch API
-    when ``model.batch`` (its batches recorded in ``cache_dir``)."""
-    if bool(getattr(cfg, "batch", False)):
-        api = OpenAIBatchApi(cfg)
-        secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "openai")
-        return BatchBackend(cfg, api, secret, identity(cfg), progress=progress, store_dir=cache_dir)
+def create_backend(cfg: ModelConfig, *, progress: bool = True) -> RemoteBackend:
+    """The ``openai`` backend: key from ``api_key_env`` (default OPENAI_API_KEY)."""
     provider = OpenAIProvider(cfg, "openai", cfg.base_url)
     secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "openai")
     return RemoteBackend(cfg, provider, secret, identity(cfg), progress=progress)
+
+
+def create_batch_backend(cfg: ModelConfig, *, progress: bool = True, cache_dir: str | None = None) -> BatchBackend:
+    """The ``openai`` backend through the Batch API (``model.batch``), its batches recorded in ``cache_dir``."""
+    api = OpenAIBatchApi(cfg)
+    secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "openai")
+    return BatchBackend(cfg, api, secret, identity(cfg), progress=progress, store_dir=cache_dir)
+
+
+PROVIDER = Provider(
+    name="openai",
+    create=create_backend,
+    create_batch=create_batch_backend,
+    identity=identity,
+    extra="api",
+    sdk=("openai",),
+    key_envs=DEFAULT_KEY_ENVS,
+)

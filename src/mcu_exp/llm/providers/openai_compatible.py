@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from mcu_exp.llm.providers._common import remote_identity, resolve_api_key
 from mcu_exp.llm.providers._errors import BackendError
 from mcu_exp.llm.providers._runner import RemoteBackend
+from mcu_exp.llm.providers._spec import Provider
 from mcu_exp.llm.providers.openai import OpenAIProvider
 
 if TYPE_CHECKING:
@@ -35,3 +36,13 @@ def create_backend(cfg: ModelConfig, *, progress: bool = True) -> RemoteBackend:
     env = cfg.api_key_env
     secret = resolve_api_key(cfg, (env,), "openai_compatible") if env else None
     return RemoteBackend(cfg, provider, secret, identity(cfg), progress=progress)
+
+
+PROVIDER = Provider(
+    name="openai_compatible",
+    create=create_backend,
+    identity=identity,
+    extra="api",
+    sdk=("openai",),
+    base_url="required",
+)

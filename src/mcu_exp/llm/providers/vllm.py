@@ -26,6 +26,7 @@ import gc
 import json
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,7 @@ from mcu_exp.llm.providers._common import (
     truncate_at_stop,
 )
 from mcu_exp.llm.providers._errors import BackendError
+from mcu_exp.llm.providers._spec import Provider, typed_settings
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
@@ -62,6 +64,14 @@ RUNTIME_ENGINE_ARGS = frozenset(
     }
 )
 _FINISH = {"stop": "stop", "length": "length"}
+
+
+@dataclass
+class Settings:
+    """vLLM's own settings (``model.settings``): GPUs per model and the context length."""
+
+    tensor_parallel_size: int = 1  # GPUs per model (the 13-15B configs: one 80 GB GPU or 2 x 40 GB)
+    max_model_len: int | None = None  # context length; None: the model's own
 
 
 def sampling_kwargs(request: GenerationRequest, cfg: ModelConfig, index: int) -> dict[str, Any]:
@@ -120,13 +130,14 @@ def engine_kwargs(cfg: ModelConfig) -> dict[str, Any]:
     """``vllm.LLM(...)`` arguments: model (a GGUF model's converted folder), tensor parallelism,
     context length, dtype, quirks."""
     q = quirks(cfg)
+    own = typed_settings(PROVIDER, cfg)
     gguf = bool(cfg.gguf_file)
     engine: dict[str, Any] = {
         "model": str(converted_model(cfg)) if gguf else str(cfg.model_id),
-        "tensor_parallel_size": int(cfg.tensor_parallel_size),
+        "tensor_parallel_size": int(own.tensor_parallel_size),
     }
-    if cfg.max_model_len:
-        engine["max_model_len"] = int(cfg.max_model_len)
+    if own.max_model_len:
+        engine["max_model_len"] = int(own.max_model_len)
     if gguf:
         engine["dtype"] = gguf_dtype(cfg)
     elif cfg.dtype != "auto":
@@ -271,3 +282,14 @@ def identity(cfg: ModelConfig) -> dict[str, Any]:
 def create_backend(cfg: ModelConfig, *, progress: bool = True) -> VLLMBackend:
     """The ``vllm`` backend (needs vLLM's environment, ``make vllm-env``; see docs/remote-backends.md)."""
     return VLLMBackend(cfg, progress=progress)
+
+
+PROVIDER = Provider(
+    name="vllm",
+    create=create_backend,
+    identity=identity,
+    in_process=True,
+    extra="vllm",
+    sdk=("vllm",),
+    settings=Settings,
+)
