@@ -84,6 +84,9 @@ def description(title: str, verdict: str, facts: dict[str, Any]) -> str:
     config = "; ".join(f"{k} {v}" for k, v in facts.items() if v not in (None, ""))
     return (
         f"**{title}**\n\n{verdict}\n\nConfiguration: {config}.\n\n"
-        "Charts `sens.<grid>_x1000.<metric>` plot a metric against the threshold, ε or θ "
-        "in thousandths (step 596 = 0.596); the artifacts `sensitivity_*.csv` hold the exact grid."
+        "Sort the runs by `f1_minus_always_ci_low` (ΔF1 against always-1, lower bound), then "
+        "`auc_score_ci_low`; ✓/✗ in the tags `mcu.beats_always` and `mcu.beats_chance`. "
+        "Charts `sensitivity/<metric>_vs_<grid>_milli[.<scorer>]` plot a metric against the threshold "
+        "(of that scorer), ε or θ in thousandths (step 596 = 0.596); the artifacts `sensitivity_*.csv` "
+        "hold the exact grid."
     )

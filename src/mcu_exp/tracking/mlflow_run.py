@@ -25,10 +25,12 @@ from mcu_exp.config import TrackingConfig
 from mcu_exp.names import TAG_DEBUG
 from mcu_exp.pid_space import pid_space
 from mcu_exp.redact import is_secret_key, redact_text
-from mcu_exp.tracking import shared
+from mcu_exp.tracking import headline, shared
 from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location, is_local_store
+from mcu_exp.tracking.naming import unique_name
 from mcu_exp.tracking.reserve import Reserve, release_stale
 from mcu_exp.tracking.sweep import PARENT_TAG, job_parent
+from mcu_exp.tracking.ui_view import set_headline_view
 
 log = logging.getLogger(__name__)
 
@@ -214,12 +216,18 @@ class RunLogger:
     """Thin handle on an active MLflow run (or a no-op when tracking is off)."""
 
     def __init__(
-        self, client: Any | None, run_id: str | None, uri: str | None, artifacts: RunArtifacts | None = None
+        self,
+        client: Any | None,
+        run_id: str | None,
+        uri: str | None,
+        artifacts: RunArtifacts | None = None,
+        scorer: str | None = None,
     ) -> None:
-        self.client = client
+        self.client: Any = client  # None when tracking is off (see active)
         self.run_id = run_id
         self.uri = uri
         self.artifacts = artifacts
+        self.scorer = scorer  # named in the threshold charts' keys (headline.chart_key)
 
     @property
     def active(self) -> bool:
@@ -252,6 +260,17 @@ class RunLogger:
         for i in range(0, len(items), 1000):
             self.client.log_batch(self.run_id, metrics=items[i : i + 1000])
 
+    def log_headline(
+        self, metrics: Mapping[str, Any], groups: list[str], series: Mapping[str, list[tuple[int, float]]]
+    ) -> None:
+        """What MLflow shows of a job's ``metrics`` (:mod:`mcu_exp.tracking.headline`): the
+        headline set and the sensitivity ``series`` (keyed by :func:`~headline.chart_key`) as
+        metrics, the data's descriptors as ``result.*`` params, the verdict as ✓/✗ tags."""
+        charts = {headline.chart_key(k, self.scorer): v for k, v in series.items()}
+        self.log_metrics_and_series(headline.headline(metrics, groups, series=len(charts)), charts)
+        self.log_params(headline.descriptor_params(metrics))
+        self.set_tags(headline.verdict_tags(metrics))
+
     def log_inputs(self, datasets: list[Any]) -> None:
         """MLflow dataset inputs (``DatasetInput``), shown in the run's Datasets panel. Their
         dataset rows are shared with the experiment's other runs (:mod:`mcu_exp.tracking.shared`)."""
@@ -283,7 +302,8 @@ class RunLogger:
 
 def open_experiment(tracking: Any, outputs: str, debug: bool = False) -> tuple[Any, str, str, str]:
     """A client on the store, and the store's URI, the id and the name of the run's
-    experiment (:func:`experiment_name`), created on first use."""
+    experiment (:func:`experiment_name`), created on first use with the UI's headline view
+    (:func:`mcu_exp.tracking.ui_view.set_headline_view`)."""
     from mlflow.tracking import MlflowClient
 
     uri = tracking_uri(tracking, outputs)
@@ -291,6 +311,7 @@ def open_experiment(tracking: Any, outputs: str, debug: bool = False) -> tuple[A
     with store_lock(uri):  # MlflowClient() itself creates the schema of a new SQLite store
         client = MlflowClient(tracking_uri=uri)
         exp_id = shared.create_experiment(client, name, artifact_location(name, uri))
+        set_headline_view(client, exp_id)
     return client, uri, exp_id, name
 
 
@@ -301,7 +322,8 @@ def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str, tags: Mapp
     it FINISHED, or FAILED (then re-raise) if the job fails. In a sweep the run is a child of
     the sweep's parent run (:mod:`mcu_exp.tracking.sweep`). The run is tagged with this host,
     process id and PID space (:func:`owner_tags`); runs of the experiment that a killed process
-    left RUNNING are first marked KILLED (:func:`mark_stale_runs`)."""
+    left RUNNING are first marked KILLED (:func:`mark_stale_runs`). A name the experiment
+    already holds gets a `` #k`` suffix (:func:`mcu_exp.tracking.naming.unique_name`)."""
     if not tracking.enabled:
         yield RunLogger(None, None, None)
         return
@@ -316,12 +338,13 @@ def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str, tags: Mapp
         owner[PARENT_TAG] = str(parent["run_id"])
     room = Reserve(uri)  # the disk may fill during the job: keep room to record how it ended
     try:
-        run = client.create_run(exp_id, run_name=run_name, tags={**tags, **owner})
+        run = client.create_run(exp_id, run_name=unique_name(client, exp_id, run_name), tags={**tags, **owner})
     except BaseException:
         room.release()
         raise
     room.name(run.info.run_id)
-    logger = RunLogger(client, run.info.run_id, uri, RunArtifacts(client, run.info.run_id, run.info.artifact_uri))
+    artifacts = RunArtifacts(client, run.info.run_id, run.info.artifact_uri)
+    logger = RunLogger(client, run.info.run_id, uri, artifacts, scorer=tags.get("mcu.scorer"))
     monitor = system_monitor(run.info.run_id, uri) if getattr(tracking, "system_metrics", False) else None
     try:
         yield logger
@@ -357,6 +380,6 @@ def system_monitor(run_id: str, uri: str) -> Any:
     """MLflow's sampler of CPU, memory, disk and GPU use, started for run ``run_id``."""
     from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
 
-    monitor = SystemMetricsMonitor(run_id, tracking_uri=uri)
-    monitor.start()
+    monitor = SystemMetricsMonitor(run_id, tracking_uri=uri)  # type: ignore[no-untyped-call]
+    monitor.start()  # type: ignore[no-untyped-call]
     return monitor

@@ -1,0 +1,96 @@
+"""One finished job's results in a notebook, from a local store without a server.
+
+``MlflowClient("sqlite:///…/mlflow.db").list_artifacts(run_id)`` fails on this project's local
+stores ("When an mlflow-artifacts URI was supplied, the tracking URI must be a valid http or
+https URI"): their runs record artifact locations relative to the store
+(:mod:`mcu_exp.tracking.artifacts`), which only a server or this project's own readers
+resolve. :func:`load_run` is that reader for a notebook::
+
+    import mcu_exp
+    run = mcu_exp.load_run("4f1c…")        # $MLFLOW_TRACKING_URI, else outputs/mlflow.db
+    run.per_program.head()                  # one row per program: human label, score, label, …
+    run.metrics["f1_minus_always_ci_low"]   # every metric of metrics.json
+    run.config["decision"]["epsilon"]       # the resolved config the job ran with
+
+It works the same on a tracking server (``tracking_uri="http://…"``), downloading the files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcu_exp.names import CONFIG_FILE, METRICS_FILE, PER_PROGRAM_FILE, PROGRAM_ID, RESULTS_DIR
+
+
+class RunNotFound(LookupError):
+    """A run :func:`load_run` cannot read; the message is one line."""
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """A finished job: its per-program table (index ``program_id``), every metric
+    (``metrics.json`` over the run's MLflow metrics; undefined ones NaN), the resolved config
+    (``config.yaml``; the flat MLflow params when the run has none), params and tags."""
+
+    run_id: str
+    name: str
+    experiment: str
+    status: str
+    per_program: Any  # pandas.DataFrame
+    metrics: dict[str, float]
+    config: dict[str, Any]
+    params: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def _artifact(artifacts: Any, name: str, dst: Path) -> Path | None:
+    """A run file at the artifact root or under ``results/``."""
+    found: Path | None = artifacts.get(name, dst) or artifacts.get(f"{RESULTS_DIR}/{name}", dst)
+    return found
+
+
+def load_run(run_id: str, tracking_uri: str | None = None) -> LoadedRun:
+    """Run ``run_id`` of the store at ``tracking_uri`` (default: ``$MLFLOW_TRACKING_URI``,
+    else ``<outputs>/mlflow.db`` as ``mcu-exp report`` finds it): a local SQLite store is read
+    directly, no server needed; a server's files are downloaded. :class:`RunNotFound` when the
+    store, the run or its per-program table is missing."""
+    import pandas as pd
+    import yaml
+
+    from mcu_exp.report.cli import default_tracking_uri
+    from mcu_exp.tracking.artifacts import RunArtifacts, RunLookupError, fetch_run
+
+    uri = tracking_uri or default_tracking_uri()
+    try:
+        client, run = fetch_run(uri, run_id)
+    except RunLookupError as exc:
+        raise RunNotFound(f"run {run_id!r} in {uri}: {exc}") from None
+    artifacts = RunArtifacts(client, run_id, run.info.artifact_uri)
+    with tempfile.TemporaryDirectory(prefix="mcu-load-") as tmp:
+        table = _artifact(artifacts, PER_PROGRAM_FILE, Path(tmp))
+        if table is None:
+            raise RunNotFound(f"run {run_id} has no {PER_PROGRAM_FILE} (is it a finished job of mcu-exp?)")
+        per_program = pd.read_csv(table, dtype={PROGRAM_ID: str}).set_index(PROGRAM_ID)
+        metrics: dict[str, float] = dict(run.data.metrics)
+        saved = _artifact(artifacts, METRICS_FILE, Path(tmp))
+        if saved is not None:
+            metrics.update({k: math.nan if v is None else float(v) for k, v in json.loads(saved.read_text()).items()})
+        config_file = _artifact(artifacts, CONFIG_FILE, Path(tmp))
+        config = yaml.safe_load(config_file.read_text()) if config_file is not None else dict(run.data.params)
+    experiment = client.get_experiment(run.info.experiment_id)
+    return LoadedRun(
+        run_id=run_id,
+        name=str(run.info.run_name or run_id),
+        experiment=str(experiment.name) if experiment is not None else "",
+        status=str(run.info.status),
+        per_program=per_program,
+        metrics=metrics,
+        config=config if isinstance(config, dict) else {},
+        params=dict(run.data.params),
+        tags=dict(run.data.tags),
+    )

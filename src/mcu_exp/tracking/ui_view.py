@@ -1,0 +1,98 @@
+"""What the MLflow UI opens on: the headline columns, the runs sorted by the headline, and
+a sweep's parent run carrying its best job's headline.
+
+MLflow (3.x) has no per-experiment default for the runs table's columns or sort: a new
+browser opens every experiment on the same few attribute columns, sorted by start time, and
+remembers a user's choices in that browser only. What it does offer is a *shared view*: an
+experiment tag ``mlflow.sharedViewState.<key>`` holding the table's state (columns, sort,
+filter), opened by the URL ``#/experiments/<id>?viewStateShareKey=<key>``. Every experiment
+this project writes to gets the view :data:`VIEW_KEY` (:func:`headline_view`), and
+:func:`view_url` builds its link. The share cannot expand a parent run's children (MLflow
+leaves that out of shared state), so a sweep's parent row carries its best job's headline
+metrics (:func:`log_best_child`) and the job runs show when it is expanded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from mcu_exp.tracking.headline import SORT_BY, SORT_KEYS
+
+VIEW_KEY = "headline"
+VIEW_TAG = "mlflow.sharedViewState."  # MLflow's prefix of a shared view's experiment tag
+BEST_RUN_TAG, BEST_NAME_TAG = "mcu.best_run", "mcu.best_run_name"
+COLUMNS = (
+    ("metrics", "f1_minus_always"),
+    ("metrics", "f1_minus_always_ci_low"),
+    ("metrics", "auc_score_ci_low"),
+    ("metrics", "f1"),
+    ("metrics", "baseline_always_f1"),
+    ("metrics", "auc_score"),
+    ("tags", "mcu.beats_always"),
+    ("tags", "mcu.beats_chance"),
+)
+THEN_BY = "auc_score_ci_low"  # ties of the headline's lower bound
+
+
+def column(kind: str, key: str) -> str:
+    """A runs-table column id as MLflow's UI writes it: ``metrics.`f1```."""
+    return f"{kind}.`{key}`"
+
+
+def headline_view() -> dict[str, Any]:
+    """The shared view's state: the headline columns, runs sorted by ΔF1's lower bound."""
+    return {
+        "orderByKey": column("metrics", SORT_BY),
+        "orderByAsc": False,
+        "selectedColumns": [column(kind, key) for kind, key in COLUMNS],
+    }
+
+
+def set_headline_view(client: Any, experiment_id: str) -> None:
+    """Give the experiment the shared view :data:`VIEW_KEY` (once; an unchanged tag is not rewritten)."""
+    value = json.dumps(headline_view())
+    tag = VIEW_TAG + VIEW_KEY
+    if client.get_experiment(experiment_id).tags.get(tag) != value:
+        client.set_experiment_tag(experiment_id, tag, value)
+
+
+def view_url(ui: str, experiment_id: str) -> str:
+    """The link that opens the experiment on the headline view (``ui``: the UI's base URL)."""
+    return f"{ui.rstrip('/')}/#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}"
+
+
+def _rank(metrics: dict[str, float]) -> tuple[float, float]:
+    """A run's place in the headline order: ΔF1's lower bound, then AUC (score)'s (NaN last)."""
+
+    def number(key: str) -> float:
+        value = metrics.get(key, math.nan)
+        return -math.inf if math.isnan(value) else value
+
+    return number(SORT_BY), number(THEN_BY)
+
+
+def best_child(children: Sequence[Any]) -> Any | None:
+    """The finished job run first in the headline order (None when none finished with one)."""
+    done = [r for r in children if r.info.status == "FINISHED" and SORT_BY in r.data.metrics]
+    return max(done, key=lambda r: _rank(r.data.metrics), default=None)
+
+
+def log_best_child(client: Any, parent_id: str, children: Sequence[Any]) -> Any | None:
+    """Give a sweep's parent run its best job's headline metrics (:data:`SORT_KEYS`, F1, the
+    always-1 baseline, AUC (score)) and tags naming that job (``mcu.best_run``,
+    ``mcu.best_run_name``) and its ✓/✗; return the best run (None: no job finished)."""
+    from mlflow.entities import Metric, RunTag
+
+    best = best_child(children)
+    if best is None:
+        return None
+    keys = dict.fromkeys([*SORT_KEYS, *(key for kind, key in COLUMNS if kind == "metrics")])
+    found = best.data.metrics
+    metrics = [Metric(k, float(found[k]), 0, 0) for k in keys if k in found]
+    tags = {BEST_RUN_TAG: best.info.run_id, BEST_NAME_TAG: str(best.info.run_name)}
+    tags.update({key: best.data.tags[key] for kind, key in COLUMNS if kind == "tags" and key in best.data.tags})
+    client.log_batch(parent_id, metrics=metrics, tags=[RunTag(k, v) for k, v in tags.items()])
+    return best
