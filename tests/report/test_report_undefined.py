@@ -1,6 +1,6 @@
 """Undefined metrics (NaN: an AUC with one class, a precision with no predicted positive)
 reach MLflow as NaN and read "undefined" in every report table; a metric a run never logged
-reads "—". Class-size warnings and verdicts become notes of their row. Real MLflow."""
+reads "—". Class-size warnings become notes of their row, verdicts a column. Real MLflow."""
 
 from __future__ import annotations
 
@@ -85,8 +85,10 @@ def test_report_shows_undefined_as_a_word_and_missing_as_a_dash(store: Store, tm
     assert groups["0.1"]["AUC all"] == UNDEFINED
     assert "readers: all; label: mean ABU50 ≥ 0.5" in main
     assert "smollm2-135m · p1 · ε=0.1: class size warning: the Low class has 2 programs (under 5)" in main
-    assert "smollm2-135m · p1 · ε=0.1: verdict: No evidence of alignment" in main
-    assert "ε=0.2: class size" not in main and "ε=0.2: verdict" not in main
+    assert "ε=0.2: class size" not in main
+    assert "verdict: No evidence" not in main  # the verdict is a column, not a note per row
+    assert rows["0.1"]["verdict"] == "? F1 · ? AUC"  # F1's lower bound and the AUC undefined
+    assert rows["0.2"]["verdict"] == "✗ F1 · ✗ AUC"  # 60.0% < 68.4%; AUC (score)'s bound is 0.5
     page = (out / "report.html").read_text()
     assert f"<td>{UNDEFINED}</td>" in page and "class size warning: the Low class" in page
 
@@ -94,6 +96,7 @@ def test_report_shows_undefined_as_a_word_and_missing_as_a_dash(store: Store, tm
         summary = {row["run_id"]: row for row in csv.DictReader(handle)}
     assert summary[one_class]["auc_binary"] == "NaN" and summary[one_class]["auc_score"] == ""
     assert summary[one_class]["f1"] == "0.7" and "auc_binary" in summary[one_class]["undefined"]
+    assert summary[one_class]["verdict"].startswith("No evidence of alignment")  # the sentence, in the CSV
 
 
 def test_report_shows_correlations_and_the_permutation_p_value(store: Store, tmp_path: Path) -> None:

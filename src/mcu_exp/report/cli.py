@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mcu_exp.names import EPSILON_GRID, MEASURES_FILE, TAG_DEBUG, THETA_GRID, THRESHOLD_GRID
+from mcu_exp.registry import load_plugins
 
 REPORT_KIND = "report"
 SWEEP_KIND = "sweep"  # a multirun's parent run (mcu_exp.tracking.sweep.KIND_SWEEP; that module imports Hydra)
@@ -195,9 +196,11 @@ def make_report(
     title: str | None = None,
     log: bool = True,
     include_debug: bool = False,
+    echo: bool = False,
 ) -> Path:
     """Write the report of the selected runs to ``out``; return the folder. Debug runs (tag
-    ``mcu.debug=true``) are skipped, and counted, unless ``include_debug``."""
+    ``mcu.debug=true``) are skipped, and counted, unless ``include_debug``; ``echo`` prints the
+    report's opening (the ranked configurations and the answer) on the terminal."""
     import tempfile
 
     from mlflow.tracking import MlflowClient
@@ -205,6 +208,7 @@ def make_report(
     from mcu_exp.report import ceiling, comparisons, display, measures, tables
     from mcu_exp.report.figures import curve_keys, report_figures
     from mcu_exp.report.html import Figure, ReportDocument, Section, render_html, render_markdown
+    from mcu_exp.report.lead import VERDICT_CAPTION, lead, print_lead
     from mcu_exp.report.sources import RunFiles
 
     check_store(uri)
@@ -256,7 +260,11 @@ def make_report(
 
     sweeps = sorted({s for s in frame["sweep"] if s})
     label = sweep or (sweeps[0] if len(sweeps) == 1 else "+".join(ids.values()))
+    opening = lead(summary, keys)
+    if echo:
+        print_lead(opening)
     doc = ReportDocument(
+        lead=opening,
         title=title or f"mcu_exp report · {label}",
         facts={
             "tracking URI": uri,
@@ -273,7 +281,7 @@ def make_report(
                 display.display_table(summary, keys),
                 f"{display.scope(rows)}. Value [95 % stratified bootstrap CI] against these human labels; "
                 "n: programs. F1 always-1: label every program understandable; F1 random: prevalence-matched "
-                "random labeller (expected value)." + ceiling.caption(summary),
+                f"random labeller (expected value). {VERDICT_CAPTION}" + ceiling.caption(summary),
                 [*display.row_notes(summary, keys), *filter(None, [display.name_settings_note(hidden)])],
             ),
             Section(
@@ -355,6 +363,7 @@ def log_report(client: Any, experiment_id: str, label: str, selection: str, n_ru
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of ``mcu-exp report``."""
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    load_plugins()  # metrics (and rules) a plugin package adds are known by name here too
     uri = args.tracking_uri or default_tracking_uri()
     try:
         out = make_report(
@@ -367,6 +376,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.title,
             log=not args.no_log,
             include_debug=args.debug,
+            echo=True,
         )
     except ReportError as exc:
         print(f"mcu-exp report: error: {exc}", file=sys.stderr)

@@ -19,6 +19,7 @@ from mcu_exp.names import ALL_READERS, UNDEFINED, VS_REFERENCE_PREFIX
 from mcu_exp.report import ceiling
 from mcu_exp.report.columns import UNDEFINED_COLUMN, main_metrics, vs_reference_metrics, with_ci
 from mcu_exp.report.identity import PARAM_PREFIX, key_header, key_text, row_label
+from mcu_exp.report.ranking import headline, verdict_marks
 
 MISSING = "—"
 BASELINE_HEADERS = {ALWAYS: "always-1", RANDOM: "random"}  # after the metric's header
@@ -75,7 +76,8 @@ def p_text(number: float | None) -> str:
 
 
 def display_table(summary: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """:func:`~mcu_exp.report.tables.summary_table` as text cells: the keys, runs, n, each
+    """:func:`~mcu_exp.report.tables.summary_table` as text cells: the keys, runs, n, the verdict
+    ("✗ F1 · ✓ AUC", :func:`mcu_exp.report.ranking.verdict_marks`), each
     metric with its CI ("67.7% [58.1%, 77.4%]", AUCs with 3 decimals), the baselines of the
     headline metric (F1) right after it (so they sit beside it, not at the far end of a wide
     table), and "F1 vs reference" (…) columns when the runs logged them; headers and formats come
@@ -83,6 +85,7 @@ def display_table(summary: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     table = pd.DataFrame({key_header(k): [key_text(k, v) for v in summary[k]] for k in keys})
     table["runs"] = [count_text(float(v)) for v in summary["runs"]]
     table["n"] = [count_text(value(row, "n")) for _, row in summary.iterrows()]
+    table["verdict"] = [verdict_marks(headline(row.to_dict())) for _, row in summary.iterrows()]
     for name in main_metrics():
         if name in summary.columns and _shown(summary, name):
             table[header(name)] = _cells(summary, name)
@@ -185,7 +188,8 @@ def scope(rows: pd.DataFrame) -> str:
 
 
 def row_notes(summary: pd.DataFrame, keys: Sequence[str]) -> list[str]:
-    """Notes under the main table: reruns, and each row's class-size warning and verdict."""
+    """Notes under the main table: reruns, and each row's class-size warning (the verdict is a
+    column of the table, its sentence in ``summary.csv``)."""
     notes = []
     reruns = int((summary["runs"] > 1).sum()) if "runs" in summary.columns else 0
     if reruns:
@@ -201,8 +205,6 @@ def row_notes(summary: pd.DataFrame, keys: Sequence[str]) -> list[str]:
             notes.append(
                 f"{label}: class size warning on the reference proxy's labels: {row['reference_class_warning']}"
             )
-        if row.get("verdict"):
-            notes.append(f"{label}: verdict: {row['verdict']}")
     return notes
 
 

@@ -1,10 +1,12 @@
 """A report as one self-contained HTML page (figures inlined as base64 PNG, no external
 CSS, script or font) and as its Markdown twin, which links the PNG files instead.
 
-Tables are laid out to fit the page: a metric cell's CI goes on a second, smaller line
-under its value and headers wrap, so a configuration's row, baselines included, reads
-without horizontal scrolling (the table still scrolls rather than overflow on a narrow
-window)."""
+The page leads with the answer (:mod:`mcu_exp.report.lead`: the best configuration, whether
+it beats the always-understandable baseline, the ranked configurations). Tables are laid
+out to fit a 1,400 px window inside the page's margins: a metric cell's CI goes on a second,
+smaller line under its value and headers wrap, so a configuration's row, baselines included,
+reads without horizontal scrolling (the table still scrolls rather than overflow on a
+narrow window)."""
 
 from __future__ import annotations
 
@@ -16,19 +18,24 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from mcu_exp.report.display import to_markdown
+from mcu_exp.report.lead import Lead
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1400px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1400px; padding: 0 2rem;
+  box-sizing: border-box; color: #222; }
 h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
 table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0 1rem; }
-th, td { border: 1px solid #ccc; padding: 0.25rem 0.4rem; text-align: right; white-space: nowrap; }
-th { background: #f3f3f3; white-space: normal; vertical-align: bottom; min-width: 3rem; }
+th, td { border: 1px solid #ccc; padding: 0.2rem 0.35rem; text-align: right; white-space: nowrap; }
+th { background: #f3f3f3; white-space: normal; vertical-align: bottom; min-width: 2.5rem; max-width: 7rem; }
 td:first-child, th:first-child { text-align: left; }
 .ci { display: block; font-size: 0.75rem; color: #666; }
 dl { display: grid; grid-template-columns: max-content auto; gap: 0.2rem 1rem; font-size: 0.9rem; }
 dt { font-weight: 600; } figure { margin: 1rem 0; } figcaption { font-size: 0.85rem; color: #555; }
 img { max-width: 100%; border: 1px solid #eee; } .note { font-size: 0.85rem; color: #555; }
 .scroll { overflow-x: auto; }
+.lead { border-left: 4px solid #3b6ea5; background: #f5f8fc; padding: 0.6rem 1rem; margin: 1rem 0 1.5rem; }
+.lead .answer { font-size: 1.1rem; font-weight: 600; margin: 0.2rem 0 0.5rem; }
+.lead ul { margin: 0.2rem 0 0.6rem; padding-left: 1.2rem; }
 """
 
 
@@ -53,13 +60,14 @@ class Figure:
 
 @dataclass
 class ReportDocument:
-    """Everything a report page shows, in order: facts, tables, figures, notes."""
+    """Everything a report page shows, in order: the answer (``lead``), facts, tables, figures, notes."""
 
     title: str
     facts: dict[str, str]
     sections: list[Section]
     figures: list[Figure]
     notes: list[str] = field(default_factory=list)
+    lead: Lead | None = None
 
 
 CI_CELL = re.compile(r"^(?P<value>[^\[]+?) (?P<ci>\[[^\]]*\])$")  # "67.7% [58.1%, 77.4%]"
@@ -97,6 +105,7 @@ def render_html(doc: ReportDocument) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{esc(doc.title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{esc(doc.title)}</h1>",
+        *([lead_html(doc.lead)] if doc.lead is not None else []),
         "<dl>" + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in doc.facts.items()) + "</dl>",
     ]
     for section in doc.sections:
@@ -122,9 +131,34 @@ def render_html(doc: ReportDocument) -> str:
     return "\n".join(parts) + "\n"
 
 
+def lead_html(lead: Lead) -> str:
+    """The opening block: the answer in bold, the best configuration's figures, the ranked table."""
+    esc = html.escape
+    parts = ['<section class="lead" id="answer">', f'<p class="answer">{esc(lead.answer)}</p>']
+    if lead.best:
+        parts.append("<ul>" + "".join(f"<li>{esc(line)}</li>" for line in lead.best) + "</ul>")
+    if not lead.table.empty:
+        parts.append(f'<div class="scroll">{table_html(lead.table)}</div>')
+    if lead.caption:
+        parts.append(f'<p class="note">{esc(lead.caption)}</p>')
+    return "".join(parts) + "</section>"
+
+
+def lead_markdown(lead: Lead) -> list[str]:
+    """The opening block in Markdown (see :func:`lead_html`)."""
+    lines = [f"**{lead.answer}**", ""] + [f"- {line}" for line in lead.best]
+    if not lead.table.empty:
+        lines += ["", to_markdown(lead.table)]
+    if lead.caption:
+        lines.append(f"_{lead.caption}_")
+    return [*lines, ""]
+
+
 def render_markdown(doc: ReportDocument, figure_dir: str = "figures") -> str:
     """The document as Markdown; figures are linked as ``<figure_dir>/<name>``."""
     lines = [f"# {doc.title}", ""]
+    if doc.lead is not None:
+        lines += lead_markdown(doc.lead)
     lines += [f"- **{k}**: {v}" for k, v in doc.facts.items()]
     for section in doc.sections:
         lines += ["", f"## {section.title}", ""]

@@ -43,6 +43,7 @@ from mcu_exp.report.identity import (
     param_columns,
     varying_keys,
 )
+from mcu_exp.report.lead import ranked_columns
 
 __all__ = [  # the frame functions, and what callers of this module also reach through it
     "ALWAYS_SHOWN",
@@ -204,6 +205,10 @@ def summary_table(frame: pd.DataFrame, keys: Sequence[str], extra: Sequence[str]
     table[list(NOTE_COLUMNS)] = table[list(NOTE_COLUMNS)].fillna("")
     table.insert(len(keys) + len(extra) + 1, "run_id", rows.index)
     table.insert(len(keys) + len(extra) + 2, "run_name", rows["run_name"])
+    headline = ranked_columns(table)  # rank, ΔF1 vs always-1 with bounds, the verdict as booleans
+    at = table.columns.get_loc("tau")
+    for offset, column in enumerate(headline.columns):
+        table.insert(at + offset, column, headline[column])
     return table.reset_index(drop=True)
 
 

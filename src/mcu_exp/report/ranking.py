@@ -1,0 +1,196 @@
+"""Which configuration aligns best with the humans, and does it beat the baseline: the headline
+that every summary of several runs leads with (the report's headline block and ranked table,
+``mcu-exp report``'s terminal table; the sweep summary can use the same functions).
+
+Everything works on one run's metrics as a plain mapping (MLflow's ``run.data.metrics``, a
+``metrics.json``, a row of the report's summary), so each summary ranks and words them alike:
+
+* ΔF1 vs always-1 = F1 − the always-understandable baseline's F1 on the same labels with its
+  paired interval (``f1_minus_always``, :mod:`mcu_exp.evaluation.versus_always`; derived from
+  F1 and the baseline for runs that predate the key). F1 *beats* the baseline exactly when
+  ΔF1's lower bound is above 0, the verdict's rule (:mod:`mcu_exp.evaluation.verdict`).
+* AUC (score) with its interval (AUC of the labels for a proxy without a continuous score);
+  it separates the classes when the lower bound is above 0.5.
+* Rank: ΔF1's lower bound, then the AUC's lower bound, both descending; undefined last.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from mcu_exp.evaluation.registry import CHANCE_AUC, PRIMARY, header, metric
+from mcu_exp.evaluation.report import CI_HIGH, CI_LOW
+from mcu_exp.evaluation.versus_always import ALWAYS_F1, KEY, f1_minus_always
+from mcu_exp.names import UNDEFINED
+
+SCORE_AUC, LABEL_AUC = "auc_score", "auc_binary"
+CEILING_KEY, SHARE_KEY = "ceiling.auc_score", "share.auc_score"  # the humans' AUC (score) ceiling, a share of it
+YES, NO, UNKNOWN = "✓", "✗", "?"
+DELTA_F1 = KEY  # ΔF1 vs always-1's key in metrics.json and in summary CSVs (with _ci_low, _ci_high)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A value and its confidence bounds; NaN where undefined or not logged."""
+
+    value: float
+    low: float
+    high: float
+
+    @property
+    def defined(self) -> bool:
+        """Whether the value and both bounds are finite."""
+        return all(math.isfinite(v) for v in (self.value, self.low, self.high))
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One configuration's answer: F1 against its always-1 baseline, the AUC against chance,
+    the humans' ceiling when the run logged one."""
+
+    f1: Interval
+    always_f1: float
+    delta_f1: Interval
+    auc_name: str
+    auc: Interval
+    ceiling: Interval | None = None
+    share: Interval | None = None
+
+    @property
+    def beats_always(self) -> bool | None:
+        """F1's interval lies above the always-1 baseline; None when undefined."""
+        return self.delta_f1.low > 0 if self.delta_f1.defined else None
+
+    @property
+    def beats_chance(self) -> bool | None:
+        """The AUC's interval lies above 0.5; None when undefined."""
+        return self.auc.low > CHANCE_AUC if self.auc.defined else None
+
+
+def _number(metrics: Mapping[str, object], key: str) -> float:
+    raw = metrics.get(key)
+    try:
+        return float(raw) if raw is not None else math.nan  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def interval(metrics: Mapping[str, object], name: str) -> Interval:
+    """``name`` and its CI bounds from ``metrics`` (NaN where absent)."""
+    return Interval(*(_number(metrics, k) for k in (name, f"{name}{CI_LOW}", f"{name}{CI_HIGH}")))
+
+
+def headline(metrics: Mapping[str, object]) -> Headline:
+    """The headline of one run's metrics (keys as the job logs them: ``f1``, ``f1_ci_low``,
+    ``baseline_always_f1``, ``auc_score``…)."""
+    f1 = interval(metrics, PRIMARY)
+    always = _number(metrics, ALWAYS_F1)
+    delta = interval(metrics, KEY) if math.isfinite(_number(metrics, KEY)) else interval(f1_minus_always(metrics), KEY)
+    auc_name = SCORE_AUC if math.isfinite(_number(metrics, SCORE_AUC)) else LABEL_AUC
+    ceiling = interval(metrics, CEILING_KEY)
+    share = interval(metrics, SHARE_KEY)
+    return Headline(
+        f1=f1,
+        always_f1=always,
+        delta_f1=delta,
+        auc_name=auc_name,
+        auc=interval(metrics, auc_name),
+        ceiling=ceiling if math.isfinite(ceiling.value) else None,
+        share=share if math.isfinite(share.value) else None,
+    )
+
+
+def sort_key(item: Headline) -> tuple[float, float]:
+    """Ascending key for the best first: ΔF1's lower bound, then the AUC's, descending
+    (undefined bounds last)."""
+
+    def desc(number: float) -> float:
+        return -number if math.isfinite(number) else math.inf
+
+    return desc(item.delta_f1.low), desc(item.auc.low)
+
+
+def ranked(items: Sequence[Headline]) -> list[int]:
+    """Positions of ``items``, best first (:func:`sort_key`; ties keep their order)."""
+    return sorted(range(len(items)), key=lambda i: sort_key(items[i]))
+
+
+def points(number: float) -> str:
+    """A difference of rates in percentage points: "+4.2", "−3.0"; ``undefined`` when NaN."""
+    if not math.isfinite(number):
+        return UNDEFINED
+    return f"{100 * number:+.1f}".replace("-", "−")
+
+
+def delta_text(item: Headline) -> str:
+    """ "+4.2 pp [−3.0, +11.5]": ΔF1 vs always-1 in percentage points with its interval."""
+    delta = item.delta_f1
+    if not math.isfinite(delta.value):
+        return UNDEFINED
+    return f"{points(delta.value)} pp [{points(delta.low)}, {points(delta.high)}]"
+
+
+def value_text(name: str, item: Interval) -> str:
+    """ "0.612 [0.450, 0.766]": a metric with its interval in the metric's format."""
+
+    def one(number: float) -> str:
+        return metric(name).format(number) if math.isfinite(number) else UNDEFINED
+
+    if not math.isfinite(item.value):
+        return UNDEFINED
+    return f"{one(item.value)} [{one(item.low)}, {one(item.high)}]"
+
+
+def mark(state: bool | None) -> str:
+    """✓, ✗, or ? when undefined."""
+    return UNKNOWN if state is None else YES if state else NO
+
+
+def verdict_marks(item: Headline) -> str:
+    """ "✗ F1 · ✓ AUC": whether F1 beats always-1 and the AUC beats chance."""
+    return f"{mark(item.beats_always)} F1 · {mark(item.beats_chance)} AUC"
+
+
+def ceiling_text(item: Headline) -> str:
+    """ "humans' ceiling 0.650 [0.560, 0.750], share 53.3% [−50.0%, 120.0%]"; "" without one."""
+    if item.ceiling is None:
+        return ""
+    text = f"humans' AUC (score) ceiling {value_text(SCORE_AUC, item.ceiling)}"
+    if item.share is not None:
+        share = item.share
+
+        def pct(number: float) -> str:
+            return f"{100 * number:.1f}%".replace("-", "−") if math.isfinite(number) else UNDEFINED
+
+        text += f", share of it {pct(share.value)} [{pct(share.low)}, {pct(share.high)}]"
+    return text
+
+
+def answer(labels: Sequence[str], items: Sequence[Headline]) -> str:
+    """The closing sentence: which configurations beat the always-understandable baseline
+    (the best by how much), or that none does and how close the best came."""
+    if not items:
+        return "No configuration to rank."
+    order = ranked(items)
+    best = order[0]
+    winners = [i for i in order if items[i].beats_always]
+    f1 = header(PRIMARY)
+    if winners:
+        top = items[winners[0]]
+        others = len(winners) - 1
+        more = f" ({others} other configuration{'' if others == 1 else 's'} also beat{'s' if others == 1 else ''} it)"
+        return (
+            f"{labels[winners[0]]} beats the always-understandable baseline by {delta_text(top)} {f1} "
+            f"({value_text(PRIMARY, top.f1)} vs {metric(PRIMARY).format(top.always_f1)})"
+            + (more if others else "")
+            + "."
+        )
+    item = items[best]
+    if not item.delta_f1.defined:
+        return f"No configuration beats the always-understandable baseline ({f1} undefined on every configuration)."
+    return (
+        f"No configuration beats the always-understandable baseline; the best, {labels[best]}, has "
+        f"Δ{f1} {delta_text(item)} ({value_text(PRIMARY, item.f1)} vs {metric(PRIMARY).format(item.always_f1)})."
+    )
