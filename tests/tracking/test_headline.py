@@ -1,0 +1,107 @@
+"""What MLflow shows of a job by default: the sortable headline (ΔF1 vs always-1 and AUC's
+lower bound) as metrics, descriptors as params and tags, the verdict as ✓/✗, sensitivity
+curves named for their step and scorer, a shared headline view of the experiment, and a
+sweep parent carrying its best job's headline."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from mcu_exp.tracking import mlflow_run, run_tags
+from mcu_exp.tracking.headline import MAX_HEADLINE, chart_key
+from mcu_exp.tracking.ui_view import BEST_RUN_TAG, VIEW_KEY, VIEW_TAG, log_best_child, view_url
+from support.mlflow_runs import METRICS, Store, compose_job
+from support.mlflow_store import seed_store
+
+JOB = {
+    **METRICS,
+    "f1_minus_always": 0.016,
+    "f1_minus_always_ci_low": -0.084,
+    "f1_minus_always_ci_high": 0.116,
+    "auc_score": 0.61,
+    "auc_score_ci_low": 0.52,
+    "auc_score_ci_high": 0.7,
+    "verdict.f1_vs_always": 0.0,
+    "verdict.auc_vs_chance": 1.0,
+    "calibration_fraction": 0.96,
+    "job_seconds": 3.5,
+    "baseline_random_recall": 0.5,
+}
+SERIES = {"sens.threshold_x1000.f1": [(500, 0.6), (600, 0.7)], "sens.epsilon_x1000.coverage": [(100, 0.9)]}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    outputs = seed_store(tmp_path / "outputs")
+    return Store(outputs, f"sqlite:///{outputs / 'mlflow.db'}")
+
+
+def log(store: Store, metrics: dict[str, float], *overrides: str, parent: str | None = None) -> str:
+    """One job's run, logged as the pipeline logs it (headline, series, descriptors, verdict)."""
+    _, cfg = compose_job("tracking.experiment=head", *overrides)
+    tags = {**run_tags(cfg), **({"mlflow.parentRunId": parent} if parent else {})}
+    name = " · ".join(overrides) or "default"
+    with mlflow_run(dataclasses.replace(cfg.tracking, uri=store.uri), str(store.outputs), name, tags) as tracker:
+        tracker.log_headline(metrics, ["all", "phd"], SERIES)
+        return str(tracker.run_id)
+
+
+def test_a_job_logs_the_sortable_headline_and_moves_descriptors_out_of_metrics(store: Store) -> None:
+    run = MlflowClient(tracking_uri=store.uri).get_run(log(store, JOB, "scorer=rougel"))
+    metrics, params, tags = run.data.metrics, run.data.params, run.data.tags
+    assert {"f1_minus_always", "f1_minus_always_ci_low", "f1_minus_always_ci_high", "auc_score_ci_low"} <= set(metrics)
+    assert {"f1", "f1_ci_low", "baseline_always_f1", "verdict.f1_vs_always"} <= set(metrics)
+    assert len(metrics) <= MAX_HEADLINE and "baseline_random_recall" not in metrics
+    assert not {"n", "prevalence", "calibration_fraction", "job_seconds"} & set(metrics)
+    assert params["result.n"] == "50" and params["result.prevalence"] == "0.52"
+    assert params["result.calibration_fraction"] == "0.96" and tags["mcu.job_seconds"] == "3.5"
+    assert tags["mcu.beats_always"] == "✗" and tags["mcu.beats_chance"] == "✓"
+    # Curves keyed by what the step means, thresholds apart per scorer.
+    assert "sensitivity/f1_vs_threshold_milli.rougel" in metrics and "sens.threshold_x1000.f1" not in metrics
+    history = MlflowClient(tracking_uri=store.uri).get_metric_history(
+        run.info.run_id, "sensitivity/f1_vs_threshold_milli.rougel"
+    )
+    assert [(m.step, m.value) for m in history] == [(500, 0.6), (600, 0.7)]
+    assert "sensitivity/coverage_vs_epsilon_milli" in metrics
+
+
+def test_chart_keys_name_the_step_and_the_scorer() -> None:
+    assert chart_key("sens.threshold_x1000.auc_binary", "minilm") == "sensitivity/auc_binary_vs_threshold_milli.minilm"
+    assert chart_key("sens.theta_x1000.f1", "minilm") == "sensitivity/f1_vs_theta_milli"
+    assert chart_key("f1", "minilm") == "f1"
+
+
+def test_the_experiment_opens_on_the_headline_view(store: Store) -> None:
+    log(store, JOB)
+    client = MlflowClient(tracking_uri=store.uri)
+    experiment = client.get_experiment_by_name("head")
+    assert experiment is not None
+    view = json.loads(experiment.tags[VIEW_TAG + VIEW_KEY])
+    assert view["orderByKey"] == "metrics.`f1_minus_always_ci_low`" and view["orderByAsc"] is False
+    assert (
+        "metrics.`f1_minus_always`" in view["selectedColumns"] and "tags.`mcu.beats_always`" in view["selectedColumns"]
+    )
+    url = view_url("http://127.0.0.1:5000/", experiment.experiment_id)
+    assert url == f"http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs?viewStateShareKey=headline"
+
+
+def test_the_sweep_parent_carries_its_best_jobs_headline(store: Store) -> None:
+    client = MlflowClient(tracking_uri=store.uri)
+    log(store, JOB)  # creates the experiment
+    experiment = client.get_experiment_by_name("head")
+    assert experiment is not None
+    parent = client.create_run(experiment.experiment_id, run_name="sweep").info.run_id
+    better = {**JOB, "f1_minus_always": 0.1, "f1_minus_always_ci_low": 0.02, "verdict.f1_vs_always": 1.0}
+    tied = {**better, "auc_score_ci_low": 0.4}
+    ids = [log(store, m, f"decision.epsilon={e}", parent=parent) for m, e in ((JOB, 0.05), (better, 0.1), (tied, 0.2))]
+    children = client.search_runs([experiment.experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent}'")
+    best = log_best_child(client, parent, children)
+    assert best is not None and best.info.run_id == ids[1]  # ΔF1's lower bound, then AUC (score)'s
+    run = client.get_run(parent)
+    assert run.data.metrics["f1_minus_always_ci_low"] == 0.02 and run.data.metrics["auc_score_ci_low"] == 0.52
+    assert run.data.tags[BEST_RUN_TAG] == ids[1] and run.data.tags["mcu.beats_always"] == "✓"
