@@ -75,6 +75,21 @@ def config_problems(cfg: Config) -> Iterator[str]:
         yield f"dataset.limit={cfg.dataset.limit}: expected a positive number of programs (or null)"
     if cfg.cache.url:
         yield from _cache_url_problems(str(cfg.cache.url))
+    yield from _model_problems(cfg)
+
+
+def _model_problems(cfg: Config) -> Iterator[str]:
+    """A ``model.name``/``model.model_id`` (of the target or an expert) that does not name what
+    would run: the run would be logged under another model's name (mcu_exp.llm.labels)."""
+    from mcu_exp.llm.labels import label_problem
+
+    found = label_problem(cfg.model)
+    if found:
+        yield found
+    for key, member in cfg.experts.members.items():
+        found = label_problem(member.model, key=f"experts.members.{key}.model")
+        if found:
+            yield found
 
 
 def _cache_url_problems(url: str) -> Iterator[str]:

