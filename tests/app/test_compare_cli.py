@@ -237,3 +237,36 @@ def test_the_command_module_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_the_parameters_that_differ_are_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Folders: their config.yaml; MLflow runs: their params. Settings that cannot change
+    results (where a job wrote, quiet) are not differences."""
+    from mlflow.tracking import MlflowClient
+
+    from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location
+    from support.mlflow_store import seed_store
+
+    config = "scorer:\n  name: {scorer}\ndecision:\n  epsilon: {eps}\npaths:\n  outputs: {out}\nquiet: {quiet}\n"
+    a, b = (run_folder(tmp_path / side, per_program(seed=1, noise=1.0)) for side in ("A", "B"))
+    for folder, scorer, eps, quiet in ((a, "minilm", 0.1, "true"), (b, "rougel", 0.1, "false")):
+        text = config.format(scorer=scorer, eps=eps, out=folder, quiet=quiet)
+        (folder / names.RESULTS_DIR / names.CONFIG_FILE).write_text(text)
+    main([str(a), str(b), "--resamples", "1000"])
+    printed = capsys.readouterr().out
+    assert "Parameters that differ (1), A → B:\n  scorer.name: minilm → rougel\n" in printed
+
+    uri = f"sqlite:///{seed_store(tmp_path / 'outputs') / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("mcu_exp", artifact_location=experiment_location("mcu_exp"))
+    ids = []
+    for folder, seed in ((a, "0"), (b, "7")):
+        run = client.create_run(exp, run_name=folder.name)
+        for key, value in (("proxy.sample_seed", seed), ("decision.epsilon", "0.1"), ("tracking.uri", str(folder))):
+            client.log_param(run.info.run_id, key, value)
+        RunArtifacts(client, run.info.run_id, run.info.artifact_uri).put_folder(folder / names.RESULTS_DIR)
+        ids.append(run.info.run_id)
+    main([*ids, "--tracking-uri", uri, "--resamples", "1000"])
+    assert "Parameters that differ (1), A → B:\n  proxy.sample_seed: 0 → 7\n" in capsys.readouterr().out
+    main([ids[0], ids[0], "--tracking-uri", uri, "--resamples", "1000"])
+    assert "Parameters: A and B share every setting that changes results." in capsys.readouterr().out

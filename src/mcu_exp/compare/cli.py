@@ -13,7 +13,8 @@ recalibrated in every resample, as its own intervals are; any other run keeps it
 fixed, and the table says so. Where the runs logged the humans' noise ceiling (``ceiling.*``,
 ``share.*``: MLflow metrics, ``metrics.json``, ``reliability.csv``), each run's AUC (score) and
 ρ ceiling and its share of them are printed too, and the notes say when the two ceilings differ
-(:mod:`mcu_exp.compare.ceiling`). Heavy imports wait until a comparison is made, so
+(:mod:`mcu_exp.compare.ceiling`). Under the table, the parameters whose values differ between
+A and B (:mod:`mcu_exp.compare.params`). Heavy imports wait until a comparison is made, so
 ``mcu-exp`` stays quick to start.
 """
 
@@ -85,6 +86,7 @@ class Source:
     missing: str = ""
     ceiling: dict[str, float] = field(default_factory=dict)  # ceiling.* and share.* of its own labels
     labels: dict[str, str] = field(default_factory=dict)  # labels.rule, min_fraction, group, readers
+    params: dict[str, str] = field(default_factory=dict)  # the flat config it ran with (mcu_exp.compare.params)
 
 
 def read_per_program(path: Path) -> Any:
@@ -203,11 +205,14 @@ def fetch_run(run_id: str, uri: str, dst: Path) -> Source:
         missing=missing,
         ceiling=found,
         labels=label_settings(dict(run.data.params), "labels."),
+        params=dict(run.data.params),
     )
 
 
 def load_source(ref: str, uri: str, dst: Path) -> Source:
     """A run folder or CSV when ``ref`` is an existing path, else an MLflow run id."""
+    from mcu_exp.compare.params import folder_params
+
     path = Path(ref)
     if path.exists():
         table = folder_table(path)
@@ -221,6 +226,7 @@ def load_source(ref: str, uri: str, dst: Path) -> Source:
             missing=missing,
             ceiling=found,
             labels=labels,
+            params=folder_params(table.parent / CONFIG_FILE),
         )
     return fetch_run(ref, uri, dst)
 
@@ -342,7 +348,7 @@ def render(cmp: Any, a: Source, b: Source, only_a: int = 0, only_b: int = 0) -> 
     from rich.markup import escape
     from rich.table import Table
 
-    from mcu_exp.compare import ceiling
+    from mcu_exp.compare import ceiling, params
 
     table = Table(title=f"A = {a.name}, B = {b.name}")
     for header in ("", "A", "B", f"A − B [{round(100 * cmp.confidence)} % CI]", "paired test"):
@@ -360,7 +366,11 @@ def render(cmp: Any, a: Source, b: Source, only_a: int = 0, only_b: int = 0) -> 
         for row in ceilings:
             below.add_row(*(escape(text) for text in row))
         console.print(below)
-    lines = [*notes(cmp, a, b, only_a, only_b), *ceiling.notes(a.ceiling, b.ceiling, a.labels, b.labels)]
+    lines = [
+        *params.lines(a.params, b.params),
+        *notes(cmp, a, b, only_a, only_b),
+        *ceiling.notes(a.ceiling, b.ceiling, a.labels, b.labels),
+    ]
     return buffer.getvalue() + "\n".join(lines) + "\n"
 
 

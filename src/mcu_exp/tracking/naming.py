@@ -57,7 +57,7 @@ def is_debug(cfg: Config) -> bool:
     return cfg.dataset.limit is not None
 
 
-def _changes_results(key: str) -> bool:
+def changes_results(key: str) -> bool:
     """Whether an override of ``key`` can change a job's numbers (see :data:`NO_RESULT_KEYS`)."""
     if any(key == s or key.startswith(s + ".") or key.startswith(s + "/") for s in NO_RESULT_SECTIONS):
         return False
@@ -98,7 +98,7 @@ def config_parts(overrides: Sequence[str], varying: Sequence[str] = ()) -> tuple
     for override in overrides:
         key, sep, value = override.partition("=")
         key = key.lstrip("+~")
-        if sep and _changes_results(key):
+        if sep and changes_results(key):
             values[key] = value
     ordered = [k for k in varying if k in values] + [k for k in values if k not in varying]
     kept = [k for k in ordered if k in varying or k not in ("model", "proxy")]
