@@ -235,7 +235,7 @@ def _nothing_to_mask(path: Path) -> bool:
             pending.extend(node)
         elif isinstance(node, (datetime.date, datetime.datetime)):
             return False
-    return redact_tree(tree) == tree
+    return bool(redact_tree(tree) == tree)
 
 
 class _RedactingRecordFactory:
@@ -246,7 +246,7 @@ class _RedactingRecordFactory:
         self.inner = inner
 
     def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = self.inner(*args, **kwargs)
+        record: logging.LogRecord = self.inner(*args, **kwargs)
         try:
             message = record.getMessage()
         except Exception:  # a malformed call: leave it to logging's own error report

@@ -10,7 +10,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 PROG = "mcu-exp bundle"
 
@@ -150,14 +150,14 @@ def _data(part: Any) -> dict[str, bytes]:
     from mcu_exp.tracking.conventions import dataset_digest
 
     raw = OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(part.files["config.yaml"].decode()))
-    typed = OmegaConf.to_object(raw)
-    dataset = load_dataset(typed.dataset)  # type: ignore[attr-defined]
+    typed = cast(Config, OmegaConf.to_object(raw))
+    dataset = load_dataset(typed.dataset)
     if dataset_digest(dataset) != part.dataset.get("digest"):
         raise BundleError(
             f"job {part.name}: the dataset here differs from the one it read (digest "
             f"{dataset_digest(dataset)}, the job read {part.dataset.get('digest')}); --with-data refused"
         )
-    return dataset_files(dataset, typed.dataset.questions)  # type: ignore[attr-defined]
+    return dataset_files(dataset, typed.dataset.questions)
 
 
 def show(path: Path) -> str:

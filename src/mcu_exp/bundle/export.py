@@ -12,7 +12,7 @@ import json
 import os
 import platform
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -138,7 +138,7 @@ def _cpu() -> dict[str, Any]:
 
 
 def cache_rows(
-    keys: Mapping[str, Sequence[Any]], spec_hashes: Sequence[str], cache_dir: str | Path, cache_url: str | None = None
+    keys: Mapping[str, Collection[Any]], spec_hashes: Sequence[str], cache_dir: str | Path, cache_url: str | None = None
 ) -> RowSet:
     """The rows of ``keys`` (``{table: keys}`` as recorded) from a job's caches, with the
     requests their samples name and the scorer specs; copied as ``mcu-exp cache`` copies."""
@@ -168,7 +168,7 @@ def cache_rows(
 class _Selected:
     """A cache seen through the keys a job read (the source side of :func:`copy_tables`)."""
 
-    def __init__(self, cache: Any, keys: Mapping[str, Sequence[Any]]) -> None:
+    def __init__(self, cache: Any, keys: Mapping[str, Collection[Any]]) -> None:
         self.cache, self.keys = cache, keys
 
     def rows(self, table: str, size: int = 5_000) -> Any:
@@ -227,7 +227,7 @@ def job_part(
     name: str,
     run_id: str | None,
     results: Path,
-    keys: Mapping[str, Sequence[Any]],
+    keys: Mapping[str, Collection[Any]],
     pins: dict[str, dict[str, Any]],
     dataset: dict[str, Any],
     cache_dir: str | Path,

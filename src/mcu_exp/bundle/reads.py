@@ -64,7 +64,7 @@ def config_digest(cfg: Any) -> str:
     """A digest of a model or scorer config, secrets masked first (a bundle stores digests)."""
     from mcu_exp.redact import redact_tree
 
-    tree = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else dict(cfg)
+    tree = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type) else dict(cfg)
     text = json.dumps(redact_tree(tree), sort_keys=True, default=str, ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

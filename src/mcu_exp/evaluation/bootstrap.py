@@ -163,8 +163,13 @@ def bootstrap_distribution(
             parts.append(resample_metrics(truth, pred, indices, score, human, relabel))
             continue
         indices, labels = calibrated_resamples(truth, calibration, rows, rng)
-        parts.append(resample_metrics(truth, pred, indices, score, human, lambda _idx, out=labels: out))
+        parts.append(resample_metrics(truth, pred, indices, score, human, _fixed(labels)))
     return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+
+
+def _fixed(labels: np.ndarray) -> Relabel:
+    """A relabel that returns ``labels`` whatever the indices (already drawn with them)."""
+    return lambda _indices: labels
 
 
 def _check_confidence(confidence: float) -> None:

@@ -248,9 +248,9 @@ class GenerationCache:
     def put_many(self, rows: Iterable[tuple[str, Sample, Mapping[str, Any] | None]]) -> int:
         """Store ``(key, sample, parts)`` rows in one transaction (all or none); how many
         usable samples were written. Each row is handled as :meth:`put` handles one."""
-        rows = [(key, sample, storable_json(canonical_json(parts or {}), parts or {})) for key, sample, parts in rows]
+        stored = [(key, sample, storable_json(canonical_json(parts or {}), parts or {})) for key, sample, parts in rows]
         with self._guard(), self._transaction():
-            return self._write(rows)
+            return self._write(stored)
 
     def put_responses(self, responses: Iterable[tuple[Mapping[str, Any], Sequence[tuple[str, int, Sample]]]]) -> int:
         """Store the ``(key, index, sample)`` rows of several responses in one transaction.

@@ -193,8 +193,8 @@ class BertScorer(PairScorer):
             if baseline is not None:  # bert-score rescales in float32
                 b = torch.tensor(baseline, dtype=torch.float32, device=f1.device)
                 f1 = (f1 - b) / (1 - b)
-            f1 = f1.cpu().numpy()
-            computed.update({k: float(f1[i, j]) for k, (i, j) in part.where.items()})
+            values = f1.cpu().numpy()
+            computed.update({k: float(values[i, j]) for k, (i, j) in part.where.items()})
             bar.update(len(part.where))
         bar.close()
         return computed

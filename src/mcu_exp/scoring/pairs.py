@@ -169,8 +169,9 @@ class PairScorer(ABC):
         """The symmetric k x k matrix of scores between `texts` (diagonal: each text with itself)."""
         k = len(texts)
         needed = [(i, j) for i in range(k) for j in range(i, k)]
-        scores = self._score_blocks([Block(list(texts), list(texts), needed, True)])[0]
-        return scores + np.triu(scores, 1).T
+        scores: np.ndarray = self._score_blocks([Block(list(texts), list(texts), needed, True)])[0]
+        symmetric: np.ndarray = scores + np.triu(scores, 1).T
+        return symmetric
 
     def pairwise_f1(self, texts: Sequence[str]) -> np.ndarray:
         """:meth:`pairwise` under the BERTScore scorer's name."""

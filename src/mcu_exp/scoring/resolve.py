@@ -78,6 +78,8 @@ def fallback_config(section: Any) -> ScorerConfig:
     if isinstance(section, ScorerConfig):
         return section
     data = OmegaConf.to_container(section, resolve=True) if OmegaConf.is_config(section) else dict(section)
+    if not isinstance(data, dict):
+        raise ValueError(f"scorer.fallback: expected a scorer section (a mapping), got {type(data).__name__}")
     data.pop("fallback", None)
     return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ScorerConfig), data))  # type: ignore[return-value]
 
@@ -119,7 +121,7 @@ def locate_model(cfg: ScorerConfig) -> tuple[Path, str | None]:
 
 def _package_folder(cfg: ScorerConfig) -> Path:
     try:
-        dist = importlib.metadata.distribution(cfg.package)
+        dist = importlib.metadata.distribution(str(cfg.package))
     except importlib.metadata.PackageNotFoundError:
         raise ScorerUnavailableError(
             f"scorer.package: {cfg.package!r}, which ships the encoder {cfg.model!r}, is not "
@@ -216,7 +218,11 @@ def _baseline(cfg: ScorerConfig) -> tuple[str | None, str | None, float | None]:
             raise ValueError(f"scorer.baseline_path: {file} does not exist")
     else:
         spec = importlib.util.find_spec("bert_score")
-        root = Path(next(iter(spec.submodule_search_locations))) if spec else Path("bert_score")
+        root = (
+            Path(next(iter(spec.submodule_search_locations)))
+            if spec and spec.submodule_search_locations
+            else Path("bert_score")
+        )
         file = root / "rescale_baseline" / str(cfg.lang) / f"{cfg.model}.tsv"
         if not file.is_file():
             raise ValueError(

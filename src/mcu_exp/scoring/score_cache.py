@@ -79,7 +79,11 @@ class ScoreCache:
             self._db.execute("INSERT INTO meta VALUES ('schema', ?) ON CONFLICT DO NOTHING", (SCHEMA_VERSION,))
             found = self._db.execute("SELECT value FROM meta WHERE name='schema'").fetchone()[0]
         except database_errors(dialect) as err:
-            fault = sqlite_fault("score cache", self.path, err, self._advice) if dialect == SQLITE else None
+            fault = (
+                sqlite_fault("score cache", self.path, err, self._advice)
+                if dialect == SQLITE and isinstance(err, sqlite3.Error)
+                else None
+            )
             raise fault or ValueError(f"{self.path}: not a usable score cache ({err})") from None
         if found != SCHEMA_VERSION:
             raise ValueError(

@@ -15,7 +15,7 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,6 +36,13 @@ class _Table(Protocol):
     def rows(self, table: str, size: int = ...) -> Iterator[list[tuple[Any, ...]]]: ...
     def count(self, table: str) -> int: ...
     def add_rows(self, table: str, rows: list[tuple[Any, ...]]) -> int: ...
+
+
+class _Cache(_Table, Protocol):
+    """A cache whose tables can be copied (GenerationCache, ScoreCache), closed on exit."""
+
+    def __enter__(self) -> _Cache: ...
+    def __exit__(self, *exc: object) -> None: ...
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -110,7 +117,11 @@ def transfer(folder: Path, url: str, export: bool, progress: bool = True) -> dic
             )
     counts: dict[str, tuple[int, int]] = {}
     with ExitStack() as stack:
-        for name, opener, tables in ((GENERATIONS, GenerationCache, list(EXPORTED)), (SCORES, ScoreCache, TABLES)):
+        caches: tuple[tuple[str, Callable[[Any], _Cache], list[str]], ...] = (
+            (GENERATIONS, GenerationCache, list(EXPORTED)),
+            (SCORES, ScoreCache, list(TABLES)),
+        )
+        for name, opener, tables in caches:
             if not export and not (folder / name).exists():
                 continue
             if export:  # an unreachable store leaves no new file in the folder

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Literal
 
 from filelock import FileLock
 
@@ -22,17 +23,15 @@ def open_shared(path: str | Path, schema: str, autocommit: bool = False) -> sqli
     ``autocommit`` gives each statement its own transaction (``isolation_level=None``).
     ``":memory:"`` opens a private in-memory database.
     """
-    kwargs = {"timeout": BUSY_TIMEOUT_S}
-    if autocommit:
-        kwargs["isolation_level"] = None
+    isolation: Literal["DEFERRED"] | None = None if autocommit else "DEFERRED"
     if str(path) == ":memory:":
-        conn = sqlite3.connect(":memory:", **kwargs)
+        conn = sqlite3.connect(":memory:", timeout=BUSY_TIMEOUT_S, isolation_level=isolation)
         conn.executescript(schema)
         return conn
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock", timeout=BUSY_TIMEOUT_S):
-        conn = sqlite3.connect(path, **kwargs)
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=isolation)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
