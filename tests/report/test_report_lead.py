@@ -160,3 +160,88 @@ def test_report_command_prints_the_ranked_table_and_the_answer(
     assert "ε=0.1 beats the always-understandable baseline by +6.6 pp" in out.replace("\n", " ")
     assert "Every row: smollm2-135m · p1." in out
     assert str(tmp_path / "r" / "report.html") in out
+
+
+def wide_summary() -> tuple[pd.DataFrame, list[str]]:
+    """Five models with every main metric, their CIs and the humans' ceilings: 22 columns."""
+    from test_report_ceiling import ceiling_metrics
+
+    metrics = {"accuracy": 0.6, "precision": 0.61, "recall": 0.62, "auc_score": 0.6, "spearman": 0.3, "kendall": 0.2}
+    ci = {f"{m}_ci_{b}": v for m, v in metrics.items() for b in ("low", "high")}
+    models = ["qwen3-14b", "gpt-4o", "deepseek-coder-v2-lite", "codellama-13b", "llama-3.1-8b"]
+    frame = tables.runs_frame(
+        [
+            {
+                **record(m, "all", round(0.1 + i / 10, 2), (0.6, 0.5, 0.7), 0.684),
+                **metrics,
+                **ci,
+                "auc_score_perm_p": 0.01,
+                **ceiling_metrics(),
+            }
+            for i, m in enumerate(models)
+        ]
+    )
+    keys = tables.varying_keys(frame)
+    return tables.summary_table(frame, keys), keys
+
+
+def test_a_wide_main_table_is_split_into_two_tables_on_the_page() -> None:
+    from mcu_exp.report.display import FIRST_PANEL, SECOND_PANEL, main_panels
+
+    summary, keys = wide_summary()
+    shown = tables.display_table(summary, keys)
+    assert len(shown.columns) >= 17
+    page = render_html(ReportDocument("r", {}, [Section("Alignment", shown, panels=main_panels(shown, keys))], []))
+    first, second = parse(page).tables
+    assert first.header == [
+        *(
+            "model",
+            "proxy",
+            "ε",
+            "runs",
+            "n",
+            "verdict",
+            "F1",
+            "F1 always-1",
+            "F1 random",
+            "F1 ceiling",
+        ),
+        *("AUC (score)", "AUC (score) ceiling", "AUC (score) share of ceiling"),
+    ]
+    assert (
+        second.header[:3] == ["model", "proxy", "ε"] and "precision" in second.header and "ρ ceiling" in second.header
+    )
+    assert sorted(first.header[3:] + second.header[3:]) == sorted(shown.columns[3:])  # every column, once
+    assert f"<h3>{FIRST_PANEL}</h3>" in page and f"<h3>{SECOND_PANEL}</h3>" in page
+    markdown = render_markdown(
+        ReportDocument("r", {}, [Section("Alignment", shown, panels=main_panels(shown, keys))], [])
+    )
+    assert "| model | proxy | ε | runs | n | verdict | accuracy |" in markdown  # Markdown keeps the one table
+
+
+@pytest.mark.slow  # headless Chromium (a few seconds)
+def test_the_report_page_fits_a_1400_px_window_with_margins(tmp_path: Path) -> None:
+    import re
+
+    from mcu_exp.report.display import main_panels
+    from support.browser import chromium
+
+    summary, keys = wide_summary()
+    shown = tables.display_table(summary, keys)
+    doc = ReportDocument(
+        "wide", {}, [Section("Alignment", shown, panels=main_panels(shown, keys))], [], lead=lead(summary, keys)
+    )
+    probe = (
+        "<script>window.addEventListener('load', () => { const d = document.body.dataset;"
+        " const right = [...document.querySelectorAll('table')].map(t => t.getBoundingClientRect().right);"
+        " d.tables = Math.ceil(Math.max(...right)); d.scroll = document.documentElement.scrollWidth;"
+        " d.width = document.documentElement.clientWidth;"
+        " d.left = Math.floor(document.querySelector('h1').getBoundingClientRect().left); });</script></body>"
+    )
+    page = tmp_path / "page.html"
+    page.write_text(render_html(doc).replace("</body>", probe), encoding="utf-8")
+    res = chromium(page.as_uri(), tmp_path / "profile", "--window-size=1400,900", "--dump-dom")
+    assert res.returncode == 0, res.stderr[-2000:]
+    found = {k: int(v) for k, v in re.findall(r'data-(\w+)="(\d+)"', res.stdout)}
+    assert found["scroll"] <= found["width"], found  # the page does not scroll sideways
+    assert found["left"] >= 16 and found["tables"] <= found["width"] - 16, found  # every table inside the margins

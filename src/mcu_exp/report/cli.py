@@ -261,6 +261,7 @@ def make_report(
     sweeps = sorted({s for s in frame["sweep"] if s})
     label = sweep or (sweeps[0] if len(sweeps) == 1 else "+".join(ids.values()))
     opening = lead(summary, keys)
+    main_table = display.display_table(summary, keys)
     if echo:
         print_lead(opening)
     doc = ReportDocument(
@@ -278,11 +279,12 @@ def make_report(
         sections=[
             Section(
                 "Alignment with human labels",
-                display.display_table(summary, keys),
+                main_table,
                 f"{display.scope(rows)}. Value [95 % stratified bootstrap CI] against these human labels; "
                 "n: programs. F1 always-1: label every program understandable; F1 random: prevalence-matched "
                 f"random labeller (expected value). {VERDICT_CAPTION}" + ceiling.caption(summary),
                 [*display.row_notes(summary, keys), *filter(None, [display.name_settings_note(hidden)])],
+                display.main_panels(main_table, keys),
             ),
             Section(
                 "Per human reader group",

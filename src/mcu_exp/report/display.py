@@ -106,6 +106,25 @@ def display_table(summary: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     return table
 
 
+FIRST_PANEL = "F1 and AUC against the baselines"
+SECOND_PANEL = "Other metrics"
+
+
+def main_panels(table: pd.DataFrame, keys: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """:func:`display_table`'s columns as two narrower tables for the page: the row's identity
+    (keys, runs, n, verdict) with F1, its baselines, the AUCs and their ceilings; then the keys
+    with every other metric. One table when the second would be empty."""
+    ident = [key_header(k) for k in keys]
+    front = [c for c in (*ident, "runs", "n", "verdict") if c in table.columns]
+    first = [
+        c for c in table.columns if c not in front and (c.startswith(header(PRIMARY)) or c.startswith("AUC"))
+    ]
+    rest = [c for c in table.columns if c not in front and c not in first]
+    if not rest:
+        return []
+    return [(FIRST_PANEL, [*front, *first]), (SECOND_PANEL, [*ident, *rest])]
+
+
 def display_subgroups(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """:func:`~mcu_exp.report.tables.subgroup_table` as text: one row per configuration, its
     run count, then per reader group the number of programs (``n <group>``) and the headline

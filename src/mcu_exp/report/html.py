@@ -36,17 +36,21 @@ img { max-width: 100%; border: 1px solid #eee; } .note { font-size: 0.85rem; col
 .lead { border-left: 4px solid #3b6ea5; background: #f5f8fc; padding: 0.6rem 1rem; margin: 1rem 0 1.5rem; }
 .lead .answer { font-size: 1.1rem; font-weight: 600; margin: 0.2rem 0 0.5rem; }
 .lead ul { margin: 0.2rem 0 0.6rem; padding-left: 1.2rem; }
+.lead td:nth-child(2), .lead td:last-child { text-align: left; } h3 { font-size: 1rem; margin: 1rem 0 0.2rem; }
 """
 
 
 @dataclass
 class Section:
-    """A titled table with a caption, and notes on its rows (reruns, warnings, verdicts)."""
+    """A titled table with a caption, and notes on its rows (reruns, warnings). ``panels`` splits
+    a wide table into narrower ones on the HTML page (each names its columns, the columns that
+    identify a row repeated in each); Markdown keeps the one table."""
 
     title: str
     table: pd.DataFrame
     caption: str = ""
     notes: list[str] = field(default_factory=list)
+    panels: list[tuple[str, list[str]]] = field(default_factory=list)  # on the page: (subtitle, columns) tables
 
 
 @dataclass
@@ -112,6 +116,10 @@ def render_html(doc: ReportDocument) -> str:
         parts.append(f"<h2>{esc(section.title)}</h2>")
         if section.table.empty:
             parts.append('<p class="note">nothing to show</p>')
+        elif section.panels:
+            for subtitle, columns in section.panels:
+                parts.append(f"<h3>{esc(subtitle)}</h3>")
+                parts.append(f'<div class="scroll">{table_html(section.table[columns])}</div>')
         else:
             parts.append(f'<div class="scroll">{table_html(section.table)}</div>')
         if section.caption:
