@@ -331,3 +331,18 @@ def test_comparisons_of_ten_configurations_stay_quick() -> None:
     assert part is not None and len(part.csv) == 45
     assert not math.isnan(part.csv["delta_auc_score"].iloc[0])
     assert elapsed < 60, f"45 pairs at 2000 resamples took {elapsed:.1f} s"
+
+
+def test_configurations_that_label_and_score_alike_are_not_paired() -> None:
+    rows = rows_frame(4)  # m2 repeats m0's labels and scores, m3 m1's (a reader group whose labels agree)
+    found = {"run0": per_program_frame(0, "all"), "run1": per_program_frame(1, "all")}
+    found["run2"], found["run3"] = found["run0"].copy(), found["run1"].copy()
+    part = comparison_part(rows, ["model", "proxy"], found, resamples=1000)
+    assert part is not None
+    assert list(zip(part.csv["run_a"], part.csv["run_b"], strict=True)) == [("m0 · p1", "m1 · p1")]
+    assert (part.csv["delta_f1_ci_high"] - part.csv["delta_f1_ci_low"] > 0).all()  # no [0, 0] row
+    notes = " ".join(part.notes)
+    assert "m2 · p1: the same labels and scores as m0 · p1 on every program" in notes
+    assert "m3 · p1: the same labels and scores as m1 · p1" in notes
+    alike = comparison_part(rows_frame(2), ["model", "proxy"], {"run0": found["run0"], "run1": found["run2"]})
+    assert alike is not None and alike.csv.empty and "m1 · p1: the same labels and scores as m0 · p1" in alike.notes[0]

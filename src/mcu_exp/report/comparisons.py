@@ -10,7 +10,9 @@ says which.
 Only runs scored against the same human labels are compared: the configurations are first
 put in groups whose human labels agree on every shared program (:func:`label_groups`, with
 :func:`~mcu_exp.evaluation.paired.pair`'s check), pairs are formed within each group, and
-the p-values are Holm-adjusted across every pair shown (the family).
+the p-values are Holm-adjusted across every pair shown (the family). A configuration that
+labels and scores every program as an earlier one of its group does (:func:`same_outputs`)
+is not paired again: each such pair would read ΔF1 0 [0, 0], p = 1.
 """
 
 from __future__ import annotations
@@ -116,6 +118,49 @@ def label_groups(frames: Mapping[str, pd.DataFrame]) -> tuple[list[list[str]], d
     return groups, why
 
 
+def same_outputs(
+    a: pd.DataFrame, b: pd.DataFrame, calibration_a: RunCalibration | None, calibration_b: RunCalibration | None
+) -> bool:
+    """Whether two runs gave every program the same label and score and decide alike in a
+    resample (the same decision settings, or neither recalibrated): then every paired
+    difference is 0 and p = 1, so comparing them says nothing (they differ only in settings that
+    do not change the labels, e.g. a reader group whose labels agree on these programs)."""
+    columns = [LABEL, SCORE]
+    if not set(columns) <= set(a.columns) or not set(columns) <= set(b.columns):
+        return False
+    left, right = a[columns].sort_index(), b[columns].sort_index()
+    if not left.index.equals(right.index):
+        return False
+    values = [pd.to_numeric(f[c], errors="coerce").to_numpy(dtype=float) for f in (left, right) for c in columns]
+    if not all(np.array_equal(values[j], values[j + 2], equal_nan=True) for j in range(2)):
+        return False
+    if calibration_a is None or calibration_b is None:
+        return calibration_a is calibration_b
+    return calibration_a.decision == calibration_b.decision
+
+
+def distinct(
+    members: Sequence[str],
+    frames: Mapping[str, pd.DataFrame],
+    calibrations: Mapping[str, RunCalibration | None],
+    notes: list[str],
+) -> list[str]:
+    """``members`` less those with :func:`same_outputs` as an earlier one (a note names each)."""
+    kept: list[str] = []
+    for name in members:
+        twin = next(
+            (k for k in kept if same_outputs(frames[k], frames[name], calibrations[k], calibrations[name])), None
+        )
+        if twin is None:
+            kept.append(name)
+        else:
+            notes.append(
+                f"{name}: the same labels and scores as {twin} on every program (it differs only in settings "
+                "that do not change them here); not compared."
+            )
+    return kept
+
+
 def compare_group(
     frames: Mapping[str, pd.DataFrame],
     resamples: int,
@@ -188,11 +233,15 @@ def comparison_part(
         for group in groups[1:]:  # why each later set's first run did not join the first set
             notes.append(f"{group[0]}: not compared with {', '.join(groups[0])} ({why[group[0]].splitlines()[0]}).")
     parts = []
-    for i, group in enumerate(groups, 1):
+    by_run = calibrations or {}
+    for i, members in enumerate(groups, 1):
+        group = distinct(members, frames, {n: by_run.get(run_ids[n]) for n in members}, notes)
+        if len(group) < 2 and len(members) > 1:
+            continue
         if len(group) < 2:
             notes.append(f"{group[0]}: no other configuration shares its human labels; not compared.")
             continue
-        by_name = {n: (calibrations or {})[run_ids[n]] for n in group if run_ids[n] in (calibrations or {})}
+        by_name = {n: by_run[run_ids[n]] for n in group if run_ids[n] in by_run}
         table = compare_group({n: frames[n] for n in group}, resamples, seed, notes, by_name)
         if not table.empty:
             parts.append(table.assign(labels=i))
