@@ -9,24 +9,18 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from mcu_exp import names
 from mcu_exp.config import DecisionConfig, EvaluationConfig
 from mcu_exp.data import HumanLabels
-from mcu_exp.evaluation import (
-    DegenerateMetricWarning,
-    epsilon_sweep,
-    similarity_sweep,
-    threshold_sweep,
-)
+from mcu_exp.evaluation import DegenerateMetricWarning
+from mcu_exp.evaluation.sensitivity import decision_grids, grid_series, theta_grid
 from mcu_exp.proxies.base import ProxyOutcome
 from mcu_exp.redact import redact_tree
 
@@ -72,84 +66,6 @@ def scores_table(outcome: ProxyOutcome, labels: HumanLabels) -> pd.DataFrame | N
     return frame
 
 
-def sensitivity(
-    ev: EvaluationConfig, outcome: ProxyOutcome, groups: dict[str, HumanLabels]
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """F1/precision/recall/AUC over a threshold grid and coverage over an ε grid, per group.
-
-    The threshold grid spans the observed α_test range (plus the calibrated τ) and is the
-    same for every group, so a metric series' step means the same threshold everywhere.
-    """
-    scores = outcome.scores
-    if scores is None or scores.alpha_cal is None or scores.alpha_test is None:
-        raise ValueError("threshold and ε sensitivity need the proxy's alpha_cal and alpha_test")
-    alpha_test = pd.Series(scores.alpha_test, index=outcome.table.index)
-    lo, hi = float(alpha_test.min()), float(alpha_test.max())
-    points = np.linspace(lo, hi, ev.threshold_grid)
-    tau = outcome.params.get("tau")
-    if tau is not None and math.isfinite(float(tau)):
-        points = np.unique(np.append(points, float(tau)))
-    thresholds, epsilons = [], []
-    for name, labels in groups.items():
-        common = [p for p in alpha_test.index if p in labels.labels.index]
-        if not common:
-            continue
-        y = labels.labels.loc[common].to_numpy()
-        a = alpha_test.loc[common].to_numpy()
-        frame = threshold_sweep(y, a, grid=points, n_points=2)
-        frame = frame[np.isin(frame[names.THRESHOLD_GRID].to_numpy(), points)].reset_index(drop=True)
-        frame.insert(0, "group", name)
-        frame.insert(1, "n", len(common))
-        thresholds.append(frame)
-        eps = epsilon_sweep(scores.alpha_cal, a, list(ev.epsilon_grid), outcome.quantile, y_true=y)
-        eps.insert(0, "group", name)
-        eps.insert(1, "n", len(common))
-        epsilons.append(eps)
-    return pd.concat(thresholds, ignore_index=True), pd.concat(epsilons, ignore_index=True)
-
-
-def theta_sensitivity(ev: EvaluationConfig, outcome: ProxyOutcome, groups: dict[str, HumanLabels]) -> pd.DataFrame:
-    """The fixed rule High iff similarity_test ≥ θ (P2: SSC_meta(test)) over
-    ``evaluation.theta_grid``, per group."""
-    if outcome.scores is None or outcome.scores.similarity_test is None:
-        raise ValueError("θ sensitivity needs the proxy's similarity_test")
-    similarity = pd.Series(outcome.scores.similarity_test, index=outcome.table.index, dtype=float)
-    frames = []
-    for name, labels in groups.items():
-        common = [p for p in similarity.index if p in labels.labels.index]
-        if not common:
-            continue
-        frame = similarity_sweep(
-            labels.labels.loc[common].to_numpy(), similarity.loc[common].to_numpy(), list(ev.theta_grid)
-        )
-        frame.insert(0, "group", name)
-        frame.insert(1, "n", len(common))
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
-
-
-SERIES_COLUMNS = {
-    names.THRESHOLD_GRID: ("f1", "auc_binary"),
-    names.EPSILON_GRID: ("coverage", "nominal"),
-    names.THETA_GRID: ("f1", "auc_binary"),
-}  # charted in MLflow, all readers only
-
-
-def grid_series(frame: pd.DataFrame, grid: str) -> dict[str, list[tuple[int, float]]]:
-    """MLflow series of one sensitivity grid, all readers only: ``sens.<grid>_x1000.<column>``
-    for :data:`SERIES_COLUMNS`, step = the grid value × 1000 rounded, so the UI's x axis
-    reads as the threshold (or ε, θ) in thousandths. A grid point whose rounded step repeats
-    an earlier one is left out of the series (the CSV keeps every point exactly)."""
-    rows = frame[frame["group"] == names.ALL_READERS]
-    steps = [round(float(x) * names.SERIES_SCALE) for x in rows[grid]]
-    first = [i for i, step in enumerate(steps) if step not in steps[:i]]
-    return {
-        names.mlflow_series(grid, col): [(steps[i], float(rows[col].iloc[i])) for i in first]
-        for col in SERIES_COLUMNS[grid]
-        if col in rows.columns
-    }
-
-
 def write_outputs(
     ev: EvaluationConfig,
     decision: DecisionConfig,
@@ -176,10 +92,21 @@ def write_outputs(
     (folder / names.SPECS_FILE).write_text(json.dumps(specs, indent=2, sort_keys=True))
     artifacts = Artifacts(folder=folder)
     scores = outcome.scores
+    labels = {name: group.labels for name, group in groups.items()}
     if scores is not None and scores.alpha_test is not None and scores.alpha_cal is not None:
+        alpha_test = pd.Series(scores.alpha_test, index=outcome.table.index)
+        tau = outcome.params.get("tau")
         with warnings.catch_warnings():  # grid ends label every program alike, by design
             warnings.simplefilter("ignore", DegenerateMetricWarning)
-            thr, eps = sensitivity(ev, outcome, groups)
+            thr, eps = decision_grids(
+                scores.alpha_cal,
+                alpha_test,
+                labels,
+                threshold_points=ev.threshold_grid,
+                epsilons=ev.epsilon_grid,
+                quantile_rule=outcome.quantile,
+                tau=None if tau is None else float(tau),
+            )
         thr.to_csv(folder / names.sensitivity_file(names.THRESHOLD_GRID), index=False)
         eps.to_csv(folder / names.sensitivity_file(names.EPSILON_GRID), index=False)
         if ev.plots:
@@ -191,7 +118,8 @@ def write_outputs(
     if scores is not None and scores.similarity_test is not None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DegenerateMetricWarning)
-            theta = theta_sensitivity(ev, outcome, groups)
+            similarity = pd.Series(scores.similarity_test, index=outcome.table.index, dtype=float)
+            theta = theta_grid(similarity, labels, ev.theta_grid)
         theta.to_csv(folder / names.sensitivity_file(names.THETA_GRID), index=False)
         if ev.plots:
             from mcu_exp.report.plots import plot_threshold_curves

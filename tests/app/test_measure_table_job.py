@@ -18,7 +18,8 @@ from mcu_exp import names
 from mcu_exp.data import human_labels, load_dataset
 from mcu_exp.data.code_metrics import code_metrics
 from mcu_exp.evaluation.rejection import prediction_rejection_ratio
-from mcu_exp.pipeline import measures_and_baselines, run_job, typed_config
+from mcu_exp.job.measures import measures_and_baselines
+from mcu_exp.pipeline import run_job, typed_config
 from mcu_exp.proxies.base import ProxyOutcome
 
 pytestmark = pytest.mark.slow  # whole jobs

@@ -15,7 +15,7 @@ from mcu_exp import names
 from mcu_exp.config import DatasetConfig, EvaluationConfig, LabelsConfig
 from mcu_exp.data import human_labels, load_dataset, subgroup_labels
 from mcu_exp.evaluation.groups_table import class_counts, family_caption, render_group_table
-from mcu_exp.pipeline import alignment, class_warnings
+from mcu_exp.job.alignment import alignment, class_warnings
 
 EV = EvaluationConfig(bootstrap_resamples=1000, permutations=0)
 

@@ -19,7 +19,7 @@ from mcu_exp.evaluation.rejection import (
     prr_permutation_p,
     rejection_curves,
 )
-from mcu_exp.pipeline import write_rejection
+from mcu_exp.job.measures import write_rejection
 from mcu_exp.proxies.base import ProxyOutcome
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from mcu_exp.config import EvaluationConfig
 from mcu_exp.data.labels import HumanLabels
-from mcu_exp.pipeline import measures_and_baselines, write_rejection
+from mcu_exp.job.measures import measures_and_baselines, write_rejection
 from mcu_exp.proxies.base import ProxyOutcome
 from mcu_exp.result_cache import RESULTS_DIR, cached_result, content_hash
 

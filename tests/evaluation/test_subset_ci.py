@@ -14,7 +14,7 @@ from mcu_exp.calibration import Scores, get_rule
 from mcu_exp.calibration.threshold import threshold
 from mcu_exp.config import DecisionConfig, EvaluationConfig
 from mcu_exp.evaluation.bootstrap import Calibration, calibrated_resamples
-from mcu_exp.pipeline import alignment
+from mcu_exp.job.alignment import alignment
 
 EV = EvaluationConfig(bootstrap_resamples=1000, permutations=0)
 DECISION = DecisionConfig(epsilon=0.1)

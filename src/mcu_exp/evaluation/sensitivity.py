@@ -12,6 +12,7 @@ in the curves, "undefined" in tables), and each distinct warning is emitted once
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
@@ -19,6 +20,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from mcu_exp import names
 from mcu_exp.calibration import empirical_coverage, threshold
 from mcu_exp.evaluation.metrics import (
     ArrayLike,
@@ -66,7 +68,7 @@ def _labels_and_values(y_true: ArrayLike, values: ArrayLike, name: str) -> tuple
 def threshold_sweep(
     y_true: ArrayLike,
     alpha_test: ArrayLike,
-    grid: Sequence[float] | None = None,
+    grid: ArrayLike | None = None,
     n_points: int = 41,
 ) -> pd.DataFrame:
     """Metrics of the rule High iff α_test ≤ threshold, over thresholds spanning the observed
@@ -188,3 +190,83 @@ def _run_sweep(
             raise ValueError("by_subgroup(sweep='epsilon') needs alpha_cal= and epsilons=")
         return epsilon_sweep(alpha_test=s, y_true=y, **kwargs)  # type: ignore[arg-type]
     raise ValueError(f"sweep must be 'threshold', 'similarity', 'epsilon' or a callable, got {sweep!r}")
+
+
+def _grouped(labels: Mapping[str, pd.Series], values: pd.Series) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Per group: its name, the labels and the values on the programs of ``values`` it has
+    labels for (in ``values``' order); groups sharing no program are left out."""
+    found = []
+    for name, group in labels.items():
+        common = [p for p in values.index if p in group.index]
+        if common:
+            found.append((name, group.loc[common].to_numpy(), values.loc[common].to_numpy(dtype=float)))
+    return found
+
+
+def _stamped(frame: pd.DataFrame, group: str, n: int) -> pd.DataFrame:
+    frame.insert(0, "group", group)
+    frame.insert(1, "n", n)
+    return frame
+
+
+def decision_grids(
+    alpha_cal: ArrayLike,
+    alpha_test: pd.Series,
+    labels: Mapping[str, pd.Series],
+    *,
+    threshold_points: int,
+    epsilons: Sequence[float],
+    quantile_rule: str,
+    tau: float | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """F1/precision/recall/AUC over a threshold grid and coverage over an ε grid, per group
+    (``labels``: each group's 0/1 labels by program id; ``alpha_test`` by program id).
+
+    The threshold grid is ``threshold_points`` values spanning the observed α_test range plus
+    the calibrated ``tau`` (when finite), the same for every group, so a metric series' step
+    means the same threshold everywhere.
+    """
+    lo, hi = float(alpha_test.min()), float(alpha_test.max())
+    points = np.linspace(lo, hi, threshold_points)
+    if tau is not None and math.isfinite(float(tau)):
+        points = np.unique(np.append(points, float(tau)))
+    thresholds, coverages = [], []
+    for name, y, a in _grouped(labels, alpha_test):
+        frame = threshold_sweep(y, a, grid=points, n_points=2)
+        frame = frame[np.isin(frame[names.THRESHOLD_GRID].to_numpy(), points)].reset_index(drop=True)
+        thresholds.append(_stamped(frame, name, len(y)))
+        eps = epsilon_sweep(alpha_cal, a, list(epsilons), quantile_rule, y_true=y)
+        coverages.append(_stamped(eps, name, len(y)))
+    return pd.concat(thresholds, ignore_index=True), pd.concat(coverages, ignore_index=True)
+
+
+def theta_grid(similarity_test: pd.Series, labels: Mapping[str, pd.Series], thetas: Sequence[float]) -> pd.DataFrame:
+    """The fixed rule High iff similarity_test ≥ θ (P2: SSC_meta(test)) over ``thetas``, per
+    group (``similarity_test`` by program id)."""
+    frames = [
+        _stamped(similarity_sweep(y, s, list(thetas)), name, len(y))
+        for name, y, s in _grouped(labels, similarity_test.astype(float))
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+SERIES_COLUMNS = {
+    names.THRESHOLD_GRID: ("f1", "auc_binary"),
+    names.EPSILON_GRID: ("coverage", "nominal"),
+    names.THETA_GRID: ("f1", "auc_binary"),
+}  # charted in MLflow, all readers only
+
+
+def grid_series(frame: pd.DataFrame, grid: str) -> dict[str, list[tuple[int, float]]]:
+    """MLflow series of one sensitivity grid, all readers only: ``sens.<grid>_x1000.<column>``
+    for :data:`SERIES_COLUMNS`, step = the grid value × 1000 rounded, so the UI's x axis
+    reads as the threshold (or ε, θ) in thousandths. A grid point whose rounded step repeats
+    an earlier one is left out of the series (the CSV keeps every point exactly)."""
+    rows = frame[frame["group"] == names.ALL_READERS]
+    steps = [round(float(x) * names.SERIES_SCALE) for x in rows[grid]]
+    first = [i for i, step in enumerate(steps) if step not in steps[:i]]
+    return {
+        names.mlflow_series(grid, col): [(steps[i], float(rows[col].iloc[i])) for i in first]
+        for col in SERIES_COLUMNS[grid]
+        if col in rows.columns
+    }

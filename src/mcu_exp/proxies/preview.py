@@ -17,27 +17,32 @@ it builds the very requests the job will send and its counts are exact; token fi
 
 With ``cache_dir``, each stage also says how many of its samples the generation cache
 already holds (the rest is what the job will generate and pay for).
+
+:func:`plan_stages` is the one walk of a job's stages before it runs: one cache open, one
+read per stage; the printed preview (:attr:`StagePlan.estimates`) and the check of the
+models the job will call (:meth:`StagePlan.check_models`: an API key only where samples are
+missing) both come from it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import GenerationRequest
-from mcu_exp.llm.cache import GenerationCache, open_generation_cache, sample_key
-from mcu_exp.llm.factory import backend_identity
+from mcu_exp.llm.cache import GenerationCache, open_generation_cache
+from mcu_exp.llm.cache_keys import sample_key
+from mcu_exp.llm.factory import backend_identity, capabilities, check_backend
 from mcu_exp.llm.providers._batch_check import batch_on, price_factor
 from mcu_exp.proxies.base import Proxy
-from mcu_exp.proxies.stages import StageResults
+from mcu_exp.proxies.stages import Stage, StageResults
 
 CHARS_PER_TOKEN = 4
-_ONE_PREFILL = ("local", "vllm")
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,7 @@ def _extra_tokens(model_cfg: ModelConfig) -> int:
 
 
 def _calls(model_cfg: ModelConfig, request: GenerationRequest) -> int:
-    if str(model_cfg.backend) in _ONE_PREFILL:
+    if capabilities(model_cfg).in_process:
         return 1
     return math.ceil(request.n / max(1, model_cfg.n_per_request))
 
@@ -118,29 +123,73 @@ def estimate(
     )
 
 
-def _walk(proxy: Proxy, cache: GenerationCache | None, suffix: str = "") -> list[StageEstimate]:
-    """Estimate each stage of ``proxy``, feeding later stages the cached texts of earlier ones,
+@dataclass(frozen=True)
+class PlannedStage:
+    """One stage as the job will run it: its requests and model, their estimate, whether the
+    cache holds every sample (``complete``; False for a stage built from stand-ins) and
+    whether its proxy applies to the job's programs (``applies``)."""
+
+    stage: Stage
+    estimate: StageEstimate
+    complete: bool
+    applies: bool = True
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """The stages of a job's proxy, then of its reference, in order."""
+
+    stages: list[PlannedStage] = field(default_factory=list)
+
+    @property
+    def estimates(self) -> list[StageEstimate]:
+        """What :func:`render_preview` prints, one estimate per stage."""
+        return [s.estimate for s in self.stages]
+
+    def models(self) -> list[tuple[ModelConfig, bool]]:
+        """Every distinct model the applying proxies' stages call, and whether it has samples to
+        generate (some stage of it is not wholly cached)."""
+        found: dict[int, tuple[ModelConfig, bool]] = {}
+        for planned in self.stages:
+            if planned.applies:
+                model = planned.stage.model
+                found[id(model)] = (model, found.get(id(model), (model, False))[1] or not planned.complete)
+        return list(found.values())
+
+    def check_models(self) -> None:
+        """Raise the first configuration problem of a model the job will call (unknown backend,
+        malformed ``base_url``, and for a model with samples to generate an unset API-key
+        variable) before any run or request is started."""
+        for model, missing in self.models():
+            check_backend(model, need_key=missing)
+
+
+def _walk(proxy: Proxy, cache: GenerationCache | None, suffix: str = "") -> list[PlannedStage]:
+    """Plan each stage of ``proxy``, feeding later stages the cached texts of earlier ones,
     or stand-ins of ``4 × max_new_tokens`` characters when some are missing (a stage built
     from stand-ins gets no cached count: its requests are not the real ones)."""
     done = StageResults()
-    estimates = []
+    applies = proxy.applies()
+    planned = []
     for stage in proxy.stages(done):
         cached, texts = _lookup(stage.model, stage.requests, cache) if not done.stale else (None, None)
-        estimates.append(estimate(stage.title + suffix, stage.model_label, stage.model, stage.requests, cached))
+        found = estimate(stage.title + suffix, stage.model_label, stage.model, stage.requests, cached)
+        planned.append(PlannedStage(stage, found, complete=texts is not None, applies=applies))
         if texts is None:
             done.put(
                 stage.key, [["x" * (CHARS_PER_TOKEN * r.max_new_tokens)] * r.n for r in stage.requests], exact=False
             )
         else:
             done.put(stage.key, texts)
-    return estimates
+    return planned
 
 
-def preview(
+def plan_stages(
     proxy: Proxy, reference: Proxy | None = None, cache_dir: str | Path | None = None, cache_url: str | None = None
-) -> list[StageEstimate]:
+) -> StagePlan:
     """The stages ``proxy`` (then ``reference``, the cross-proxy reference, when it applies)
-    will run, in order, with their estimates: the same stage code the job runs."""
+    will run, in order, with their estimates and what the cache holds: the same stage code
+    the job runs, the cache opened once."""
     cache = (
         open_generation_cache(cache_dir or ".", cache_url, existing=True)
         if cache_dir is not None or cache_url
@@ -150,10 +199,17 @@ def preview(
         stages = _walk(proxy, cache)
         if reference is not None and reference.applies():
             stages += _walk(reference, cache, suffix=" (reference)")
-        return stages
+        return StagePlan(stages)
     finally:
         if cache is not None:
             cache.close()
+
+
+def preview(
+    proxy: Proxy, reference: Proxy | None = None, cache_dir: str | Path | None = None, cache_url: str | None = None
+) -> list[StageEstimate]:
+    """The estimates of :func:`plan_stages`: what the job's stages will ask, stage by stage."""
+    return plan_stages(proxy, reference, cache_dir, cache_url).estimates
 
 
 def render_preview(stages: Sequence[StageEstimate]) -> str:

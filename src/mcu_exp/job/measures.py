@@ -1,0 +1,104 @@
+"""A job's decision-free tables: the uncertainty measures and code-metric baselines against
+the human labels, and the prediction-rejection curve of the proxy's score.
+
+None of it depends on ε, the threshold or the reader group, so with a cache folder each value
+is computed once per input and read back by a sweep's other jobs
+(:func:`mcu_exp.result_cache.cached_result`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mcu_exp import names
+from mcu_exp.config import EvaluationConfig
+from mcu_exp.data import HumanLabels
+from mcu_exp.job.alignment import align
+from mcu_exp.proxies.base import ProxyOutcome
+
+SHOWN_PREFIXES = (names.MEASURE_PREFIX, names.CODE_PREFIX)  # rows printed; dataset.* only in the CSV
+MEASURE_CODE = (
+    "mcu_exp.evaluation.measure_table",
+    "mcu_exp.evaluation.rejection",
+    "mcu_exp.evaluation.bootstrap",
+    "mcu_exp.evaluation.registry",
+    "mcu_exp.evaluation.definitions",
+    "mcu_exp.evaluation.metrics",
+    "mcu_exp.evaluation.significance",
+    "mcu_exp.data.code_metrics",
+)  # the measure table's code
+
+
+def measures_and_baselines(
+    outcome: ProxyOutcome, dataset: Any, labels: HumanLabels, ev: EvaluationConfig, cache_dir: Path | None = None
+) -> pd.DataFrame | None:
+    """AUC(score), Spearman and PRR, with bootstrap CIs (and PRR's permutation p), of each of the
+    proxy's uncertainty measures (P1's ``measure.*`` columns) and of the code-metric baselines
+    ``evaluation.baselines`` asks for (``code.*``, in their declared direction; with ``all``
+    also the dataset's own ``dataset.*`` metrics, raw), against the human labels; None when
+    there is nothing to score. None of it depends on the decision: with ``cache_dir`` the table
+    is computed once per input and read back by the sweep's other jobs
+    (:func:`mcu_exp.result_cache.cached_result`)."""
+    from mcu_exp.data.code_metrics import code_metrics, program_metrics
+    from mcu_exp.evaluation.measure_table import measure_columns, measure_table
+    from mcu_exp.result_cache import cached_result
+
+    frame = outcome.table[[c for c in outcome.table.columns if str(c).startswith(names.MEASURE_PREFIX)]]
+    if ev.baselines != "none":
+        metrics = program_metrics(dataset) if ev.baselines == "all" else code_metrics(dataset)
+        frame = frame.join(metrics, how="left")
+    if not measure_columns(frame):
+        return None
+    args = (frame, labels.labels, labels.correctness, ev.bootstrap_resamples, ev.confidence, ev.seed, ev.permutations)
+    return cached_result(cache_dir, "measure_table", args, lambda: measure_table(*args), code=MEASURE_CODE)
+
+
+def write_rejection(
+    outcome: ProxyOutcome, labels: HumanLabels, results: Path, ev: EvaluationConfig, cache_dir: Path | None = None
+) -> dict[str, float] | None:
+    """For a proxy with a score on every labelled program: the prediction-rejection curves
+    against all readers' labels (``rejection.csv``, ``rejection.png``); return the PRR with its
+    stratified bootstrap interval and two-sided permutation p against 0 (``prr``,
+    ``prr_ci_low``, ``prr_ci_high``, ``prr_perm_p``), as the measure table computes them (the
+    interval and p once per score and labels with ``cache_dir``: the score is decision-free)."""
+    from mcu_exp.evaluation.bootstrap import stratified_indices
+    from mcu_exp.evaluation.rejection import prediction_rejection, prr_interval_and_p
+    from mcu_exp.result_cache import cached_result
+
+    truth, _, score = align(outcome.table, labels.labels)
+    if len(truth) < 2 or not np.isfinite(score.to_numpy()).all():
+        return None
+    y, s = truth.to_numpy(), score.to_numpy()
+    found = prediction_rejection(y, s)
+    found.curves.to_csv(results / names.REJECTION_FILE, index=False)
+    if ev.plots and np.isfinite(found.prr):
+        from mcu_exp.report.rejection_plot import plot_rejection
+
+        plot_rejection(found.curves, found.prr, results / "rejection.png")
+    low = high = p = float("nan")
+    if np.isfinite(found.prr):
+
+        def interval_and_p() -> tuple[float, float, float]:
+            indices = stratified_indices(y, ev.bootstrap_resamples, np.random.default_rng(ev.seed))
+            return prr_interval_and_p(y, s, indices, ev.confidence, ev.permutations, ev.seed)
+
+        key = (y, s, ev.bootstrap_resamples, ev.confidence, ev.seed, ev.permutations)
+        low, high, p = cached_result(cache_dir, "prr_interval", key, interval_and_p, code=MEASURE_CODE)
+    return {"prr": float(found.prr), "prr_ci_low": low, "prr_ci_high": high, "prr_perm_p": p}
+
+
+def render_measures(table: pd.DataFrame) -> str:
+    """The measure table as printed: the proxy's measures and the code metrics; how many of
+    the dataset's own metrics are in ``measures.csv``."""
+    from mcu_exp.evaluation.measure_table import render_measure_table
+
+    shown = table[[str(i).startswith(SHOWN_PREFIXES) for i in table.index]]
+    shown.attrs.update(table.attrs)
+    text = render_measure_table(shown, title="Uncertainty measures and code-metric baselines vs human labels")
+    rest = len(table) - len(shown)
+    if rest:
+        text += f"  and {rest} of the dataset's own metrics (dataset.*): {names.MEASURES_FILE}\n"
+    return text
