@@ -83,7 +83,9 @@ def test_run_id_reads_the_runs_artifact_and_decision_params(
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
     exp = client.create_experiment("mcu_exp", artifact_location=(tmp_path / "artifacts").as_uri())
-    run = client.create_run(exp)
+    run = client.create_run(exp, run_name="smollm2-135m · p1 · ε=0.2", tags={"mcu.model": "smollm2-135m"})
+    client.log_param(run.info.run_id, "proxy.name", "p1")
+    client.log_param(run.info.run_id, "labels.group", "professional")
     client.log_param(run.info.run_id, "decision.epsilon", "0.2")
     client.log_param(run.info.run_id, "decision.quantile", "conformal")
     client.log_artifact(run.info.run_id, str(write_per_program(tmp_path / "scores.csv", seed=1)))
@@ -91,7 +93,12 @@ def test_run_id_reads_the_runs_artifact_and_decision_params(
 
     main(["--run-id", run.info.run_id, "--tracking-uri", uri, "--search", "epsilon", "--trials", "8", "--folds", "3"])
     printed = capsys.readouterr().out
-    assert f"run {run.info.run_id}" in printed and "ε=0.2 F1" in printed  # the run's own ε for reference
+    title = " ".join(printed.split("┏")[0].split())  # rich wraps a long title over lines
+    assert title == (
+        f"Tuning for F1 on run smollm2-135m · p1 · ε=0.2 ({run.info.run_id[:8]}; model=smollm2-135m, proxy=p1, "
+        "readers=professional, ε=0.2)"
+    )
+    assert "ε=0.2 F1" in printed  # the run's own ε for reference
     threshold_row = [line for line in printed.splitlines() if "threshold" in line and "│" in line]
     assert threshold_row == []  # --search epsilon only
 
@@ -143,3 +150,28 @@ def test_unknown_run_and_missing_store_fail_in_one_line(tmp_path: Path, capsys: 
         main(["--run-id", "abc", "--tracking-uri", f"sqlite:///{tmp_path / 'none.db'}"])
     assert "no MLflow store at" in capsys.readouterr().err
     assert not (tmp_path / "none.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("n", "folds", "hint"),
+    [(6, 5, "the smaller class has 3 of 6 programs; use --folds 3 (or fewer)"), (5, 2, "at least 2 programs of each")],
+)
+def test_too_many_folds_names_the_largest_that_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], n: int, folds: int, hint: str
+) -> None:
+    csv = tmp_path / "scores.csv"
+    labels = [1, 0] * (n // 2) + [1] * (n % 2) if folds == 5 else [1, 1, 1, 1, 0]
+    pd.DataFrame(
+        {
+            "program_id": [f"p{i}" for i in range(n)],
+            "human_label": labels,
+            "alpha_cal": np.linspace(0.1, 0.5, n),
+            "alpha_test": np.linspace(0.2, 0.6, n),
+        }
+    ).to_csv(csv, index=False)
+    with pytest.raises(SystemExit) as exc:
+        main(["--per-program", str(csv), "--folds", str(folds), "--trials", "2"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"mcu-exp tune: error: --folds {folds}: each stratified fold needs a program of each class")
+    assert hint in err and len(err.splitlines()) == 1

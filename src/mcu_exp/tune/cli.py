@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +83,9 @@ class TuneError(ValueError):
     """A bad input to ``mcu-exp tune``; the message is one line."""
 
 
-def fetch_run(run_id: str, uri: str, folder: Path) -> tuple[Path, dict[str, str]]:
-    """Download the run's ``scores.csv``; return it with the run's params."""
+def fetch_run(run_id: str, uri: str, folder: Path) -> tuple[Path, dict[str, str], str]:
+    """Download the run's ``scores.csv``; return it with the run's params and the table's
+    source in words (:func:`run_source`)."""
     from mcu_exp.names import SCORES_FILE
     from mcu_exp.tracking.artifacts import RunArtifacts, RunLookupError, fetch_run
 
@@ -99,7 +100,51 @@ def fetch_run(run_id: str, uri: str, folder: Path) -> tuple[Path, dict[str, str]
     path = RunArtifacts(client, run_id, run.info.artifact_uri).get(SCORES_FILE, folder)
     if path is None:
         raise TuneError(f"run {run_id} has no {SCORES_FILE} artifact: tune needs a calibrated proxy's run (P1, P2)")
-    return path, dict(run.data.params)
+    return path, dict(run.data.params), run_source(run_id, run.info.run_name or "", run.data.params, run.data.tags)
+
+
+CONFIGURATION = (  # what the title names of a run's configuration: (header, param key, tag)
+    ("model", "model.name", "mcu.model"),
+    ("proxy", "proxy.name", "mcu.proxy"),
+    ("readers", "labels.group", "mcu.labels.group"),
+    ("rule", "decision.rule", "mcu.decision.rule"),
+    ("ε", "decision.epsilon", ""),
+    ("dataset", "dataset.name", "mcu.dataset"),
+)
+
+
+def run_source(run_id: str, name: str, params: Mapping[str, str], tags: Mapping[str, str]) -> str:
+    """ "run gpt-4o · p1 · ε=0.1 (3f2c81d0; model=gpt-4o, proxy=p1, readers=all, ε=0.1, …)": the
+    run's name, its short id and the settings that make its configuration."""
+    settings = []
+    for header, key, tag in CONFIGURATION:
+        value = tags.get(tag) if tag else None
+        value = value or params.get(key)
+        if value not in (None, "", "None", "null"):
+            settings.append(f"{header}={value}")
+    inside = "; ".join(filter(None, [run_id[:8], ", ".join(settings)]))
+    return f"run {name} ({inside})" if name else f"run {run_id} ({', '.join(settings) or 'no params'})"
+
+
+def check_folds(labels: Any, folds: int) -> None:
+    """Refuse ``--folds`` larger than the smaller class (each stratified fold needs a program of
+    each class), naming the largest value that works."""
+    import numpy as np
+
+    positives = int(np.sum(labels))
+    smallest = min(positives, int(np.size(labels)) - positives)
+    if folds < 2:
+        raise TuneError(f"--folds must be at least 2, got {folds}")
+    if smallest < folds:
+        hint = (
+            f"use --folds {smallest} (or fewer)"
+            if smallest >= 2
+            else "cross-validation needs at least 2 programs of each class"
+        )
+        raise TuneError(
+            f"--folds {folds}: each stratified fold needs a program of each class, and the smaller class has "
+            f"{smallest} of {np.size(labels)} programs; {hint}"
+        )
 
 
 def storage_url(value: str | None) -> str | None:
@@ -178,8 +223,7 @@ def run(args: argparse.Namespace) -> list[Any]:
     params: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         if args.run_id:
-            path, params = fetch_run(args.run_id, args.tracking_uri or default_tracking_uri(), Path(tmp))
-            source = f"run {args.run_id}"
+            path, params, source = fetch_run(args.run_id, args.tracking_uri or default_tracking_uri(), Path(tmp))
         else:
             path, source = args.per_program, str(args.per_program)
         scores = read_per_program(path)
@@ -189,6 +233,7 @@ def run(args: argparse.Namespace) -> list[Any]:
     )
     if scores.dropped:
         print(f"{scores.dropped} programs without scores or a human label left out")
+    check_folds(scores.labels, args.folds)
     searches = ("epsilon", "threshold") if args.search == "both" else (args.search,)
     storage = storage_url(args.storage)
     results = [
