@@ -25,6 +25,7 @@ count requests and cost at the batch price (interactive price × ``model.batch_d
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -32,7 +33,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tqdm.auto import tqdm
 
@@ -192,9 +193,7 @@ class BatchBackend:
         for batch_id, batch in recorded.items():
             if batch.state == "submitting":
                 found = self.calls.retrying(
-                    lambda batch_id=batch_id, batch=batch: self._find(
-                        client, store, batch_id, len(batch.items), batch.created
-                    ),
+                    functools.partial(self._find, client, store, batch_id, len(batch.items), batch.created),
                     f"looking up batch {batch_id}",
                 )
                 if found is None:
@@ -280,7 +279,7 @@ class BatchBackend:
             sent = True
             return self.api.submit(client, bodies, tag)
 
-        batch_id = self.calls.retrying(attempt, f"submitting a batch of {len(group)} requests")
+        batch_id = cast(str, self.calls.retrying(attempt, f"submitting a batch of {len(group)} requests"))  # not lost
         store.accept(tag, batch_id)
         pending[batch_id] = items
         self.batches += 1
@@ -302,7 +301,7 @@ class BatchBackend:
         while pending:
             for batch_id in list(pending):
                 state = self.calls.retrying(
-                    lambda batch_id=batch_id: self.api.poll(client, batch_id), f"polling batch {batch_id}", lost=True
+                    functools.partial(self.api.poll, client, batch_id), f"polling batch {batch_id}", lost=True
                 )
                 if state is None:  # the provider no longer knows the batch: its items are asked again
                     yield from self._failed(pending.pop(batch_id), jobs, wanted, "batch not found")
@@ -311,7 +310,7 @@ class BatchBackend:
                 if not state.ended:
                     continue
                 outcomes = self.calls.retrying(
-                    lambda batch_id=batch_id, state=state: self.api.results(client, batch_id, state),
+                    functools.partial(self.api.results, client, batch_id, state),
                     f"reading the results of batch {batch_id}",
                     lost=True,
                 )

@@ -77,7 +77,7 @@ def remote_identity(cfg: ModelConfig, backend: str, with_base_url: bool = False)
     q = quirks(cfg)
     if q:
         ident["quirks"] = q
-    return redact_tree(ident)  # a password in base_url or a token in quirks never reaches a cache key
+    return dict(redact_tree(ident))  # a password in base_url or a token in quirks never reaches a cache key
 
 
 def resolve_api_key(cfg: ModelConfig, defaults: Sequence[str], provider: str) -> Secret:
@@ -160,7 +160,7 @@ def as_dict(response: Any) -> Mapping[str, Any]:
     dump = getattr(response, "model_dump", None)
     if dump is None:
         raise MalformedResponse(f"unexpected response type {type(response).__name__}")
-    return dump(mode="json")
+    return dict(dump(mode="json"))
 
 
 def json_body(content: bytes) -> Mapping[str, Any]:

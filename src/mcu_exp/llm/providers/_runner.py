@@ -12,6 +12,7 @@ after them, so its message counts every sample they brought.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import queue
 import random
@@ -322,7 +323,7 @@ class _Run:
             reserved = await b.budget.admit(prompt_est, out_max)
             if reserved is None:
                 reason = b.budget.reason
-                self._stop(lambda reason=reason: self._budget_stop(reason))
+                self._stop(functools.partial(self._budget_stop, reason))
                 return
             if not self.stopping:
                 await b.limiter.acquire(prompt_est + out_max)
@@ -352,11 +353,11 @@ class _Run:
                         f"{b.provider.name} model '{b.model_id}': a request failed {failures} times "
                         f"({what}; last: {b.detail(exc)}); gave up after max_retries={b.policy.max_retries}. "
                     )
-                    self._stop(
-                        lambda head=head: RetriesExhausted(
-                            f"{head}{b.kept} samples completed and kept; rerun to resume"
-                        )
-                    )
+
+                    def exhausted(head: str = head) -> RetriesExhausted:  # b.kept read when it stops
+                        return RetriesExhausted(f"{head}{b.kept} samples completed and kept; rerun to resume")
+
+                    self._stop(exhausted)
                     return
                 delay = b.policy.delay(failures, retry_after(exc), self.rng)
                 b.totals.retries += 1

@@ -196,13 +196,15 @@ class VLLMBackend:
         params = [self.vllm.SamplingParams(**sampling_kwargs(r, self.cfg, i)) for r, i in items]
         if self.use_chat:
             kwargs = quirks(self.cfg).get("chat_template_kwargs")
-            return self.llm.chat(
-                [chat_messages(r) for r, _ in items],
-                params,
-                use_tqdm=False,
-                **({"chat_template_kwargs": dict(kwargs)} if kwargs else {}),
+            return list(
+                self.llm.chat(
+                    [chat_messages(r) for r, _ in items],
+                    params,
+                    use_tqdm=False,
+                    **({"chat_template_kwargs": dict(kwargs)} if kwargs else {}),
+                )
             )
-        return self.llm.generate([completion_prompt(r, self.cfg) for r, _ in items], params, use_tqdm=False)
+        return list(self.llm.generate([completion_prompt(r, self.cfg) for r, _ in items], params, use_tqdm=False))
 
     def stream(self, jobs: Sequence[SampleJob]) -> Iterator[tuple[int, int, Sample]]:
         """Yield ``(job position, sample index, sample)``, one chunk of samples at a time."""
