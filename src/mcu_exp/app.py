@@ -64,11 +64,15 @@ def _job(cfg: DictConfig) -> float:
 
     try:
         _protect_secrets(cfg)
-        with console.job_console(progress=not bool(cfg.get("quiet", False)), verbose=_hydra_verbose()):
+        with console.job_console(
+            progress=not bool(cfg.get("quiet", False)), verbose=_hydra_verbose(), quiet_job=_quiet_job(cfg)
+        ):
             return run_job(cfg)
-    except KeyboardInterrupt:
-        log.error("interrupted: everything generated so far is in the cache; rerun to resume")
-        raise
+    except KeyboardInterrupt as exc:  # Ctrl-C: one line, no traceback, the shell's 130
+        message = console.interrupted_line(exc)
+        console.to_log_files(log, message, logging.ERROR)
+        print(f"mcu-exp: {message}", file=sys.stderr)
+        raise SystemExit(130) from None
     except USER_ERRORS as exc:
         return _stop(one_line(exc))
     except Exception as exc:  # a full disk under the cache or the outputs, whatever reported it
@@ -76,6 +80,16 @@ def _job(cfg: DictConfig) -> float:
         if full is None:
             raise
         return _stop(redact_text(full))
+
+
+def _quiet_job(cfg: DictConfig) -> str | None:
+    """The job's number when it is a job of a sweep whose output goes to its log file (``-m``
+    without ``verbose=true``); None when the job prints in full."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if _single_run() or bool(cfg.get("verbose", False)):
+        return None
+    return str(HydraConfig.get().job.get("num", ""))
 
 
 def _stop(message: str) -> float:

@@ -3,7 +3,8 @@
 Scores are a deterministic function of the program id and ``proxy.split_seed``, and the
 labels go through the real decision-rule registry, so ε changes the labels like P1's would.
 ``proxy.k == 13`` makes it fail on purpose (a failing job in a sweep); ``$MCU_STANDIN_SLEEP_S``
-holds it that many seconds inside its MLflow run (a job to kill mid-run). Selected with
+holds it that many seconds inside its MLflow run (a job to kill mid-run), after creating the
+file ``$MCU_STANDIN_READY`` names, if set. Selected with
 ``proxy._target_=support.standin_proxy.StandInProxy`` (it reads P1's config section).
 """
 
@@ -37,6 +38,9 @@ class StandInProxy(SummaryProxy):
     def outcome(self, done: StageResults) -> ProxyOutcome:
         if self.cfg.k == 13:
             raise RuntimeError("stand-in proxy asked to fail (proxy.k=13)")
+        ready = os.environ.get("MCU_STANDIN_READY")
+        if ready:  # a test waiting to interrupt the job knows it is now inside its run
+            open(ready, "w").close()
         time.sleep(float(os.environ.get("MCU_STANDIN_SLEEP_S") or 0))
         ids = self.ctx.program_ids
         rng = [np.random.default_rng([self.cfg.split_seed, zlib.crc32(p.encode())]) for p in ids]

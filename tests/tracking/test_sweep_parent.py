@@ -73,11 +73,10 @@ def test_the_sweep_is_one_parent_run_with_a_child_per_job(swept: tuple[Path, sub
     assert parent.info.run_name == "sweep · decision.epsilon=0.05,0.2 · labels.group=all,professional"
     assert parent.info.status == "FINISHED"
     assert sorted(r.info.run_name for r in children) == [
-        "smollm2-135m · p1 · ε=0.05 · group=all",
-        "smollm2-135m · p1 · ε=0.05 · group=professional",
-        "smollm2-135m · p1 · ε=0.2 · group=all",
-        "smollm2-135m · p1 · ε=0.2 · group=professional",
-    ]
+        f"ε={eps} · group={group} · StandInProxy · boot1000 · perm200 · smollm2-135m · p1"
+        for eps in ("0.05", "0.2")
+        for group in ("all", "professional")
+    ]  # what varies first, then the other overrides that change results
 
     # The parent holds the sweep's table, one row per job, as an MLflow table and a CSV, and the report.
     art = RunArtifacts(client, parent.info.run_id, parent.info.artifact_uri)
@@ -90,8 +89,10 @@ def test_the_sweep_is_one_parent_run_with_a_child_per_job(swept: tuple[Path, sub
     assert sorted(summary["run"]) == sorted(r.info.run_name for r in children)
     assert (summary["status"] == "FINISHED").all()
     assert art.get("report/report.html", outputs) is not None
-    # The terminal shows the same table and how to compare the runs.
+    # The terminal shows the same table, where the report was written and how to make it again.
     assert "4 jobs" in res.stdout and "mcu-exp report --sweep " in res.stdout
+    (written,) = [line for line in res.stdout.splitlines() if line.startswith("Report written: ")]
+    assert Path(written.removeprefix("Report written: ").split(" (")[0]).is_file()
 
 
 def test_every_job_is_a_finished_run_with_its_own_folder_and_metrics(
@@ -155,7 +156,7 @@ def test_a_job_run_logs_a_headline_set_and_the_rest_as_tables(
     # Sensitivity charts: the step is the threshold in thousandths, not the grid index.
     grid = pd.read_csv(art.get(names.sensitivity_file(names.THRESHOLD_GRID), outputs))
     grid = grid[grid["group"] == names.ALL_READERS]
-    history = client.get_metric_history(child.info.run_id, names.mlflow_series(names.THRESHOLD_GRID, "f1"))
+    history = client.get_metric_history(child.info.run_id, "sensitivity/f1_vs_threshold_milli.minilm")
     by_step = {m.step: m.value for m in history}
     first = grid.iloc[len(grid) // 2]
     assert by_step[round(first["threshold"] * 1000)] == pytest.approx(first["f1"])

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
+from mcu_exp import console
 from mcu_exp.llm.cache import CACHE_FILE as CACHE_FILE  # where it used to live
 from mcu_exp.llm.cache import ClaimOwner, GenerationCache, open_generation_cache, request_parts, sample_keys
 from mcu_exp.llm.contract import Backend, GenerationRequest, GenerationResult, Message, Sample, SampleJob
@@ -195,14 +196,10 @@ class CachedGenerator:
                     )
                     last_note = time.monotonic()
                 time.sleep(self.poll_s)
-        log.info(
-            "generate: %d samples, %d from cache, %d generated, %d errors, %d filtered, %d empty",
-            total,
-            hits,
-            self.stats["generated"],
-            self.stats["errors"],
-            self.stats["filtered"],
-            self.stats["empty"],
+        console.to_log_files(  # the job's log file only: the progress bar already said it on the terminal
+            log,
+            f"generate: {total} samples, {hits} from cache, {self.stats['generated']} generated, "
+            f"{self.stats['errors']} errors, {self.stats['filtered']} filtered, {self.stats['empty']} empty",
         )
         return [GenerationResult(r, [_valid(s) for s in ss if s is not None]) for r, ss in zip(requests, slots)]
 

@@ -130,6 +130,10 @@ class Generators:
             "model_loaded": float(any(g.backend_created for g in gens)),
         }
 
+    def saved(self) -> int:
+        """The samples this job generated and stored in the cache so far (hits not counted)."""
+        return sum(g.stats.get("generated", 0) for g in self._by_identity.values())
+
     def usage(self) -> dict[str, float]:
         """What this job's generations spent (``usage.requests``, ``usage.prompt_tokens``,
         ``usage.cost_usd``…), summed over models; cached samples cost nothing."""

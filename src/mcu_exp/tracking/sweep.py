@@ -1,14 +1,14 @@
 """A multirun as one MLflow parent run whose children are its jobs.
 
-:class:`SweepCallback` (a Hydra callback, enabled in ``conf/config.yaml``) opens the parent
-run when the sweep starts, named after the swept overrides (``sweep · decision.epsilon=0.05,0.1
-· labels.group=all,professional``), and writes its id to ``<sweep dir>/mlflow_parent.json``.
-Each job, in whatever process or node a launcher (joblib, SLURM) runs it, reads that file and
-opens its own run with the parent's id (:func:`job_parent`) and a name that carries the
-overrides that vary (:func:`varying_suffix`). When the sweep ends, the parent gets the sweep's
-summary table (one row per job, an MLflow table and a CSV) and the report, and the terminal
-the same table with the command that compares the runs. A sweep that stops on a failed job
-still closes its parent (FAILED), with the table of the jobs that ran.
+:class:`SweepCallback` (a Hydra callback) opens the parent run when the sweep starts, named
+after the swept overrides (``sweep · decision.epsilon=0.05,0.1 · labels.group=all,professional``),
+and writes its id to ``<sweep dir>/mlflow_parent.json``. Each job, in whatever process or node a
+launcher (joblib, SLURM) runs it, reads that file and opens its own run with the parent's id
+(:func:`job_parent`) and a name that carries the overrides that vary (:func:`varying_suffix`).
+When the sweep ends the parent is closed; :meth:`SweepCallback.summarise` is the hook that fills
+it first. ``conf/config.yaml`` installs :class:`mcu_exp.report.sweep_report.SweepReport`, which
+fills it with the sweep's summary table and report: reporting builds on tracking, never the
+reverse. A sweep that stops on a failed job still closes its parent (FAILED).
 """
 
 from __future__ import annotations
@@ -16,21 +16,16 @@ from __future__ import annotations
 import atexit
 import json
 import logging
-import math
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from mcu_exp import names
 from mcu_exp.redact import redact_text
-from mcu_exp.tracking.conventions import NOTE_TAG
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +33,7 @@ PARENT_FILE = "mlflow_parent.json"
 TAG_KIND = "mcu.kind"
 KIND_SWEEP = "sweep"
 PARENT_TAG = "mlflow.parentRunId"  # MLflow's own nesting tag
-SUMMARY_FILE = "sweep_summary.csv"
 FAILED_MARKER = "FAILED"  # left in a job's folder by a job that stopped on a user error
-SUMMARY_METRICS = ("f1", "auc_score", "auc_binary", "tau", "coverage")
 NAMED_IN_TITLE = {"model", "proxy", "decision.epsilon", "decision.theta", "decision.quantile"}
 
 
@@ -126,94 +119,12 @@ def _sweep_overrides(folder: Path) -> list[str]:
         return []
 
 
-def _cell(name: str, metrics: dict[str, float], ci: bool = True) -> str:
-    """``value [low, high]`` in the metric's format; ``undefined`` for NaN, "—" when absent."""
-    from mcu_exp.evaluation import metric
-
-    if name not in metrics:
-        return "—"
-    value = metrics[name]
-
-    def text(number: float) -> str:
-        if math.isnan(number):
-            return names.UNDEFINED
-        try:
-            return metric(name).format(number)
-        except KeyError:
-            return f"{number:.4f}"
-
-    if math.isnan(value) or not ci or f"{name}_ci_low" not in metrics:
-        return text(value)
-    return f"{text(value)} [{text(metrics[f'{name}_ci_low'])}, {text(metrics[f'{name}_ci_high'])}]"
-
-
 def failed_jobs(folder: Path) -> dict[str, str]:
     """Job number → error message of the sweep's jobs that stopped on a user error."""
     out = {}
     for marker in sorted(folder.glob(f"*/{FAILED_MARKER}")):
         out[marker.parent.name] = marker.read_text(encoding="utf-8").strip()
     return out
-
-
-def _job_label(folder: Path, varying: Sequence[str]) -> str:
-    """What tells a job apart, from the overrides Hydra recorded (``.hydra/overrides.yaml``):
-    its swept values (``bootstrap_resamples=200``), or all its overrides."""
-    from omegaconf import OmegaConf
-
-    try:
-        overrides = [str(o) for o in OmegaConf.load(folder / ".hydra" / "overrides.yaml")]
-    except (OSError, ValueError):
-        return "(no run)"
-    values = {o.partition("=")[0].lstrip("+~"): o for o in overrides}
-    shown = [values[k] for k in varying if k in values]
-    return redact_text(" · ".join(shown or overrides))
-
-
-def summary_frame(
-    children: Sequence[Any],
-    failed: dict[str, str] | None = None,
-    folder: Path | None = None,
-    varying: Sequence[str] = (),
-) -> pd.DataFrame:
-    """One row per job: number, name, status, headline metrics with CIs, verdict. A job in
-    ``failed`` that opened no run gets a FAILED row with its swept values and error."""
-    rows = []
-    seen = {r.data.tags.get("mcu.job_num", "") for r in children}
-    for job, message in (failed or {}).items():
-        if job not in seen:
-            overrides = _job_label(folder / job, varying) if folder is not None else ""
-            rows.append(
-                {
-                    "job": job,
-                    "run": overrides or "(no run)",
-                    "status": "FAILED",
-                    **{m: "—" for m in SUMMARY_METRICS},
-                    "verdict": message,
-                }
-            )
-    for run in sorted(children, key=lambda r: int(r.data.tags.get("mcu.job_num", "0") or 0)):
-        m, tags = run.data.metrics, run.data.tags
-        row = {"job": tags.get("mcu.job_num", ""), "run": run.info.run_name, "status": run.info.status}
-        for name in SUMMARY_METRICS:
-            row[name] = _cell(name, m, ci=name in ("f1", "auc_score"))
-        row["verdict"] = tags.get(names.TAG_VERDICT, tags.get("mcu.error", ""))
-        rows.append(row)
-    rows.sort(key=lambda r: int(r["job"]) if str(r["job"]).isdigit() else 0)
-    return pd.DataFrame(rows, columns=["job", "run", "status", *SUMMARY_METRICS, "verdict"])
-
-
-def print_summary(frame: pd.DataFrame, title: str) -> None:
-    """The sweep's table on the terminal (without the verdict sentences, which are long)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title)
-    shown = [c for c in frame.columns if c != "verdict"]
-    for column in shown:
-        table.add_column(column, justify="left" if column in ("run", "status") else "right")
-    for _, row in frame.iterrows():
-        table.add_row(*(str(row[c]) for c in shown))
-    Console(width=max(100, min(200, os.get_terminal_size().columns if os.isatty(1) else 160))).print(table)
 
 
 class SweepCallback(Callback):
@@ -229,6 +140,8 @@ class SweepCallback(Callback):
         self.sweep = ""
         self.varying: list[str] = []
         self.report = True
+        self.experiment_id = ""
+        self.debug = False
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from mcu_exp.tracking.mlflow_run import open_experiment, owner_tags
@@ -239,10 +152,11 @@ class SweepCallback(Callback):
         overrides = list(config.hydra.overrides.task)
         self.report = bool(config.tracking.get("sweep_report", True))
         self.folder.mkdir(parents=True, exist_ok=True)
-        debug = config.dataset.get("limit") is not None
+        debug = self.debug = config.dataset.get("limit") is not None
         self.client, self.uri, exp_id, self.experiment = open_experiment(
             config.tracking, str(config.paths.outputs), debug
         )
+        self.experiment_id = str(exp_id)
         self.title = ("[debug] " if debug else "") + sweep_title(overrides)
         self.sweep = self.folder.name
         tags = {
@@ -282,8 +196,8 @@ class SweepCallback(Callback):
         )
 
     def _close(self, status: str) -> None:
-        """Log the summary (and the report), print it, end the parent run; once. A parent no
-        job reached (a bad override stopped every job before it started) is deleted."""
+        """Summarise (:meth:`summarise`) and end the parent run; once. A parent no job reached
+        (a bad override stopped every job before it started) is deleted."""
         if self.run_id is None:
             return
         run_id, self.run_id = self.run_id, None
@@ -297,72 +211,18 @@ class SweepCallback(Callback):
                 self.client.delete_run(run_id)
                 (self.folder / PARENT_FILE).unlink(missing_ok=True)
                 return
-            frame = summary_frame(children, failed_early, self.folder, self.varying)
-            status = self._summarise(run_id, frame, status)
+            from mcu_exp.tracking.ui_view import log_best_child
+
+            log_best_child(self.client, run_id, children)  # the parent row shows the best job's headline
+            status = self.summarise(run_id, children, failed_early, status)
         except Exception as exc:  # noqa: BLE001 (the jobs' results are safe; say what went wrong)
             log.warning("could not summarise the sweep in MLflow run %s: %s", run_id, exc)
             status = "FAILED"
         self.client.set_terminated(run_id, status=status)
 
-    def _summarise(self, run_id: str, frame: pd.DataFrame, status: str) -> str:
-        """Log and print the sweep's table (and report); return the parent's final status."""
-        failed = int((frame["status"] != "FINISHED").sum())
-        self._log_summary(run_id, frame)
-        finished = len(frame) - failed
-        if finished and self.report:
-            self._log_report(run_id)
-        print_summary(frame, f"{self.title}\n{len(frame)} jobs" + (f", {failed} not finished" if failed else ""))
-        if finished:
-            print(
-                f"Compare them: mcu-exp report --sweep {self.sweep}"
-                + (f" --tracking-uri {self.uri}" if self._custom_uri() else "")
-            )
-        self.client.set_tag(run_id, NOTE_TAG, self._description(frame, failed))
-        if failed:
-            self.client.set_tag(run_id, "mcu.error", f"{failed} of {len(frame)} jobs did not finish")
-            return "FAILED"
-        return status
-
-    def _description(self, frame: pd.DataFrame, failed: int) -> str:
-        """The parent's description in the UI: what was swept, how many jobs finished, the
-        table (Markdown) and the command that compares the runs."""
-        from mcu_exp.report.display import to_markdown
-
-        done = f"{len(frame)} jobs" + (f", {failed} did not finish" if failed else ", all finished")
-        shown = frame.drop(columns=["verdict"])
-        where = "; the report is in this run's artifacts (`report/report.html`)" if self.report else ""
-        return (
-            f"**{self.title}** ({done})\n\n{to_markdown(shown)}\n\n"
-            f"Compare the runs: `mcu-exp report --sweep {self.sweep}`{where}."
-        )
-
-    def _custom_uri(self) -> bool:
-        return bool(os.environ.get("MLFLOW_TRACKING_URI")) or not self.uri.startswith("sqlite:")
-
-    def _log_summary(self, run_id: str, frame: pd.DataFrame) -> None:
-        from mcu_exp.tracking.artifacts import RunArtifacts
-
-        artifacts = RunArtifacts(self.client, run_id, self.client.get_run(run_id).info.artifact_uri)
-        assert self.folder is not None
-        frame.to_csv(self.folder / SUMMARY_FILE, index=False)
-        with tempfile.TemporaryDirectory() as tmp:
-            frame.to_csv(Path(tmp) / SUMMARY_FILE, index=False)
-            artifacts.put_folder(Path(tmp))
-        artifacts.put_table(frame, f"{names.TABLES_DIR}/sweep_summary.json")
-
-    def _log_report(self, run_id: str) -> None:
-        """``mcu-exp report`` over this sweep's finished jobs, into ``<sweep dir>/report`` and
-        the parent's artifacts (``report/``)."""
-        from mcu_exp.report.cli import ReportError, make_report
-        from mcu_exp.tracking.artifacts import RunArtifacts
-
-        assert self.folder is not None
-        try:
-            out = make_report(
-                self.uri, [self.experiment], sweep=self.sweep, out=self.folder / "report", log=False, include_debug=True
-            )
-        except ReportError as exc:
-            log.warning("no report for the sweep: %s", exc)
-            return
-        artifacts = RunArtifacts(self.client, run_id, self.client.get_run(run_id).info.artifact_uri)
-        artifacts.put_folder(out, "report")
+    def summarise(self, run_id: str, children: list[Any], failed: dict[str, str], status: str) -> str:
+        """Fill the parent run ``run_id`` from its job runs ``children`` and the jobs that
+        stopped before opening one (``failed``: job number → error); return its final status
+        (FAILED when a job did not finish). Here: nothing to fill; a subclass adds the summary."""
+        unfinished = len(failed) + sum(r.info.status != "FINISHED" for r in children)
+        return "FAILED" if unfinished else status

@@ -1,0 +1,151 @@
+"""The end of a sweep: its summary and report in the parent run, and on the terminal the table,
+the answer and the next steps.
+
+:class:`SweepReport` is the sweep callback ``conf/config.yaml`` installs: the tracking side
+(:class:`mcu_exp.tracking.sweep.SweepCallback`) opens and closes the parent run; this class fills
+it before it closes with the summary (:mod:`mcu_exp.report.sweep_summary`: ``sweep_summary.csv``,
+an MLflow table, the run description) and ``mcu-exp report`` over the finished jobs, then prints
+the summary and, as commands that work for this sweep's store and experiment, where the report
+is, how to make it again and how to open the sweep in the MLflow UI.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mcu_exp import names
+from mcu_exp.report import sweep_summary
+from mcu_exp.tracking.conventions import NOTE_TAG
+from mcu_exp.tracking.sweep import SweepCallback
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EXPERIMENT = "mcu_exp"  # what `mcu-exp report` reads without --experiment
+UI_ADDRESS = "http://127.0.0.1:5000"  # where `mlflow ui` serves by default
+
+
+def report_command(sweep: str, experiment: str, debug: bool, uri: str) -> str:
+    """The ``mcu-exp report`` command that selects this sweep's runs: ``--experiment`` when it is
+    not the default one, ``--debug`` for debug runs (which a report skips otherwise),
+    ``--tracking-uri`` when the store is not the one the command finds by itself."""
+    from mcu_exp.report.cli import default_tracking_uri
+
+    parts = ["mcu-exp report", f"--sweep {sweep}"]
+    if experiment != DEFAULT_EXPERIMENT:
+        parts.append(f"--experiment {experiment}")
+    if debug:
+        parts.append("--debug")
+    if uri != default_tracking_uri():
+        parts.append(f"--tracking-uri {uri}")
+    return " ".join(parts)
+
+
+def run_address(uri: str, experiment_id: str, run_id: str) -> str:
+    """The run's page in the MLflow UI: on the tracking server for an HTTP store, else where
+    ``mlflow ui`` serves by default."""
+    base = uri.rstrip("/") if uri.startswith(("http://", "https://")) else UI_ADDRESS
+    return f"{base}/#/experiments/{experiment_id}/runs/{run_id}"
+
+
+class SweepReport(SweepCallback):
+    """The sweep's parent run filled with the summary and the report (see the module docstring)."""
+
+    def summarise(self, run_id: str, children: list[Any], failed: dict[str, str], status: str) -> str:
+        """Log and print the sweep's summary (and report); return the parent's final status."""
+        metrics = {r.info.run_id: sweep_summary.job_metrics(self.client, r) for r in children}
+        frame = sweep_summary.summary_frame(children, metrics, failed, self.folder, self.varying)
+        unfinished = int((frame["status"] != "FINISHED").sum())
+        self._log_summary(run_id, frame)
+        report = self._log_report(run_id) if len(frame) > unfinished and self.report else None
+        title = f"{self.title}\n{len(frame)} jobs" + (f", {unfinished} not finished" if unfinished else "")
+        confidence = _confidence(children)
+        print(sweep_summary.render(frame, title, _width(), confidence), end="")
+        steps = self._next_steps(run_id, report, finished=len(frame) > unfinished)
+        print("\n".join(steps))
+        self.client.set_tag(run_id, NOTE_TAG, self._description(frame, unfinished, confidence, report))
+        if unfinished:
+            self.client.set_tag(run_id, "mcu.error", f"{unfinished} of {len(frame)} jobs did not finish")
+            return "FAILED"
+        return status
+
+    def _next_steps(self, run_id: str, report: Path | None, finished: bool) -> list[str]:
+        """Where the report is, the command that makes it again, the experiment and the UI."""
+        from mcu_exp.tracking import ui_command
+
+        lines = []
+        command = report_command(self.sweep, self.experiment, self.debug, self.uri)
+        if report is not None:
+            lines.append(f"Report written: {report / 'report.html'} (also in the sweep run's artifacts, report/)")
+            lines.append(f"  make it again: {command}")
+        elif finished:
+            lines.append(f"Report: {command}")
+        lines.append(f"MLflow experiment {self.experiment!r}, sweep run {run_id} in {self.uri}")
+        lines.append(f"  open the UI: {ui_command(self.uri)}")
+        lines.append(f"  then: {run_address(self.uri, self.experiment_id, run_id)}")
+        return lines
+
+    def _description(self, frame: pd.DataFrame, unfinished: int, confidence: float, report: Path | None) -> str:
+        """The parent's description in the UI: what was swept, how many jobs finished, the
+        answer, the summary (Markdown) and the command that makes the report."""
+        from mcu_exp.report.display import to_markdown
+
+        done = f"{len(frame)} jobs" + (f", {unfinished} did not finish" if unfinished else ", all finished")
+        where = "; the report is in this run's artifacts (`report/report.html`)" if report is not None else ""
+        command = report_command(self.sweep, self.experiment, self.debug, self.uri)
+        return (
+            f"**{self.title}** ({done})\n\n**{sweep_summary.conclusion(frame)}**\n\n"
+            f"{to_markdown(sweep_summary.display_frame(frame))}\n"
+            f"value [{100 * confidence:g} % CI], sorted by ΔF1's lower bound (★ best)\n\n"
+            f"Compare the runs: `{command}`{where}."
+        )
+
+    def _log_summary(self, run_id: str, frame: pd.DataFrame) -> None:
+        """``sweep_summary.csv`` (numbers, in the sweep folder and the parent's artifacts) and
+        the same rows as an MLflow table."""
+        from mcu_exp.tracking.artifacts import RunArtifacts
+
+        artifacts = RunArtifacts(self.client, run_id, self.client.get_run(run_id).info.artifact_uri)
+        assert self.folder is not None
+        frame.to_csv(self.folder / sweep_summary.SUMMARY_FILE, index=False)
+        with tempfile.TemporaryDirectory() as tmp:
+            frame.to_csv(Path(tmp) / sweep_summary.SUMMARY_FILE, index=False)
+            artifacts.put_folder(Path(tmp))
+        artifacts.put_table(frame, f"{names.TABLES_DIR}/sweep_summary.json")
+
+    def _log_report(self, run_id: str) -> Path | None:
+        """``mcu-exp report`` over this sweep's finished jobs, into ``<sweep dir>/report`` and
+        the parent's artifacts (``report/``); its folder, or None when none could be made."""
+        from mcu_exp.report.cli import ReportError, make_report
+        from mcu_exp.tracking.artifacts import RunArtifacts
+
+        assert self.folder is not None
+        try:
+            out = make_report(
+                self.uri, [self.experiment], sweep=self.sweep, out=self.folder / "report", log=False, include_debug=True
+            )
+        except ReportError as exc:
+            log.warning("no report for the sweep: %s", exc)
+            return None
+        artifacts = RunArtifacts(self.client, run_id, self.client.get_run(run_id).info.artifact_uri)
+        artifacts.put_folder(out, "report")
+        return Path(out)
+
+
+def _confidence(children: list[Any]) -> float:
+    """The jobs' ``evaluation.confidence`` (0.95 when no job logged it)."""
+    for run in children:
+        value = run.data.params.get("evaluation.confidence")
+        if value:
+            return float(value)
+    return 0.95
+
+
+def _width() -> int:
+    """The terminal's width, within 100–200 columns; 160 when not a terminal."""
+    return max(100, min(200, os.get_terminal_size().columns if os.isatty(1) else 160))

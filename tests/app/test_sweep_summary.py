@@ -1,0 +1,131 @@
+"""The 6-job decision-only sweep of issue 27 (ε × reader group, stand-in proxy, a debug sweep):
+one line per job, the summary sorted by the headline with the best row marked, the sentence
+that answers the sweep's question, and a printed ``mcu-exp report`` command that works."""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from mcu_exp.report.sweep_summary import conclusion, summary_frame
+from support.sweeps import STANDIN, mcu_exp
+
+JOBS = 6
+LINES_PER_JOB = 15
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    from support.mlflow_store import seed_store
+
+    outputs = seed_store(tmp_path_factory.mktemp("summary") / "outputs")
+    res = mcu_exp(
+        "-m",
+        STANDIN,
+        "quiet=true",
+        "dataset.limit=50",  # a debug sweep over all 50 programs: logged to mcu_exp-debug
+        "evaluation.bootstrap_resamples=1000",
+        "evaluation.permutations=200",
+        "tracking.sweep_report=false",
+        "decision.epsilon=0.1,0.2",
+        "labels.group=all,professional,bachelor",
+        outputs=outputs,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    return outputs, res
+
+
+pytestmark = pytest.mark.slow  # a sweep in a subprocess
+
+
+def test_each_job_prints_one_line_and_logs_the_rest(sweep: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    outputs, res = sweep
+    lines = (res.stdout + res.stderr).splitlines()
+    starts = [i for i, line in enumerate(lines) if re.search(r"\[HYDRA\]\s+#\d+ :", line)]
+    summary = next(i for i, line in enumerate(lines) if line.startswith("┏"))  # the summary table
+    summary -= 2  # its title: the sweep's name and how many jobs
+    assert len(starts) == JOBS
+    for number, (start, end) in enumerate(zip(starts, [*starts[1:], summary])):
+        chunk = lines[start:end]
+        assert len(chunk) <= LINES_PER_JOB, chunk
+        (line,) = [x for x in chunk if x.startswith(f"[job {number}] ")]
+        assert "ΔF1 vs always-1" in line and ("✓" in line or "✗" in line)
+        assert not any("[INFO]" in x for x in chunk)
+    (log,) = outputs.glob("multirun/*/*/0/*.log")
+    assert "95 % CI" in log.read_text(encoding="utf-8")  # the full tables, in the job's log file
+
+
+def test_the_summary_is_sorted_by_the_headline_and_answers_the_question(
+    sweep: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    outputs, res = sweep
+    (csv,) = outputs.glob("multirun/*/*/sweep_summary.csv")
+    frame = pd.read_csv(csv)
+    assert len(frame) == JOBS and (frame["status"] == "FINISHED").all()
+    for column in ("f1_minus_always", "f1_minus_always_ci_low", "f1_minus_always_ci_high", "auc_score_ci_low"):
+        assert pd.api.types.is_float_dtype(frame[column])  # numbers, not "57.1% [50.0%, 80.0%]"
+    keys = list(zip(frame["f1_minus_always_ci_low"], frame["auc_score_ci_low"]))
+    assert keys == sorted(keys, reverse=True)
+    assert frame["best"].tolist() == [True] + [False] * (JOBS - 1)
+    assert (frame["beats_always"] == (frame["f1_minus_always_ci_low"] > 0)).all()
+    diff = frame["f1"] - frame["baseline_always_f1"]
+    assert all(math.isclose(a, b, abs_tol=1e-12) for a, b in zip(diff, frame["f1_minus_always"]))
+    best = frame.iloc[0]
+    text = res.stdout
+    if not frame["beats_always"].any():
+        expected = "No configuration beats the always-understandable baseline"
+    else:
+        expected = f"{best['run']} beats the always-understandable baseline by ΔF1"
+    (sentence,) = [line for line in text.splitlines() if "the always-understandable baseline" in line]
+    assert sentence.startswith(expected) and best["run"] in sentence
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    assert "★" in rows[0] and not any("★" in row for row in rows[1:])
+
+
+def test_the_printed_report_command_works(sweep: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
+    outputs, res = sweep
+    (line,) = [x for x in res.stdout.splitlines() if x.startswith("Report: mcu-exp report ")]
+    args = shlex.split(line.removeprefix("Report: mcu-exp "))
+    assert "--debug" in args and "mcu_exp-debug" in args
+    assert "MLflow experiment 'mcu_exp-debug'" in res.stdout
+    assert re.search(r"then: http://127\.0\.0\.1:5000/#/experiments/\d+/runs/[0-9a-f]{32}", res.stdout)
+    made = mcu_exp(*args, "--no-log", "--out", str(tmp_path / "report"), outputs=outputs)
+    assert made.returncode == 0, made.stderr[-3000:]
+    assert (tmp_path / "report" / "report.html").is_file()
+
+
+def _run(job: str, name: str, **metrics: float) -> SimpleNamespace:
+    """An MLflow run as the summary reads it (info, tags, metrics)."""
+    info = SimpleNamespace(run_id=f"r{job}", run_name=name, status="FINISHED")
+    return SimpleNamespace(info=info, data=SimpleNamespace(tags={"mcu.job_num": job}, metrics=metrics, params={}))
+
+
+def test_a_configuration_that_beats_the_baseline_is_named_first() -> None:
+    def metrics(f1: float, low: float, high: float, auc_low: float) -> dict[str, float]:
+        return {"f1": f1, "f1_ci_low": low, "f1_ci_high": high, "baseline_always_f1": 0.6, "auc_score_ci_low": auc_low}
+
+    from mcu_exp.evaluation.versus_always import f1_minus_always
+
+    found = {
+        "r0": metrics(0.62, 0.55, 0.70, 0.40),
+        "r1": metrics(0.75, 0.65, 0.80, 0.52),
+        "r2": metrics(0.62, 0.55, 0.70, 0.45),
+        "r3": metrics(float("nan"), float("nan"), float("nan"), 0.9),
+    }
+    for m in found.values():
+        m.update(f1_minus_always(m))
+    runs = [_run(str(i), f"config {i}") for i in range(4)]
+    frame = summary_frame(runs, found, failed={"4": "bad value"})
+    assert frame["job"].tolist() == ["1", "2", "0", "3", "4"]  # ΔF1 low, then AUC low; undefined, failed last
+    assert frame["best"].tolist() == [True, False, False, False, False]
+    assert conclusion(frame) == (
+        "config 1 beats the always-understandable baseline by ΔF1 +15.0 pp [+5.0 pp, +20.0 pp] "
+        "(F1 75.0% vs 60.0%); the only one of 5 configurations that do."
+    )
