@@ -237,3 +237,60 @@ def test_a_wide_table_shows_its_baselines_without_scrolling(tmp_path: Path) -> N
     right = int(re.search(r'data-right="(\d+)"', res.stdout).group(1))
     width = int(re.search(r'data-width="(\d+)"', res.stdout).group(1))
     assert right <= width, f"'F1 random' ends at {right}px in a {width}px window"
+
+
+def test_each_series_baseline_takes_its_colour_and_shared_ones_are_grey() -> None:
+    from matplotlib.colors import to_hex
+
+    frame = tables.runs_frame(
+        [
+            record("a", "m", 0.1, 1, group="all"),
+            record("b", "m", 0.1, 2, group="professional", baseline=0.8),
+            record("c", "n", 0.1, 3, group="all"),
+        ]
+    )
+    keys = tables.varying_keys(frame)
+    table = tables.latest_per_config(frame, keys)
+    (ax,) = figures.plot_threshold_metric(threshold_curves("a", "b", "c"), table, keys, "f1", "F1").axes
+    colours = {line.get_label(): to_hex(line.get_color()) for line in ax.lines if line.get_linestyle() == "-"}
+    dotted = {
+        round(line.get_ydata()[0], 6): to_hex(line.get_color()) for line in ax.lines if line.get_linestyle() == ":"
+    }
+    professional = next(c for label, c in colours.items() if "professional" in label)
+    assert dotted == {0.8: professional, 0.684: to_hex("grey")}  # its own baseline; a and c share theirs
+
+
+def test_epsilon_labels_are_readable_and_do_not_sit_on_each_other(rows: tuple[pd.DataFrame, list[str]]) -> None:
+    table, keys = rows
+    (ax,) = figures.plot_threshold_metric(threshold_curves("a", "c"), table, keys, "f1", "F1").axes
+    assert all(t.get_fontsize() >= 8 and t.get_bbox_patch() is not None for t in ax.texts)
+    qwen = sorted((t for t in ax.texts if t.xy[0] in (0.2, 0.4)), key=lambda t: t.xy[0])
+    assert qwen[0].xyann[1] > 0 > qwen[1].xyann[1]  # neighbours alternate above and below their dots
+
+
+def test_subgroup_bars_have_one_colour_per_group_with_n_and_small_groups_explained() -> None:
+    from matplotlib.colors import to_hex
+
+    rows = [
+        {"model": m, "proxy": "p1", "group": g, "n": n, "auc_binary": auc, "auc_binary_ci_low": lo}
+        | {"auc_binary_ci_high": hi}
+        for m in ("qwen3-14b", "gpt-4o")
+        for g, n, auc, lo, hi in (
+            ("all", 50, 0.6, 0.5, 0.7),
+            ("professional", 30, 0.55, 0.4, 0.7),
+            ("phd", 1, float("nan"), float("nan"), float("nan")),
+        )
+    ]
+    table = pd.DataFrame(rows)
+    (ax,) = figures.plot_subgroup_auc(table, ["model", "proxy"]).axes
+    from matplotlib.container import BarContainer
+
+    bars = {c.get_label(): c for c in ax.containers if isinstance(c, BarContainer)}
+    assert list(bars) == ["all (n=50)", "professional (n=30)", "phd (n=1)"]
+    for container in bars.values():  # one colour per group, across configurations
+        assert len({to_hex(p.get_facecolor()) for p in container.patches}) == 1
+    assert len({to_hex(c.patches[0].get_facecolor()) for c in bars.values()}) == 3
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["qwen3-14b · p1", "gpt-4o · p1"]
+    caption = figures.subgroup_caption(table)
+    assert "phd (n = 1): no bar, its AUC is undefined (an AUC needs programs of both classes)" in caption
+    assert "professional (n = 30)" not in caption

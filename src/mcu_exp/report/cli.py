@@ -28,12 +28,12 @@ from mcu_exp.registry import load_plugins
 
 REPORT_KIND = "report"
 SWEEP_KIND = "sweep"  # a multirun's parent run (mcu_exp.tracking.sweep.KIND_SWEEP; that module imports Hydra)
+SUBGROUP_FIGURE = "auc_subgroups.png"  # its caption names the groups too small for an AUC
 NOT_COMPARED = (REPORT_KIND, SWEEP_KIND)  # tag mcu.kind of runs that are no job: never a row
 FIGURE_CAPTIONS = {
     "f1_threshold.png": "F1 against the threshold on α_test; dots: each run's calibrated τ, labelled with its ε; "
-    "dotted: the always-understandable baseline.",
+    "dotted: the always-understandable baseline, in its series' colour (grey when series share one).",
     "auc_threshold.png": "AUC of the binary labels against the threshold on α_test; dashed: chance (0.5).",
-    "auc_subgroups.png": "AUC per human reader subgroup; dashed: chance (0.5).",
     "coverage_epsilon.png": "Empirical test coverage against ε; dashed: nominal 1 − ε; identical curves drawn once.",
     "f1_auc_theta.png": "P2's fixed rule: F1 and AUC against θ on SSC_meta; dots: runs that decided with θ; "
     "dotted: the always-understandable baseline, dashed: chance (0.5).",
@@ -206,7 +206,7 @@ def make_report(
     from mlflow.tracking import MlflowClient
 
     from mcu_exp.report import ceiling, comparisons, display, measures, tables
-    from mcu_exp.report.figures import curve_keys, report_figures
+    from mcu_exp.report.figures import curve_keys, report_figures, subgroup_caption
     from mcu_exp.report.html import Figure, ReportDocument, Section, render_html, render_markdown
     from mcu_exp.report.lead import VERDICT_CAPTION, lead, print_lead
     from mcu_exp.report.sources import RunFiles
@@ -298,7 +298,15 @@ def make_report(
             *extra,
         ],
         figures=[
-            Figure(name, png, {**FIGURE_CAPTIONS, ceiling.FIGURE: ceiling.FIGURE_CAPTION}[name])
+            Figure(
+                name,
+                png,
+                {
+                    **FIGURE_CAPTIONS,
+                    ceiling.FIGURE: ceiling.FIGURE_CAPTION,
+                    SUBGROUP_FIGURE: subgroup_caption(subgroup),
+                }[name],
+            )
             for name, png in pngs.items()
         ],
         notes=[

@@ -5,8 +5,9 @@ Inputs are plain frames: threshold curves (``run_id, threshold, f1, auc_binary``
 Curves that differ only in ε, θ or the quantile rule are the same curve (the threshold grid
 does not depend on them), so each figure draws one line per remaining configuration and
 marks each run's operating point on it (labelled with its ε). F1 axes carry the
-always-understandable baseline (``baseline_always_f1`` of the runs drawn), AUC axes the
-chance line at 0.5; legends sit outside the plotting area.
+always-understandable baseline (``baseline_always_f1`` of the runs drawn, in its series'
+colour when it is that series' own), AUC axes the chance line at 0.5; subgroup bars have one
+colour per reader group, n in its legend entry; legends sit outside the plotting area.
 """
 
 from __future__ import annotations
@@ -20,10 +21,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
+from mcu_exp.evaluation.baselines import ALWAYS
 from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header, metric
-from mcu_exp.evaluation.report import ALWAYS, baseline_key, format_value
+from mcu_exp.evaluation.report import baseline_key, format_value
 from mcu_exp.report import ceiling
 from mcu_exp.report.identity import as_text, key_text, row_label
 
@@ -67,12 +72,12 @@ def _panels(reps: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(reps["proxy"].astype(str)))
 
 
-def _axes(n: int, width: float = 6.0, height: float = 4.2) -> tuple[Figure, list[plt.Axes]]:
+def _axes(n: int, width: float = 6.0, height: float = 4.2) -> tuple[Figure, list[Axes]]:
     fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
     return fig, list(axes[0])
 
 
-def reference_lines(ax: plt.Axes, rows: pd.DataFrame, name: str) -> None:
+def reference_lines(ax: Axes, rows: pd.DataFrame, name: str) -> None:
     """What ``name`` must beat, as horizontal lines: chance (0.5) for an AUC; otherwise the
     always-understandable baseline of ``name`` (``baseline_always_f1`` for F1), one dotted
     line per distinct value among ``rows`` (runs on other labels can differ)."""
@@ -89,7 +94,48 @@ def reference_lines(ax: plt.Axes, rows: pd.DataFrame, name: str) -> None:
         )
 
 
-def legend_outside(ax: plt.Axes, where: str = "below", columns: int = 2) -> None:
+def series_baselines(ax: Axes, series: Sequence[tuple[pd.DataFrame, str]], name: str) -> None:
+    """The always-understandable baseline of ``name`` for each drawn series (its runs, its line
+    colour), dotted: in the series' colour when the value is its own, in grey when several series
+    share it (one label set); an AUC gets the chance line (:func:`reference_lines`)."""
+    if metric(name).kind == "auc" or not series:
+        reference_lines(ax, pd.concat([rows for rows, _ in series]) if series else pd.DataFrame(), name)
+        return
+    column = baseline_key(ALWAYS, name)
+    owners: dict[float, list[str]] = {}
+    for rows, colour in series:
+        if column not in rows.columns:
+            continue
+        values = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float)
+        for value in {round(float(v), 9) for v in values if np.isfinite(v)}:
+            owners.setdefault(value, []).append(colour)
+    for value in sorted(owners):
+        colours = list(dict.fromkeys(owners[value]))
+        ax.axhline(
+            value,
+            color=colours[0] if len(colours) == 1 else "grey",
+            lw=1.0,
+            ls=":",
+            label=f"{header(name)} always-1 baseline ({format_value(name, value)})",
+        )
+
+
+def epsilon_labels(ax: Axes, points: pd.DataFrame, name: str, colour: str) -> None:
+    """Each operating point's ε, readable: 8 pt on a white box, offsets alternating above and
+    below the dot so that neighbouring labels do not overlap."""
+    for i, (_, point) in enumerate(points.sort_values("tau").iterrows()):
+        ax.annotate(
+            f"ε={key_text('epsilon', point['epsilon'])}",
+            (point["tau"], point[name]),
+            textcoords="offset points",
+            xytext=(4, 6 if i % 2 == 0 else -13),
+            fontsize=8,
+            color=colour,
+            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
+        )
+
+
+def legend_outside(ax: Axes, where: str = "below", columns: int = 2) -> None:
     """The axes' legend outside its plotting area: under it (``below``) or to its right."""
     if where == "right":
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
@@ -109,28 +155,20 @@ def plot_threshold_metric(
     fig, axes = _axes(len(proxies))
     ident, rep_ident = _joined(rows, ckeys), _joined(reps, ckeys)
     for ax, proxy in zip(axes, proxies, strict=True):
-        drawn = []
+        drawn: list[tuple[pd.DataFrame, str]] = []
         for run_id, rep in reps[reps["proxy"].astype(str) == proxy].iterrows():
             curve = curves[curves["run_id"] == run_id].sort_values("threshold")
             if curve.empty:
                 continue
             (line,) = ax.plot(curve["threshold"], curve[metric], "-", lw=1.4, label=rep["label"])
-            drawn.append(run_id)
             same = rows[ident == rep_ident[run_id]]
+            drawn.append((same, to_hex(line.get_color())))
             points = operating_points(same, metric)
             if len(points):
                 ax.plot(points["tau"], points[metric], "o", color=line.get_color(), ms=4)
-                for _, point in points.iterrows():
-                    ax.annotate(
-                        f"ε={key_text('epsilon', point['epsilon'])}",
-                        (point["tau"], point[metric]),
-                        textcoords="offset points",
-                        xytext=(3, 4),
-                        fontsize=6,
-                        color=line.get_color(),
-                    )
+                epsilon_labels(ax, points, metric, to_hex(line.get_color()))
         if drawn:
-            reference_lines(ax, rows[ident.isin(rep_ident[drawn])], metric)
+            series_baselines(ax, drawn, metric)
         ax.set_title(f"{proxy}: {ylabel} against the threshold")
         ax.set_xlabel("threshold on α_test (High iff α_test ≤ threshold)")
         ax.set_ylabel(ylabel)
@@ -154,28 +192,37 @@ def operating_points(rows: pd.DataFrame, name: str) -> pd.DataFrame:
     return points[finite]
 
 
+SMALL_GROUP = 10  # programs: below this a group's AUC is named in the caption as barely informative
+
+
 def plot_subgroup_auc(table: pd.DataFrame, keys: Sequence[str]) -> Figure:
-    """Binary AUC per human reader subgroup with 95 % CI bars, one bar per configuration;
-    the dashed line is chance (0.5); the legend sits right of the bars."""
+    """Binary AUC per human reader subgroup with 95 % CI bars: configurations along the x axis,
+    one bar per reader group in that group's colour throughout (its legend entry gives n, the
+    programs it labelled); no bar where the AUC is undefined. The dashed line is chance (0.5);
+    the legend sits right of the bars."""
     groups = list(dict.fromkeys(table["group"])) if not table.empty else []
     configs = table.apply(lambda r: curve_label(r, keys, skip=()), axis=1) if not table.empty else pd.Series(dtype=str)
     labels = list(dict.fromkeys(configs))
     fig, (ax,) = _axes(1, width=max(6.0, 1.2 + 0.35 * max(1, len(groups)) * max(1, len(labels))), height=4.5)
-    width = 0.8 / max(1, len(labels))
-    x = np.arange(len(groups))
-    for i, label in enumerate(labels):
-        sub = table[configs == label].set_index("group").reindex(groups)
+    width = 0.8 / max(1, len(groups))
+    x = np.arange(len(labels))
+    for i, group in enumerate(groups):
+        sub = table[table["group"] == group].assign(config=configs).set_index("config").reindex(labels)
         value = sub["auc_binary"].to_numpy(dtype=float)
         low = np.clip(value - sub["auc_binary_ci_low"].to_numpy(dtype=float), 0, None)
         high = np.clip(sub["auc_binary_ci_high"].to_numpy(dtype=float) - value, 0, None)
-        ax.bar(x - 0.4 + width * (i + 0.5), value, width, yerr=np.vstack([low, high]), capsize=2, label=label)
+        ax.bar(
+            x - 0.4 + width * (i + 0.5),
+            value,
+            width,
+            yerr=np.vstack([low, high]),
+            capsize=2,
+            color=f"C{i}",
+            label=f"{group} (n={group_size(table, group)})",
+        )
     if labels:
         ax.axhline(0.5, color="grey", lw=0.8, ls="--", label="chance (0.5)")
-    names = []
-    for g in groups:
-        n = table.loc[table["group"] == g, "n"].dropna()
-        names.append(f"{g}\n(n={int(n.iloc[0])})" if len(n) else g)
-    ax.set_xticks(x, names)
+    ax.set_xticks(x, labels, fontsize=8)
     ax.set_ylabel("AUC of the binary labels")
     ax.set_ylim(0, 1.05)
     ax.set_title("AUC per human reader subgroup (95 % bootstrap CI)")
@@ -188,6 +235,38 @@ def plot_subgroup_auc(table: pd.DataFrame, keys: Sequence[str]) -> Figure:
     return fig
 
 
+def group_size(table: pd.DataFrame, group: str) -> str:
+    """The programs a reader group labelled ("12"; "1–3" when configurations differ; "?")."""
+    n = pd.to_numeric(table.loc[table["group"] == group, "n"], errors="coerce").dropna().astype(int)
+    if n.empty:
+        return "?"
+    return str(n.iloc[0]) if n.min() == n.max() else f"{n.min()}–{n.max()}"
+
+
+def subgroup_caption(table: pd.DataFrame) -> str:
+    """The subgroup figure's caption: what the bars are, and each small group explained (a group
+    with one program has no AUC: it needs an understandable and a not-understandable program)."""
+    text = (
+        "AUC of the binary labels per human reader subgroup, one colour per group (n: programs the group "
+        "labelled), 95 % bootstrap CIs; dashed: chance (0.5)."
+    )
+    if table.empty:
+        return text
+    small = []
+    for group in dict.fromkeys(table["group"]):
+        rows = table[table["group"] == group]
+        n = pd.to_numeric(rows["n"], errors="coerce").max()
+        undefined = pd.to_numeric(rows["auc_binary"], errors="coerce").isna().all()
+        if undefined:
+            small.append(
+                f"{group} (n = {group_size(table, group)}): no bar, its AUC is undefined (an AUC needs programs of "
+                "both classes)"
+            )
+        elif np.isfinite(n) and n < SMALL_GROUP:
+            small.append(f"{group} (n = {group_size(table, group)}): too few programs for a tight interval")
+    return text + (" " + "; ".join(small) + "." if small else "")
+
+
 def plot_coverage_epsilon(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str]) -> Figure:
     """Empirical test coverage against ε, one line per configuration (the quantile rule
     kept apart), with the nominal 1 − ε line. Coverage depends only on the proxy's scores,
@@ -197,7 +276,7 @@ def plot_coverage_epsilon(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequen
     reps = representatives(rows, ckeys)
     fig, (ax,) = _axes(1, width=6.5, height=4.5)
     grid = np.sort(curves["epsilon"].dropna().unique()) if not curves.empty else np.array([])
-    drawn: dict[bytes, tuple[plt.Line2D, list[str]]] = {}
+    drawn: dict[bytes, tuple[Line2D, list[str]]] = {}
     for run_id, rep in reps.iterrows():
         curve = curves[curves["run_id"] == run_id].sort_values("epsilon")
         if curve.empty:
