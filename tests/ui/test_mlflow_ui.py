@@ -1,8 +1,10 @@
 """The MLflow UI and the HTML report, checked in a real browser (headless Chromium).
 
 An ``mlflow server`` on 127.0.0.1 (free port, SQLite backend in a temp folder) receives a
-small stand-in sweep through its HTTP tracking URI; Chromium then renders the run-comparison
-page and the ``mcu-exp report`` page built from the same server. Needs the ``chromium``
+small stand-in sweep through its HTTP tracking URI; Chromium then renders the experiment on
+its headline view (no column chosen by hand), the sweep's parent and a job's run page, the
+run-comparison page and the ``mcu-exp report`` page built from the same server. Screenshots
+of each are kept under ``$MCU_EXP_SCREENSHOTS`` (:func:`screenshots`) for a person to look at. Needs the ``chromium``
 binary (Debian: ``apt-get install -y chromium``); without it these tests fail, on purpose.
 """
 
@@ -14,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -111,12 +114,72 @@ def dom_and_screenshot(url: str, tmp_path: Path, name: str, size: tuple[int, int
     return html.unescape(res.stdout)
 
 
+def screenshots() -> Path:
+    """Where screenshots are kept for a person to look at: ``$MCU_EXP_SCREENSHOTS`` (``.ci/run``
+    sets ``outputs/screenshots`` in the clone), else ``mcu_exp_screenshots`` in the temp folder."""
+    return Path(os.environ.get("MCU_EXP_SCREENSHOTS") or Path(tempfile.gettempdir()) / "mcu_exp_screenshots")
+
+
 def keep(shot: Path) -> None:
-    """Copy a screenshot to ``$MCU_EXP_SCREENSHOTS`` when set, for a person to look at."""
-    folder = os.environ.get("MCU_EXP_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        (Path(folder) / shot.name).write_bytes(shot.read_bytes())
+    """Copy a screenshot to :func:`screenshots`."""
+    folder = screenshots()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / shot.name).write_bytes(shot.read_bytes())
+
+
+def test_the_experiment_opens_on_the_headline_of_each_job(sweep: Sweep, tmp_path: Path) -> None:
+    """The link a job prints (the shared headline view): no column chosen by hand, yet ΔF1 vs
+    always-1 and its bounds, AUC's lower bound and the ✓/✗ verdict are columns, and each job's
+    headline value is on the page, sorted best first."""
+    from mlflow.tracking import MlflowClient
+
+    from mcu_exp.tracking.ui_view import view_url
+
+    dom = dom_and_screenshot(view_url(sweep.url, sweep.experiment_id), tmp_path, "experiment", (1920, 900))
+    for column in ("f1_minus_always", "f1_minus_always_ci_low", "auc_score_ci_low", "mcu.beats_always"):
+        assert column in dom, f"column {column} is not on the experiment page"
+    client = MlflowClient(tracking_uri=sweep.url)
+    for run_id, name in sweep.runs.items():
+        value = client.get_run(run_id).data.metrics["f1_minus_always"]
+        assert name in dom and ui_number(value) in dom, f"{name}: ΔF1 {value} is not shown"
+
+
+def ui_number(value: float) -> str:
+    """A metric as MLflow's runs table shows it: every digit stored (JavaScript's shortest
+    round-trip form, which is Python's too)."""
+    return repr(value)
+
+
+def test_the_parent_shows_its_best_jobs_headline(sweep: Sweep, tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=sweep.url)
+    parent = client.get_run(sweep.parent[0])
+    best = parent.data.tags["mcu.best_run"]
+    assert best in sweep.runs
+    ranked = sorted(sweep.runs, key=lambda r: client.get_run(r).data.metrics["f1_minus_always_ci_low"])
+    assert best == ranked[-1]
+    assert parent.data.metrics["f1_minus_always_ci_low"] == client.get_run(best).data.metrics["f1_minus_always_ci_low"]
+    dom = dom_and_screenshot(
+        f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{sweep.parent[0]}", tmp_path, "parent", (1600, 1200)
+    )
+    assert "f1_minus_always_ci_low" in dom and sweep.runs[best] in dom
+
+
+def test_a_job_page_shows_its_headline_and_verdict(sweep: Sweep, tmp_path: Path) -> None:
+    run_id = next(iter(sweep.runs))
+    dom = dom_and_screenshot(
+        f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{run_id}", tmp_path, "child", (1600, 1200)
+    )
+    assert "f1_minus_always" in dom and "mcu.beats_always" in dom and "result.n" in dom
+
+
+def test_load_run_reads_a_run_through_the_server(sweep: Sweep) -> None:
+    import mcu_exp
+
+    run_id, name = next(iter(sweep.runs.items()))
+    run = mcu_exp.load_run(run_id, tracking_uri=sweep.url)
+    assert run.name == name and len(run.per_program) == 50 and "group.phd.precision_ci_low" in run.metrics
 
 
 def test_run_comparison_page_renders_the_sweep(sweep: Sweep, tmp_path: Path) -> None:
@@ -152,7 +215,7 @@ def test_parent_run_page_lists_its_jobs(sweep: Sweep, tmp_path: Path) -> None:
 
 def test_a_job_charts_its_sensitivity_against_the_threshold(sweep: Sweep, tmp_path: Path) -> None:
     run_id = next(iter(sweep.runs))
-    key = "sens.threshold_x1000.f1"
+    key = "sensitivity/f1_vs_threshold_milli.minilm"
     query = urllib.parse.urlencode(
         {
             "runs": json.dumps([run_id]),

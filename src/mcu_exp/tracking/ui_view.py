@@ -24,16 +24,17 @@ from mcu_exp.tracking.headline import SORT_BY, SORT_KEYS
 VIEW_KEY = "headline"
 VIEW_TAG = "mlflow.sharedViewState."  # MLflow's prefix of a shared view's experiment tag
 BEST_RUN_TAG, BEST_NAME_TAG = "mcu.best_run", "mcu.best_run_name"
-COLUMNS = (
+COLUMNS = (  # in this order, left to right
+    ("tags", "mcu.beats_always"),
     ("metrics", "f1_minus_always"),
     ("metrics", "f1_minus_always_ci_low"),
     ("metrics", "auc_score_ci_low"),
+    ("tags", "mcu.beats_chance"),
     ("metrics", "f1"),
     ("metrics", "baseline_always_f1"),
     ("metrics", "auc_score"),
-    ("tags", "mcu.beats_always"),
-    ("tags", "mcu.beats_chance"),
 )
+WIDTHS = {"metrics": 170, "tags": 140}  # px: a metric's full digits, as MLflow prints them, fit
 THEN_BY = "auc_score_ci_low"  # ties of the headline's lower bound
 
 
@@ -43,11 +44,16 @@ def column(kind: str, key: str) -> str:
 
 
 def headline_view() -> dict[str, Any]:
-    """The shared view's state: the headline columns, runs sorted by ΔF1's lower bound."""
+    """The shared view's state: the headline columns in :data:`COLUMNS`'s order (MLflow would
+    sort them by name) and wide enough for their values, runs sorted by ΔF1's lower bound, best
+    first."""
+    columns = [column(kind, key) for kind, key in COLUMNS]
     return {
         "orderByKey": column("metrics", SORT_BY),
         "orderByAsc": False,
-        "selectedColumns": [column(kind, key) for kind, key in COLUMNS],
+        "selectedColumns": columns,
+        "columnOrder": columns,
+        "columnWidths": {column(kind, key): WIDTHS[kind] for kind, key in COLUMNS},
     }
 
 
