@@ -89,7 +89,7 @@ def _quiet_job(cfg: DictConfig) -> str | None:
 
     if _single_run() or bool(cfg.get("verbose", False)):
         return None
-    return str(HydraConfig.get().job.get("num", ""))
+    return str(HydraConfig.get().job.num)
 
 
 def _stop(message: str) -> float:

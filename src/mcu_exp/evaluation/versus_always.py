@@ -41,3 +41,19 @@ def f1_minus_always(metrics: Mapping[str, object], prefix: str = "") -> dict[str
         prefix + LOW: _number(metrics, prefix + F1 + "_ci_low") - base,
         prefix + HIGH: _number(metrics, prefix + F1 + "_ci_high") - base,
     }
+
+
+def headline_text(metrics: Mapping[str, object]) -> str:
+    """A job's result in one line: ΔF1 against always-1 [CI] in percentage points, AUC (score)
+    [CI] and whether ΔF1's interval lies above 0 (✓ beats always-1) or not (✗)."""
+    delta = {**metrics, **f1_minus_always(metrics)} if KEY not in metrics else metrics
+    value, low, high = (_number(delta, k) for k in (KEY, LOW, HIGH))
+    auc, auc_low, auc_high = (_number(metrics, k) for k in ("auc_score", "auc_score_ci_low", "auc_score_ci_high"))
+    if math.isnan(value):
+        shown, mark = "ΔF1 vs always-1 undefined", "—"
+    else:
+        shown = f"ΔF1 vs always-1 {100 * value:+.1f} pp [{100 * low:+.1f}, {100 * high:+.1f}]"
+        mark = "✓ beats always-1" if low > 0 else "✗ does not beat always-1"
+    if not math.isnan(auc):
+        shown += f", AUC (score) {auc:.3f} [{auc_low:.3f}, {auc_high:.3f}]"
+    return f"{shown}: {mark}"
