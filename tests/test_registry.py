@@ -57,3 +57,18 @@ def test_a_frozen_registry_refuses_new_entries_but_still_reads():
     with pytest.raises(FrozenRegistry, match="frozen after start-up"):
         reg.add("late", 2)
     assert reg["conformal"] == 1 and reg.frozen
+
+
+def test_remove_takes_an_entry_out_and_spec_names_a_lazy_one():
+    reg: Registry[object] = Registry("format")
+    reg.add_lazy("join", "os.path:join")
+    reg.add("one", 1)
+    assert reg.spec("join") == "os.path:join" and reg.spec("one") is None
+    assert reg.remove("one") == 1 and reg.names() == ("join",) and "one" not in reg
+    import os.path
+
+    assert reg.remove("join") is os.path.join and len(reg) == 0
+    reg.add("two", 2)
+    reg.freeze()
+    with pytest.raises(FrozenRegistry):
+        reg.remove("two")

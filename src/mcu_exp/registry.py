@@ -18,13 +18,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
-from typing import Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 T = TypeVar("T")
 
 PLUGIN_GROUP = "mcu_exp.plugins"  # the entry-point group a plugin package declares
 
-_ALL: list[Registry] = []  # every registry, for freeze_all
+_ALL: list[Registry[Any]] = []  # every registry, for freeze_all
 _LOADED: list[str] = []  # the entry points load_plugins has loaded, in order
 _plugins_done = False
 
@@ -117,6 +117,19 @@ class Registry(Generic[T]):
             return self.add(name, obj)
 
         return decorate
+
+    def remove(self, name: str) -> T:
+        """Take entry ``name`` out (e.g. one a test registered) and return it (imported if lazy)."""
+        if self._frozen:
+            raise FrozenRegistry(f"cannot remove {self.kind} {name!r}: registries are frozen after start-up")
+        entry = self[name]
+        self._entries.pop(name, None)
+        self._order.remove(name)
+        return entry
+
+    def spec(self, name: str) -> str | None:
+        """The ``"package.module:attr"`` of a lazy entry not imported yet (None otherwise)."""
+        return self._lazy.get(name)
 
     def freeze(self) -> None:
         """Refuse new entries from now on."""

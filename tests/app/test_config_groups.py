@@ -113,7 +113,10 @@ def test_expert_member_overrides_reach_its_model() -> None:
         ("decision.epsilon=1.5", "decision.epsilon=1.5: expected a value in (0, 1)"),
         ("labels.group=students", "labels.group='students'"),
         ("evaluation.bootstrap_resamples=10", "evaluation.bootstrap_resamples=10: expected at least 1000"),
-        ("decision.rule=majority", "decision.rule='majority': expected one of conformal, theta, p1_and_theta"),
+        (
+            "decision.rule=majority",
+            "unknown decision rule 'majority' (decision.rule) (known: conformal, theta, p1_and_theta)",
+        ),
     ],
 )
 def test_out_of_range_values_are_named_by_key(override: str, needle: str) -> None:

@@ -117,8 +117,13 @@ def test_conformal_rule_is_p1s_rule_on_alpha_meta() -> None:
 
 
 def test_unknown_rule_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"decision.rule='majority': expected one of conformal, theta, p1_and_theta"):
+    with pytest.raises(
+        ValueError,
+        match=r"^unknown decision rule 'majority' \(decision.rule\) \(known: conformal, theta, p1_and_theta\)$",
+    ):
         apply_rule("majority", P2_SCORES, rule_cfg("majority"))
+    with pytest.raises(ValueError, match=r"did you mean 'theta'\?"):
+        apply_rule("tehta", P2_SCORES, rule_cfg("tehta"))
 
 
 def test_registry_names_what_each_rule_needs() -> None:
@@ -136,10 +141,12 @@ def test_registry_names_what_each_rule_needs() -> None:
 @pytest.mark.parametrize("rule", ["theta", "p1_and_theta"])
 def test_p1_rejects_a_rule_it_cannot_feed(tmp_path: Path, rule: str) -> None:
     cfg = compose_cfg("proxy=p1", f"decision.rule={rule}")
-    problems = list(make_proxy(cfg, synthetic_dataset(3, 0), tmp_path).problems())
-    assert len(problems) == 1
-    assert f"decision.rule={rule!r}" in problems[0] and "similarity_test" in problems[0]
-    assert problems[0].endswith("rules for p1: conformal")
+    with pytest.raises(ValueError) as info:  # the builder checks the rule of every calibrated proxy
+        make_proxy(cfg, synthetic_dataset(3, 0), tmp_path)
+    problem = str(info.value)
+    assert "\n" not in problem
+    assert f"decision.rule={rule!r}" in problem and "similarity_test" in problem
+    assert problem.endswith("rules for p1: conformal")
     typed = typed_config(cfg)
     with pytest.raises(ValueError, match=r"rules for p1: conformal$"):  # the job stops before any stage
         build_proxies(typed, context(cfg, synthetic_dataset(3, 0), tmp_path))
@@ -156,7 +163,8 @@ def test_rules_do_not_apply_to_uncalibrated_proxies(tmp_path: Path) -> None:
     assert list(make_proxy(cfg, synthetic_dataset(3, 0), tmp_path).problems()) == []
 
 
-def test_an_unknown_rule_is_a_proxy_problem(tmp_path: Path) -> None:
+def test_an_unknown_rule_stops_the_proxy_builder(tmp_path: Path) -> None:
     cfg = compose_cfg("proxy=p1", "decision.rule=majority")
-    (problem,) = make_proxy(cfg, synthetic_dataset(3, 0), tmp_path).problems()
-    assert problem == "decision.rule='majority': expected one of conformal, theta, p1_and_theta"
+    with pytest.raises(ValueError) as info:
+        make_proxy(cfg, synthetic_dataset(3, 0), tmp_path)
+    assert str(info.value) == "unknown decision rule 'majority' (decision.rule) (known: conformal, theta, p1_and_theta)"

@@ -38,8 +38,10 @@ def test_builtins_in_order() -> None:
 
 
 def test_unknown_name_lists_the_known_ones() -> None:
-    with pytest.raises(KeyError, match="no measure 'bogus'; registered: ssc, eigv, deg, ecc"):
+    with pytest.raises(KeyError, match=r"^unknown measure 'bogus' \(proxy.measure\) \(known: ssc, eigv, deg, ecc\)$"):
         measure("bogus")
+    with pytest.raises(ValueError, match=r"unknown measure 'egv' \(proxy.measure\): did you mean 'eigv'\?"):
+        measure("egv")
 
 
 def test_a_new_measure_is_one_function(spread: str) -> None:

@@ -180,5 +180,5 @@ def test_measure_config(tmp_path: Path) -> None:
     assert type(proxy.cfg) is ConsistencyConfig and proxy.cfg.measure == "ssc"
     assert list(proxy.problems()) == []
     bad = make_proxy(compose_cfg("proxy.measure=bogus"), synthetic_dataset(2, 0), tmp_path)
-    assert list(bad.problems()) == ["proxy.measure='bogus': expected one of ssc, eigv, deg, ecc"]
+    assert list(bad.problems()) == ["unknown measure 'bogus' (proxy.measure) (known: ssc, eigv, deg, ecc)"]
     assert list(config_problems(typed_config(compose_cfg("proxy.measure=eigv")))) == []

@@ -144,8 +144,14 @@ def test_a_wrong_type_is_a_one_line_error_naming_the_section(tmp_path: Path) -> 
 
 def test_the_target_must_name_a_proxy_class(tmp_path: Path) -> None:
     ctx = context(compose_cfg(), synthetic_dataset(3), tmp_path)
-    with pytest.raises(ValueError, match=r"proxy._target_ is missing"):
-        build_proxy({"name": "p1"}, ctx)
+    assert type(build_proxy({"name": "p1"}, ctx)).__name__ == "ConsistencyProxy"  # no _target_: the registry's p1
+    assert type(build_proxy({"_target_": "p3", "name": "judge"}, ctx)).__name__ == "JudgeProxy"  # a registered name
+    with pytest.raises(ValueError, match=r"^proxy: name the proxy: proxy=<name> \(registered: p0, p1, p2, p3\)"):
+        build_proxy({}, ctx)
+    with pytest.raises(
+        ValueError, match=r"^unknown proxy 'pp1' \(proxy\): did you mean 'p1'\? \(known: p0, p1, p2, p3\)$"
+    ):
+        build_proxy({"name": "pp1"}, ctx)
     with pytest.raises(ValueError, match=r"proxy._target_: cannot load 'mcu_exp.proxies.nowhere.P9'"):
         build_proxy({"_target_": "mcu_exp.proxies.nowhere.P9"}, ctx)
     with pytest.raises(ValueError, match=r"expected a mcu_exp.proxies.base.Proxy subclass"):

@@ -36,7 +36,7 @@ def config_problems(cfg: Config) -> Iterator[str]:
     if d.quantile not in QUANTILE_RULES:
         yield f"decision.quantile={d.quantile!r}: expected one of {', '.join(QUANTILE_RULES)}"
     if d.rule not in DECISION_RULES:
-        yield f"decision.rule={d.rule!r}: expected one of {', '.join(DECISION_RULES)}"
+        yield DECISION_RULES.unknown_message(d.rule)
     if cfg.scorer.kind not in SCORER_KINDS:
         yield f"scorer.kind={cfg.scorer.kind!r}: expected one of {', '.join(SCORER_KINDS)}"
     if ev.baselines not in BASELINES:

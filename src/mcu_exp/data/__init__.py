@@ -32,6 +32,7 @@ from mcu_exp.data.types import (
     Question,
     natural_key,
 )
+from mcu_exp.registry import PluginError, Registry, import_attr
 
 if TYPE_CHECKING:
     from mcu_exp.config import DatasetConfig
@@ -69,28 +70,33 @@ def _load_custom_cfg(cfg: DatasetConfig) -> Dataset:
     return load_custom(cfg.root, name=cfg.name or "custom")
 
 
-FORMATS: dict[str, Callable[[Any], Dataset]] = {
-    "scalabrino": load_scalabrino,
-    "custom": _load_custom_cfg,
-}
+Loader = Callable[[Any], Dataset]  # the dataset config -> the dataset
+
+# Dataset formats by name (``dataset.format=<name>``); a plugin package registers its own,
+# e.g. ``FORMATS.add_lazy("mine", "pkg.formats:load")``.
+FORMATS: Registry[Loader] = Registry("dataset format", key="dataset.format")
+FORMATS.add("scalabrino", load_scalabrino)
+FORMATS.add("custom", _load_custom_cfg)
 
 
-def loader(fmt: str) -> Callable[[Any], Dataset]:
-    """The loader of ``dataset.format``: a built-in name, or ``package.module:function`` taking
-    the dataset config and returning a :class:`Dataset` (a new format is one module)."""
+def loader(fmt: str) -> Loader:
+    """The loader of ``dataset.format``: a registered name, or ``package.module:function``
+    taking the dataset config and returning a :class:`Dataset` (a new format is one module)."""
+    fmt = str(fmt)
     if fmt in FORMATS:
-        return FORMATS[fmt]
-    module, _, function = str(fmt).partition(":")
-    if not function:
-        raise DatasetError(
-            f"dataset.format is {fmt!r}, expected one of: {', '.join(FORMATS)} (or package.module:function)"
-        )
-    import importlib
-
+        try:
+            return FORMATS[fmt]
+        except PluginError as exc:
+            raise DatasetError(str(exc)) from None
+    if ":" not in fmt:
+        raise DatasetError(f"{FORMATS.unknown_message(fmt)}, or package.module:function")
     try:
-        return getattr(importlib.import_module(module), function)
-    except (ImportError, AttributeError) as exc:
+        found = import_attr(fmt)
+    except (ImportError, AttributeError, ValueError) as exc:
         raise DatasetError(f"dataset.format={fmt!r}: cannot load the loader: {exc}") from None
+    if not callable(found):
+        raise DatasetError(f"dataset.format={fmt!r}: expected a function of the dataset config, got {found!r}")
+    return found
 
 
 def load_dataset(cfg: DatasetConfig) -> Dataset:

@@ -67,7 +67,8 @@ def _chance_auc(r: RandomLabeller) -> float:
 @register("accuracy", kind="rate", series=False, random=lambda r: r.p * r.p + (1.0 - r.p) ** 2)
 def accuracy(c: Counts) -> np.ndarray:
     """Fraction of programs labelled as the humans did."""
-    return (c.tp + c.tn) / c.n
+    out: np.ndarray = (c.tp + c.tn) / c.n
+    return out
 
 
 @register("precision", kind="rate", random=lambda r: r.p if r.n_pos else UNDEFINED)
@@ -82,14 +83,14 @@ def recall(c: Counts) -> np.ndarray:
     return safe_ratio(c.tp, c.n_pos)
 
 
-@register("f1", header="F1", kind="rate", random=_f1_random)
+@register("f1", header="F1", kind="rate", random=_f1_random, headline=True)
 def f1(c: Counts) -> np.ndarray:
     """Harmonic mean of precision and recall, 2tp / (2tp + fp + fn) (0 when tp = 0 but
     something was predicted or present; undefined when nothing was)."""
     return safe_ratio(2 * c.tp, c.n_pos + c.predicted)
 
 
-@register("auc_binary", header="AUC (labels)", short="AUC", kind="auc", random=_chance_auc)
+@register("auc_binary", header="AUC (labels)", short="AUC", kind="auc", random=_chance_auc, headline=True)
 def auc_binary(c: Counts) -> np.ndarray:
     """ROC AUC of the 0/1 labels (undefined when the truth has one class)."""
     n_pos, n_neg = c.n_pos, c.n_neg
@@ -98,7 +99,7 @@ def auc_binary(c: Counts) -> np.ndarray:
     return np.where((n_pos > 0) & (n_neg > 0), 0.5 * (1.0 + tpr - fpr), UNDEFINED)
 
 
-@register("auc_score", header="AUC (score)", kind="auc", uses_score=True, random=_chance_auc)
+@register("auc_score", header="AUC (score)", kind="auc", uses_score=True, random=_chance_auc, headline=True)
 def auc_score(r: Ranking) -> np.ndarray:
     """ROC AUC of the score on each row, by rank sums with mid-ranks (undefined for one class)."""
     uniques, codes = np.unique(r.score, return_inverse=True)
@@ -127,6 +128,7 @@ def _pairs(r: Ranking) -> tuple[np.ndarray, np.ndarray]:
     uses_human=True,
     series=False,
     random=lambda r: 0.0,
+    headline=True,
 )
 def spearman(r: Ranking) -> np.ndarray:
     """Spearman's ρ between the score and the humans' mean correctness on each row."""

@@ -23,7 +23,7 @@ fixed, and the comparison says why.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,7 @@ SETTINGS = ("rule", "epsilon", "quantile", "theta")  # the decision.* settings a
 @dataclass(frozen=True)
 class RunCalibration:
     """What recalibrating a run needs: its ``scores.csv`` (index ``program_id`` as text,
-    columns named as :class:`mcu_exp.calibration.Scores` fields) and its decision settings."""
+    columns named as the :class:`mcu_exp.calibration.Scores` arrays its rule needs) and its decision settings."""
 
     scores: pd.DataFrame
     decision: DecisionConfig
@@ -130,7 +130,7 @@ def arm(
         human = given.set_axis(given.index.astype(str)).reindex(values.index)
     strata = human.fillna(-1).to_numpy()[others]
     groups = [others[strata == v] for v in (1, 0, -1) if (strata == v).any()]
-    scores = Scores(**{f.name: values[f.name].to_numpy(dtype=float) for f in fields(Scores) if f.name in rule.needs})
+    scores = Scores({name: values[name].to_numpy(dtype=float) for name in rule.needs})
     relabel_rule = rule.relabel
     n = ids.size
     again = relabel_rule(scores, cfg, np.concatenate([pos, others])[None, :])[0, :n]

@@ -20,7 +20,11 @@ correctness) is computed only when the ranking carries one. Kinds: ``rate``, ``a
 correlations with 3 decimals); ``count`` metrics (the confusion counts) are reported as they
 are. Listings follow kind order (rate, auc, corr, count), then registration order. A metric
 whose denominator is zero on some input is undefined there and returns NaN, never a
-conventional number. The built-ins live in :mod:`mcu_exp.evaluation.definitions`.
+conventional number. ``headline=True`` puts the metric among the few a job logs to MLflow
+as metrics (with its CI bounds; every metric is in ``metrics.json`` and the MLflow tables
+either way). The built-ins live in :mod:`mcu_exp.evaluation.definitions`; the metrics are
+entries of :data:`METRICS`, the project's one :class:`~mcu_exp.registry.Registry` kind for
+metrics, so a plugin package registers one with the same decorator (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from functools import cached_property
 from typing import Literal
 
 import numpy as np
+
+from mcu_exp.registry import Registry
 
 Kind = Literal["rate", "auc", "corr", "count"]
 KINDS: tuple[Kind, ...] = ("rate", "auc", "corr", "count")
@@ -78,22 +84,26 @@ class Counts:
     @property
     def n_pos(self) -> np.ndarray:
         """Actual positives, tp + fn."""
-        return self.tp + self.fn
+        out: np.ndarray = self.tp + self.fn
+        return out
 
     @property
     def n_neg(self) -> np.ndarray:
         """Actual negatives, fp + tn."""
-        return self.fp + self.tn
+        out: np.ndarray = self.fp + self.tn
+        return out
 
     @property
     def predicted(self) -> np.ndarray:
         """Predicted positives, tp + fp."""
-        return self.tp + self.fp
+        out: np.ndarray = self.tp + self.fp
+        return out
 
     @property
     def n(self) -> np.ndarray:
         """Programs per labelling."""
-        return self.tp + self.fp + self.fn + self.tn
+        out: np.ndarray = self.tp + self.fp + self.fn + self.tn
+        return out
 
 
 @dataclass(frozen=True)
@@ -145,7 +155,8 @@ class RandomLabeller:
         """P(K = k) for each k."""
         from scipy import stats  # imported here: SciPy's stats take ~0.8 s to import, a job needs them once
 
-        return stats.binom.pmf(self.k, self.n, self.p)
+        out: np.ndarray = stats.binom.pmf(self.k, self.n, self.p)
+        return out
 
     @cached_property
     def tp_given_k(self) -> np.ndarray:
@@ -153,7 +164,8 @@ class RandomLabeller:
         from scipy import stats
 
         with np.errstate(divide="ignore", invalid="ignore"):  # scipy also computes the kurtosis,
-            return stats.hypergeom.mean(self.n, self.n_pos, self.k)  # which divides by 0 at k = 0, n
+            out: np.ndarray = stats.hypergeom.mean(self.n, self.n_pos, self.k)  # which divides by 0 at k = 0, n
+            return out
 
 
 Compute = Callable[[Counts], np.ndarray] | Callable[[Ranking], np.ndarray]
@@ -166,8 +178,9 @@ class Metric:
     ``random`` gives the expected value under :class:`RandomLabeller` (None: no baseline);
     ``uses_human`` marks a score metric that needs :attr:`Ranking.human`;
     ``short`` is a compact header (per-group columns); ``series`` puts the metric on the ε
-    grid and in the MLflow series; ``fmt``/``expected_fmt`` are format specs for an observed
-    and an expected value (defaults by kind).
+    grid and in the MLflow series; ``headline`` among the metrics a job logs to MLflow;
+    ``fmt``/``expected_fmt`` are format specs for an observed and an expected value
+    (defaults by kind).
     """
 
     name: str
@@ -179,6 +192,7 @@ class Metric:
     random: Callable[[RandomLabeller], float] | None = None
     short: str = ""
     series: bool = True
+    headline: bool = False
     fmt: str = ""
     expected_fmt: str = ""
     order: int = field(default=0, compare=False)
@@ -196,7 +210,7 @@ class Metric:
         return format(value, self.expected_fmt if expected else self.fmt)
 
 
-_REGISTRY: dict[str, Metric] = {}
+METRICS: Registry[Metric] = Registry("metric", key="metric name")
 _ORDER = itertools.count()  # registration order, kept across unregister()
 
 
@@ -210,15 +224,16 @@ def register(
     random: Callable[[RandomLabeller], float] | None = None,
     short: str = "",
     series: bool = True,
+    headline: bool = False,
     fmt: str = "",
     expected_fmt: str = "",
 ) -> Callable[[Compute], Compute]:
     """Decorator registering its function as the implementation of metric ``name``."""
-    if name in _REGISTRY:
+    if name in METRICS:
         raise ValueError(f"metric {name!r} is already registered; unregister it first")
 
     def add(compute: Compute) -> Compute:
-        _REGISTRY[name] = Metric(
+        entry = Metric(
             name=name,
             header=header or name,
             kind=kind,
@@ -228,10 +243,12 @@ def register(
             random=random,
             short=short,
             series=series,
+            headline=headline,
             fmt=fmt,
             expected_fmt=expected_fmt,
             order=next(_ORDER),
         )
+        METRICS.add(name, entry)
         return compute
 
     return add
@@ -239,15 +256,13 @@ def register(
 
 def unregister(name: str) -> Metric:
     """Remove metric ``name`` (e.g. one a test registered) and return it."""
-    return _REGISTRY.pop(name)
+    return METRICS.remove(name)
 
 
 def metric(name: str) -> Metric:
-    """The metric registered as ``name``, or a KeyError listing the known names."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"no metric {name!r}; registered: {', '.join(_REGISTRY)}") from None
+    """The metric registered as ``name``, or the registry's one-line error (a KeyError and a
+    ValueError) with the closest known name."""
+    return METRICS[name]
 
 
 def registered(kinds: tuple[Kind, ...] = KINDS, score: bool | None = None, series: bool | None = None) -> list[Metric]:
@@ -255,7 +270,7 @@ def registered(kinds: tuple[Kind, ...] = KINDS, score: bool | None = None, serie
     True/False keeps only score/label metrics, ``series`` True only those on the ε grid."""
     chosen = [
         m
-        for m in _REGISTRY.values()
+        for _, m in METRICS.items()
         if m.kind in kinds and (score is None or m.uses_score == score) and (series is None or m.series == series)
     ]
     return sorted(chosen, key=lambda m: (KINDS.index(m.kind), m.order))
@@ -268,7 +283,13 @@ def metric_names(kinds: tuple[Kind, ...] = KINDS, score: bool | None = None, ser
 
 def header(name: str) -> str:
     """The table header of ``name`` (the name itself when it is not a registered metric)."""
-    return _REGISTRY[name].header if name in _REGISTRY else name
+    return METRICS[name].header if name in METRICS else name
+
+
+def headline_names() -> list[str]:
+    """The metrics declared ``headline=True``, in listing order: what a job logs to MLflow as
+    metrics (with their CI bounds) beside the fixed figures of :mod:`mcu_exp.tracking.headline`."""
+    return [m.name for m in registered() if m.headline]
 
 
 def compute(counts: Counts, ranking: Ranking | None = None, kinds: tuple[Kind, ...] = KINDS) -> dict[str, np.ndarray]:

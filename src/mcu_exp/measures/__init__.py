@@ -11,7 +11,7 @@ from mcu_exp.measures.definitions import ECC_EIGENVALUE_THRESHOLD, mean_pairwise
 from mcu_exp.measures.registry import (
     COLUMN_PREFIX,
     MEASURES,
-    SIZE_FREE,
+    Measure,
     MeasureFn,
     affinity,
     as_similarity,
@@ -29,7 +29,7 @@ __all__ = [
     "ECC_EIGENVALUE_THRESHOLD",
     "MAX_SUBSETS",
     "MEASURES",
-    "SIZE_FREE",
+    "Measure",
     "MeasureFn",
     "affinity",
     "as_similarity",

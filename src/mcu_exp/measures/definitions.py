@@ -56,7 +56,8 @@ def normalized_laplacian(similarity: np.ndarray) -> np.ndarray:
     """L = I − D^{-1/2} W D^{-1/2} of the graph :func:`affinity` builds."""
     w = affinity(similarity)
     inv_sqrt = 1.0 / np.sqrt(w.sum(axis=1))
-    return np.eye(len(w)) - inv_sqrt[:, None] * w * inv_sqrt[None, :]
+    out: np.ndarray = np.eye(len(w)) - inv_sqrt[:, None] * w * inv_sqrt[None, :]
+    return out
 
 
 @register_measure("ssc", size_free=True)
@@ -70,37 +71,42 @@ def _affinity_many(similarity: np.ndarray) -> np.ndarray:
     w = np.clip((similarity + np.swapaxes(similarity, -1, -2)) / 2.0, 0.0, 1.0)
     idx = np.arange(w.shape[-1])
     w[:, idx, idx] = 1.0
-    return w
+    out: np.ndarray = w
+    return out
 
 
 def _laplacian_many(similarity: np.ndarray) -> np.ndarray:
     """:func:`normalized_laplacian` of each matrix of a stack."""
     w = _affinity_many(similarity)
     inv_sqrt = 1.0 / np.sqrt(w.sum(axis=-1))
-    return np.eye(w.shape[-1]) - inv_sqrt[:, :, None] * w * inv_sqrt[:, None, :]
+    out: np.ndarray = np.eye(w.shape[-1]) - inv_sqrt[:, :, None] * w * inv_sqrt[:, None, :]
+    return out
 
 
 def eigv_many(similarity: np.ndarray) -> np.ndarray:
     """U_EigV of each matrix of a (count, m, m) stack."""
     eigenvalues = np.linalg.eigvalsh(_laplacian_many(similarity))
-    return np.clip(1.0 - eigenvalues, 0.0, None).sum(axis=-1)
+    out: np.ndarray = np.clip(1.0 - eigenvalues, 0.0, None).sum(axis=-1)
+    return out
 
 
 def deg_many(similarity: np.ndarray) -> np.ndarray:
     """U_Deg of each matrix of a (count, m, m) stack."""
     w = _affinity_many(similarity)
     m = w.shape[-1]
-    return (m * m - w.sum(axis=(-1, -2))) / (m * m)
+    out: np.ndarray = (m * m - w.sum(axis=(-1, -2))) / (m * m)
+    return out
 
 
-def ecc_many(similarity: np.ndarray) -> np.ndarray:
+def ecc_many(similarity: np.ndarray, threshold: float = ECC_EIGENVALUE_THRESHOLD) -> np.ndarray:
     """U_Ecc of each matrix of a (count, m, m) stack."""
     eigenvalues, vectors = np.linalg.eigh(_laplacian_many(similarity))
-    kept = np.maximum(1, np.count_nonzero(eigenvalues < ECC_EIGENVALUE_THRESHOLD, axis=-1))
+    kept = np.maximum(1, np.count_nonzero(eigenvalues < threshold, axis=-1))
     centred = vectors - vectors.mean(axis=-2, keepdims=True)
     column_norms = (centred**2).sum(axis=-2)  # (count, m): squared norm of each centred eigenvector
     mask = np.arange(column_norms.shape[-1]) < kept[:, None]
-    return np.sqrt(np.where(mask, column_norms, 0.0).sum(axis=-1))
+    out: np.ndarray = np.sqrt(np.where(mask, column_norms, 0.0).sum(axis=-1))
+    return out
 
 
 @register_measure("eigv", batched=eigv_many)
@@ -118,10 +124,11 @@ def deg(similarity: np.ndarray) -> float:
     return float((m * m - w.sum()) / (m * m))
 
 
-@register_measure("ecc", batched=ecc_many)
-def ecc(similarity: np.ndarray) -> float:
-    """U_Ecc: Frobenius norm of the centred spectral embedding (eigenvalues < 0.9)."""
+@register_measure("ecc", batched=ecc_many, params={"threshold": ECC_EIGENVALUE_THRESHOLD})
+def ecc(similarity: np.ndarray, threshold: float = ECC_EIGENVALUE_THRESHOLD) -> float:
+    """U_Ecc: Frobenius norm of the centred spectral embedding (eigenvalues < ``threshold``,
+    0.9 by default; ``proxy.measure_params.threshold``)."""
     eigenvalues, vectors = np.linalg.eigh(normalized_laplacian(similarity))  # ascending
-    kept = max(1, int(np.count_nonzero(eigenvalues < ECC_EIGENVALUE_THRESHOLD)))
+    kept = max(1, int(np.count_nonzero(eigenvalues < threshold)))
     embedding = vectors[:, :kept]  # row j: response j's coordinates
     return float(np.linalg.norm(embedding - embedding.mean(axis=0), "fro"))

@@ -15,25 +15,28 @@ per-program table and :func:`mcu_exp.evaluation.measure_table.measure_table`. Th
 checks the input (square, finite, at least one response) before the function sees it.
 ``size_free=True`` declares that the value does not move with the number of responses (a
 mean over pairs, like SSC); any other measure is compared across subsets of different sizes
-at a common size (:mod:`mcu_exp.measures.sizing`). The built-ins live in
-:mod:`mcu_exp.measures.definitions`.
+at a common size (:mod:`mcu_exp.measures.sizing`). ``params={"name": default}`` declares
+keyword parameters the function takes; a run sets them from YAML as
+``proxy.measure_params.<name>`` (checked against the declaration before anything runs).
+The built-ins live in :mod:`mcu_exp.measures.definitions`; the measures are entries of
+:data:`MEASURES`, one :class:`~mcu_exp.registry.Registry`, so a plugin package adds one with
+the same decorator.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from mcu_exp import names
+from mcu_exp.registry import Registry
 
-MeasureFn = Callable[[np.ndarray], float]
-BatchFn = Callable[[np.ndarray], np.ndarray]  # (count, m, m) checked matrices -> (count,) uncertainties
-
-MEASURES: dict[str, MeasureFn] = {}  # name -> checked function, in registration order
-SIZE_FREE: set[str] = set()  # measures whose value does not move with the number of responses
-BATCHED: dict[str, BatchFn] = {}  # name -> the same measure of a stack of matrices at once (optional)
+MeasureFn = Callable[..., float]  # (similarity, **params) -> uncertainty
+BatchFn = Callable[..., np.ndarray]  # ((count, m, m) checked matrices, **params) -> (count,) uncertainties
+ParamValue = float | int | str | bool
 COLUMN_PREFIX = names.MEASURE_PREFIX  # per-program column of a measure's score (−uncertainty)
 
 
@@ -59,56 +62,83 @@ def affinity(similarity: np.ndarray) -> np.ndarray:
     s = as_similarity(similarity)
     w = np.clip((s + s.T) / 2.0, 0.0, 1.0)
     np.fill_diagonal(w, 1.0)
-    return w
+    out: np.ndarray = w
+    return out
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A registered measure: calling it checks the matrix and returns the uncertainty.
+
+    ``params`` maps each keyword parameter the function takes to its default; ``batched`` is
+    an optional vectorised version over a (count, m, m) stack taking the same parameters."""
+
+    name: str
+    fn: MeasureFn
+    size_free: bool = False
+    batched: BatchFn | None = None
+    params: Mapping[str, ParamValue] = field(default_factory=dict)
+
+    def settings(self, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The parameters a call uses: the defaults with ``given`` over them; an unknown
+        parameter is a one-line ValueError naming the known ones."""
+        given = dict(given or {})
+        unknown = sorted(set(given) - set(self.params))
+        if unknown:
+            known = ", ".join(self.params) or "none"
+            raise ValueError(
+                f"proxy.measure_params.{unknown[0]}: measure {self.name!r} takes no such parameter (its parameters: {known})"
+            )
+        return {**self.params, **given}
+
+    def __call__(self, similarity: np.ndarray, **params: Any) -> float:
+        return float(self.fn(as_similarity(similarity), **self.settings(params)))
+
+    def many(self, stack: np.ndarray, **params: Any) -> np.ndarray:
+        """The measure of each matrix of a (count, m, m) stack (the batched version)."""
+        if self.batched is None:
+            raise ValueError(f"measure {self.name!r} has no batched version")
+        return np.asarray(self.batched(stack, **self.settings(params)), dtype=float)
+
+
+MEASURES: Registry[Measure] = Registry("measure", key="proxy.measure")
 
 
 def register_measure(
-    name: str, size_free: bool = False, batched: BatchFn | None = None
-) -> Callable[[MeasureFn], MeasureFn]:
-    """Decorator registering ``fn(similarity) -> uncertainty`` as measure ``name``; the
-    registered (and returned) function checks its input with :func:`as_similarity`.
-    ``size_free``: its expected value is the same for any number of responses (a mean over
-    pairs), so it needs no rescaling between subsets of different sizes. ``batched``: an
-    optional vectorised version over a (count, m, m) stack, used to average the measure over
-    many subsets at once (:mod:`mcu_exp.measures.sizing`); it must agree with ``fn``."""
+    name: str, size_free: bool = False, batched: BatchFn | None = None, params: Mapping[str, ParamValue] | None = None
+) -> Callable[[MeasureFn], Measure]:
+    """Decorator registering ``fn(similarity, **params) -> uncertainty`` as measure ``name``;
+    returns the registered :class:`Measure`, which checks its input with
+    :func:`as_similarity`. ``size_free``: its expected value is the same for any number of
+    responses (a mean over pairs), so it needs no rescaling between subsets of different
+    sizes. ``batched``: an optional vectorised version over a (count, m, m) stack, used to
+    average the measure over many subsets at once (:mod:`mcu_exp.measures.sizing`); it must
+    agree with ``fn``. ``params``: the keyword parameters ``fn`` takes, with defaults."""
     if name in MEASURES:
         raise ValueError(f"measure {name!r} is already registered; unregister it first")
 
-    def add(fn: MeasureFn) -> MeasureFn:
-        @wraps(fn)
-        def checked(similarity: np.ndarray) -> float:
-            return float(fn(as_similarity(similarity)))
-
-        MEASURES[name] = checked
-        if size_free:
-            SIZE_FREE.add(name)
-        if batched is not None:
-            BATCHED[name] = batched
-        return checked
+    def add(fn: MeasureFn) -> Measure:
+        return MEASURES.add(name, Measure(name, fn, size_free, batched, dict(params or {})))
 
     return add
 
 
-def unregister_measure(name: str) -> MeasureFn:
+def unregister_measure(name: str) -> Measure:
     """Remove measure ``name`` (e.g. one a test registered) and return it."""
-    SIZE_FREE.discard(name)
-    BATCHED.pop(name, None)
-    return MEASURES.pop(name)
+    return MEASURES.remove(name)
 
 
-def measure(name: str) -> MeasureFn:
-    """The measure registered as ``name``, or a KeyError listing the known names."""
-    try:
-        return MEASURES[name]
-    except KeyError:
-        raise KeyError(f"no measure {name!r}; registered: {', '.join(MEASURES)}") from None
+def measure(name: str) -> Measure:
+    """The measure registered as ``name``, or the registry's one-line error (a KeyError and a
+    ValueError) with the closest known name."""
+    return MEASURES[name]
 
 
 def measure_names() -> list[str]:
     """The registered measures, in registration order."""
-    return list(MEASURES)
+    return list(MEASURES.names())
 
 
 def uncertainties(similarity: np.ndarray) -> dict[str, float]:
-    """Every registered measure's uncertainty of one matrix, by name."""
+    """Every registered measure's uncertainty of one matrix (default parameters), by name."""
     return {name: fn(similarity) for name, fn in MEASURES.items()}

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from mcu_exp.measures.registry import BATCHED, SIZE_FREE, as_similarity, measure
+from mcu_exp.measures.registry import as_similarity, measure
 
 MAX_SUBSETS = 32  # subsets averaged when there are more than this many of size m₀
 
@@ -52,37 +53,40 @@ def subsets(m: int, size: int) -> np.ndarray:
     return np.sort(drawn, axis=1)
 
 
-def at_size(name: str, similarity: np.ndarray, size: int) -> float:
-    """Measure ``name`` of one matrix at common size ``size``: U⁽ˢⁱᶻᵉ⁾(S), the mean of the
-    measure over subsets of ``size`` responses (the whole matrix when it has ``size`` rows
-    or the measure is size-free)."""
+def at_size(name: str, similarity: np.ndarray, size: int, params: Mapping[str, Any] | None = None) -> float:
+    """Measure ``name`` (with ``params``) of one matrix at common size ``size``: U⁽ˢⁱᶻᵉ⁾(S),
+    the mean of the measure over subsets of ``size`` responses (the whole matrix when it has
+    ``size`` rows or the measure is size-free)."""
     fn = measure(name)
+    settings = fn.settings(params)
     s = as_similarity(similarity)
-    if len(s) == size or name in SIZE_FREE:
+    if len(s) == size or fn.size_free:
         if len(s) < size:
             raise ValueError(f"a subset of {size} responses out of {len(s)} does not exist")
-        return fn(s)
+        return fn(s, **settings)
     chosen = subsets(len(s), size)
     stack = s[chosen[:, :, None], chosen[:, None, :]]  # (count, size, size): each subset's similarities
-    if name in BATCHED:
-        return float(np.mean(BATCHED[name](stack)))
-    return float(np.mean([fn(sub) for sub in stack]))
+    if fn.batched is not None:
+        return float(np.mean(fn.many(stack, **settings)))
+    return float(np.mean([fn(sub, **settings) for sub in stack]))
 
 
-def sized(name: str, matrices: Sequence[np.ndarray], size: int) -> np.ndarray:
+def sized(name: str, matrices: Sequence[np.ndarray], size: int, params: Mapping[str, Any] | None = None) -> np.ndarray:
     """:func:`at_size` of each matrix; a batched measure's subsets of all the matrices that
     have the same number of responses are scored in one call."""
+    fn = measure(name)
+    settings = fn.settings(params)
     out = np.empty(len(matrices), dtype=float)
     by_length: dict[int, list[int]] = {}
     for i, matrix in enumerate(matrices):
         by_length.setdefault(len(matrix), []).append(i)
     for m, members in by_length.items():
-        if m == size or name in SIZE_FREE or name not in BATCHED:
-            out[members] = [at_size(name, matrices[i], size) for i in members]
+        if m == size or fn.size_free or fn.batched is None:
+            out[members] = [at_size(name, matrices[i], size, settings) for i in members]
             continue
         chosen = subsets(m, size)
         stack = np.stack([as_similarity(matrices[i]) for i in members])
         subs = stack[:, chosen[:, :, None], chosen[:, None, :]]  # (members, count, size, size)
-        values = BATCHED[name](subs.reshape(-1, size, size)).reshape(len(members), len(chosen))
+        values = fn.many(subs.reshape(-1, size, size), **settings).reshape(len(members), len(chosen))
         out[members] = values.mean(axis=1)
     return out

@@ -1,13 +1,20 @@
 """What a proxy is: a small class with its own config, generation stages and a decision.
 
-A proxy is named in its YAML file by ``_target_: package.module.Class`` (Hydra's target as
-the registry: adding P4 = one module + one ``conf/proxy/p4.yaml``). The class declares
+A proxy class is found by its section's ``_target_`` (``package.module.Class``, or a name
+in :data:`~mcu_exp.proxies.registry.PROXIES`) or, without one, by ``proxy.name`` in that
+registry (adding P4 = one module that registers it; ``conf/proxy/p4.yaml`` is optional). The
+class declares
 
 - ``Config``: the dataclass its config section is checked against and turned into;
 - :meth:`Proxy.stages`: the generation requests it makes, stage by stage (a stage may use
   what earlier stages produced). The job runs them through the cache and the request
   preview estimates them: both read the same code;
-- :meth:`Proxy.outcome`: scoring and the decision, from what the stages produced.
+- :meth:`Proxy.outcome`: scoring and the decision, from what the stages produced;
+- for a ``calibrated`` proxy, ``offers``: the score arrays (:class:`~mcu_exp.calibration.Scores`
+  names) it hands its decision rule. :func:`build_proxy` checks ``decision.rule`` (known, its
+  ``needs`` offered, its ``decision.params`` valid) against every calibrated proxy it builds,
+  whatever base class the proxy derives from, so a rule the proxy cannot feed stops the job
+  before anything is generated.
 
 Proxies receive their own typed section and the typed sections they use (model, scorer,
 experts, decision) in a :class:`ProxyContext`, never the whole Hydra config.
@@ -25,9 +32,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
-from mcu_exp.calibration import Scores
+from mcu_exp.calibration import Scores, check_rule
 from mcu_exp.config import DecisionConfig, ExpertsConfig, ModelConfig, ScorerConfig
 from mcu_exp.data import Dataset
+from mcu_exp.proxies.registry import PROXIES
 
 if TYPE_CHECKING:
     from mcu_exp.proxies.stages import Stage, StageResults
@@ -87,6 +95,7 @@ class Proxy(ABC):
 
     Config: ClassVar[type]
     calibrated: ClassVar[bool] = False  # whether ε, the quantile rule and decision.rule matter
+    offers: ClassVar[tuple[str, ...]] = ()  # the Scores arrays a calibrated proxy hands its rule
     # Which of the optional config sections (scorer, experts, decision) can change this proxy's
     # results; the others are left out of the run's MLflow params (and so of what tells
     # configurations apart). By default all of them, so a new proxy loses nothing.
@@ -104,6 +113,17 @@ class Proxy(ABC):
     def problems(self) -> Iterator[str]:
         """Out-of-range values of this proxy's config, as ``key=value: expected …`` lines."""
         return iter(())
+
+    def decision_problems(self) -> Iterator[str]:
+        """For a calibrated proxy, what is wrong with ``decision.rule`` for it (unknown, needing
+        arrays it does not :attr:`offers`, or given parameters it does not take), as one-line
+        messages; nothing for an uncalibrated one."""
+        if not self.calibrated:
+            return
+        try:
+            check_rule(self.ctx.decision.rule, self.name, self.offers, self.ctx.decision)
+        except ValueError as exc:
+            yield str(exc)
 
     def applies(self) -> bool:
         """Whether the proxy can label any of the context's programs (P0 needs questions)."""
@@ -150,26 +170,39 @@ def typed_section(config_class: type, section: Mapping[str, Any], key: str) -> A
 
 
 def proxy_class(target: str, key: str = "proxy") -> type[Proxy]:
-    """The :class:`Proxy` subclass ``target`` ("package.module.Class") names."""
+    """The :class:`Proxy` subclass ``target`` names: a registered proxy name, else
+    ``package.module.Class`` (a class outside the registry)."""
     import importlib
 
-    module, _, attr = str(target).rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module), attr) if module else None
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"{key}._target_: cannot load {target!r}: {exc}") from None
+    target = str(target)
+    if target in PROXIES or "." not in target:
+        try:
+            cls: object = PROXIES[target]
+        except ImportError as exc:
+            raise ValueError(f"{key}: {exc}") from None
+    else:
+        module, _, attr = target.rpartition(".")
+        try:
+            cls = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"{key}._target_: cannot load {target!r}: {exc}") from None
     if not (isinstance(cls, type) and issubclass(cls, Proxy)):
         raise ValueError(f"{key}._target_={target!r}: expected a mcu_exp.proxies.base.Proxy subclass")
     return cls
 
 
 def build_proxy(section: Mapping[str, Any], ctx: ProxyContext, key: str = "proxy") -> Proxy:
-    """The proxy a config section names by ``_target_``, with its typed config."""
-    target = section.get("_target_")
+    """The proxy a config section names (``_target_``, else ``name`` in the proxy registry),
+    with its typed config; a calibrated proxy's decision rule is checked here (a one-line
+    ValueError), for every proxy class alike."""
+    target = section.get("_target_") or section.get("name")
     if not target:
         raise ValueError(
-            f"{key}._target_ is missing: name the proxy class, e.g. "
-            "mcu_exp.proxies.p1_consistency.ConsistencyProxy (see conf/proxy/)"
+            f"{key}: name the proxy: {key}=<name> (registered: {', '.join(PROXIES)}) or "
+            f"{key}._target_=package.module.Class"
         )
     cls = proxy_class(str(target), key)
-    return cls(typed_section(cls.Config, section, key), ctx)
+    proxy = cls(typed_section(cls.Config, section, key), ctx)
+    for problem in proxy.decision_problems():
+        raise ValueError(problem)
+    return proxy

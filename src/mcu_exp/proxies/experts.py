@@ -37,7 +37,8 @@ def centrality(similarity: np.ndarray) -> np.ndarray:
         raise ValueError(f"centrality needs a square similarity matrix, got shape {sim.shape}")
     if m < 2:
         return np.full(m, np.nan)
-    return (sim.sum(axis=1) - np.diag(sim)) / (m - 1)
+    out: np.ndarray = (sim.sum(axis=1) - np.diag(sim)) / (m - 1)
+    return out
 
 
 def top_n(similarity: np.ndarray, n: int) -> np.ndarray:

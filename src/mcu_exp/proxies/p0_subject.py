@@ -38,7 +38,7 @@ import pandas as pd
 from mcu_exp.config import ModelConfig
 from mcu_exp.data import Dataset, Question
 from mcu_exp.llm import GenerationRequest, request_for
-from mcu_exp.llm.cache import canonical_json
+from mcu_exp.llm.cache_keys import canonical_json
 from mcu_exp.proxies.base import Proxy, ProxyOutcome
 from mcu_exp.proxies.prompts import question_messages
 from mcu_exp.proxies.stages import Stage, StageResults

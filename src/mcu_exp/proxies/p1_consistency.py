@@ -7,7 +7,9 @@ from its ``split`` stream under ``proxy.split_seed`` gives ``k_cal`` calibration
 α = 1 − SSC. τ = the (1 − ε) quantile of α_cal over programs; High iff α_test ≤ τ.
 
 ``proxy.measure`` picks another uncertainty of the same k × k BERTScore matrices as α
-(:mod:`mcu_exp.measures`: ``ssc`` (the default, α = 1 − SSC), ``eigv``, ``deg``, ``ecc``); every
+(:mod:`mcu_exp.measures`: ``ssc`` (the default, α = 1 − SSC), ``eigv``, ``deg``, ``ecc``, or
+one a plugin registered), ``proxy.measure_params`` sets its parameters (e.g. ``ecc``'s
+``threshold``); every
 run also puts each registered measure's score (−uncertainty of the test subset) in the
 per-program table as ``measure.<name>``. The matrices are scored once, with exactly the
 pairs SSC needs (i < j), so no measure costs an encoder pass or a score the cache lacks.
@@ -22,13 +24,13 @@ one set of cache entries for all three) and their calibration/test split.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from mcu_exp.calibration import Scores, apply_rule, check_rule
+from mcu_exp.calibration import Scores, apply_rule
 from mcu_exp.llm.factory import backend_identity
 from mcu_exp.measures import MEASURES, common_size, mean_pairwise, measure_column, sized
 from mcu_exp.proxies.base import Proxy, ProxyOutcome
@@ -54,7 +56,8 @@ class SummaryConfig:
 class ConsistencyConfig(SummaryConfig):
     """P1's settings: the summaries, and the uncertainty measure that gives α."""
 
-    measure: str = "ssc"  # a name in mcu_exp.measures.MEASURES: ssc | eigv | deg | ecc
+    measure: str = "ssc"  # a name in mcu_exp.measures.MEASURES: ssc | eigv | deg | ecc | a plugin's
+    measure_params: dict[str, Any] = field(default_factory=dict)  # the measure's parameters (its defaults otherwise)
 
 
 def similarity_matrices(scorer: PairScorer, groups: list[list[str]]) -> list[np.ndarray]:
@@ -82,7 +85,6 @@ class SummaryProxy(Proxy):
     """A proxy over the target model's ``k`` summaries per program (P1, P2, P3)."""
 
     Config = SummaryConfig
-    offers: ClassVar[tuple[str, ...]] = ()  # score arrays its decision rules may use
 
     def problems(self) -> Iterator[str]:
         c = self.cfg
@@ -92,11 +94,6 @@ class SummaryProxy(Proxy):
             )
         if c.prompt not in TEMPLATES:
             yield f"proxy.prompt={c.prompt!r}: expected one of {', '.join(TEMPLATES)}"
-        if self.calibrated:
-            try:
-                check_rule(self.ctx.decision.rule, self.name, self.offers)
-            except ValueError as exc:
-                yield str(exc)
 
     def target_stage(self) -> Stage:
         """The target model's ``k`` summaries of every program."""
@@ -142,7 +139,7 @@ class SummaryProxy(Proxy):
 
     def summary_rows(
         self, summaries: dict[str, list[str]], splits: dict[str, tuple[np.ndarray, np.ndarray]]
-    ) -> list[dict]:
+    ) -> list[dict[str, Any]]:
         """One record per summary: program, sample index, subset and text."""
         rows = []
         for pid in self.ctx.program_ids:
@@ -174,7 +171,12 @@ class ConsistencyProxy(SummaryProxy):
     def problems(self) -> Iterator[str]:
         yield from super().problems()
         if self.cfg.measure not in MEASURES:
-            yield f"proxy.measure={self.cfg.measure!r}: expected one of {', '.join(MEASURES)}"
+            yield MEASURES.unknown_message(self.cfg.measure)
+            return
+        try:
+            MEASURES[self.cfg.measure].settings(self.cfg.measure_params)
+        except ValueError as exc:
+            yield str(exc)
 
     def stages(self, done: StageResults) -> Iterator[Stage]:
         yield self.target_stage()
@@ -196,8 +198,9 @@ class ConsistencyProxy(SummaryProxy):
         ssc_cal = np.array([mean_pairwise(m) for m in cal])
         ssc_test = np.array([mean_pairwise(m) for m in test])
         size = common_size([*cal, *test])
-        alpha_cal = sized(self.cfg.measure, cal, size)
-        alpha_test = sized(self.cfg.measure, test, size)
+        chosen, params = self.cfg.measure, dict(self.cfg.measure_params)
+        alpha_cal = sized(chosen, cal, size, params)
+        alpha_test = sized(chosen, test, size, params)
         scores = Scores(alpha_cal=alpha_cal, alpha_test=alpha_test)
         decision = apply_rule(self.ctx.decision.rule, scores, self.ctx.decision)
         table = pd.DataFrame(
@@ -208,7 +211,10 @@ class ConsistencyProxy(SummaryProxy):
                 "alpha_test": alpha_test,
                 "score": -alpha_test,
                 "label": decision.labels,
-                **{measure_column(name): -sized(name, test, size) for name in MEASURES},
+                **{
+                    measure_column(name): -sized(name, test, size, params if name == chosen else None)
+                    for name in MEASURES
+                },
             },
             index=pd.Index(self.ctx.program_ids, name="program_id"),
         )

@@ -24,6 +24,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -134,7 +135,9 @@ class JudgeProxy(SummaryProxy):
         ids, experts = self.ctx.program_ids, self.ctx.experts
         summaries, judges = self.summaries(done), self.judges()
         verdicts = self.verdicts(done, summaries, judges)
-        judgment_rows, summary_rows, program_rows = [], [], []
+        judgment_rows: list[dict[str, Any]] = []
+        summary_rows: list[dict[str, Any]] = []
+        program_rows: list[dict[str, Any]] = []
         for pid in ids:
             per_summary = []
             for i in range(len(summaries[pid])):
@@ -211,8 +214,8 @@ class JudgeProxy(SummaryProxy):
             "p3.programs_too_few_verdicts": float(len(flagged)),
             "p3.high_share": float(np.mean(table["label"])) if len(table) else float("nan"),
         }
-        for label in experts.labelled():
-            metrics[f"p3.judge_programs.{label}"] = float(sum(j == label for j in judges.values()))
+        for expert in experts.labelled():
+            metrics[f"p3.judge_programs.{expert}"] = float(sum(j == expert for j in judges.values()))
         return ProxyOutcome(
             table=table,
             params={
