@@ -61,6 +61,10 @@ register_configs()
 def _job(cfg: DictConfig) -> float:
     _restore_full_error()
     from mcu_exp.pipeline import run_job
+    from mcu_exp.plugins import freeze_registries, start_plugins
+
+    start_plugins(config_dir())  # once per process (a launcher's worker too), then no more entries
+    freeze_registries()
 
     try:
         _protect_secrets(cfg)
@@ -216,6 +220,13 @@ def _compose_and_run() -> None:
     user = os.environ.get(_FULL_ERROR)
     os.environ[_USER_FULL_ERROR] = _UNSET if user is None else user
     os.environ[_FULL_ERROR] = "1"
+    try:
+        from mcu_exp.plugins import start_plugins
+
+        start_plugins(config_dir())  # before composing: decision=<rule> and proxy=<name> of plugins compose
+    except ImportError as exc:  # a plugin that fails to load: one line naming it
+        print(f"mcu-exp: error: {one_line(exc)}", file=sys.stderr)
+        raise SystemExit(1) from None
     try:
         _job()
     except CompactHydraException as exc:

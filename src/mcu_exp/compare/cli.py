@@ -39,6 +39,7 @@ from mcu_exp.names import (
     SCORES_FILE,
     UNDEFINED,
 )
+from mcu_exp.registry import load_plugins
 
 COMPARISON_FILE = "comparison.csv"
 REJECTION_FILE = "rejection.csv"
@@ -426,6 +427,7 @@ def run(args: argparse.Namespace) -> Any:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of ``mcu-exp compare``."""
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    load_plugins()  # metrics (and rules) a plugin package adds are known by name here too
     try:
         run(args)
     except ValueError as exc:  # CompareError, PairingError and bad values are ValueErrors

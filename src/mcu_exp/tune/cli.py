@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mcu_exp.calibration.threshold import QUANTILE_RULES
+from mcu_exp.registry import load_plugins
 
 
 def outputs_dir() -> Path:
@@ -263,6 +264,7 @@ def run(args: argparse.Namespace) -> list[Any]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of ``mcu-exp tune``."""
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    load_plugins()  # metrics (and rules) a plugin package adds are known by name here too
     try:
         run(args)
     except (ValueError, FileNotFoundError) as exc:  # TuneError is a ValueError
