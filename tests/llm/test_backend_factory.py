@@ -215,3 +215,20 @@ def test_a_missing_sdk_names_the_extra_from_the_declaration(echo: ModelConfig) -
     assert (
         _one_line(exc) == "model.backend 'echo_test' needs the package 'no_such_sdk_xyz': pip install 'mcu_exp[echo]'"
     )
+
+
+def test_a_config_written_before_vllms_keys_moved_to_settings_still_reads() -> None:
+    from omegaconf import OmegaConf
+
+    from mcu_exp.config import Config
+    from mcu_exp.config.schema import load_written_config
+
+    old = "model: {name: q, backend: vllm, model_id: Qwen/Qwen3-14B, tensor_parallel_size: 2, max_model_len: 8192}\n"
+    old += (
+        "experts: {name: e, members: {a: {model: {name: s, backend: local, model_id: m, tensor_parallel_size: 1}}}}\n"
+    )
+    cfg = OmegaConf.merge(OmegaConf.structured(Config), load_written_config(old))
+    model = OmegaConf.to_object(cfg.model)
+    assert dict(model.settings) == {"tensor_parallel_size": 2, "max_model_len": 8192}
+    assert settings(model).tensor_parallel_size == 2
+    assert dict(cfg.experts.members["a"].model.settings) == {}  # never read by the local backend

@@ -146,10 +146,11 @@ def _data(part: Any) -> dict[str, bytes]:
     from mcu_exp.bundle.archive import BundleError
     from mcu_exp.bundle.export import dataset_files
     from mcu_exp.config import Config
+    from mcu_exp.config.schema import load_written_config
     from mcu_exp.data import load_dataset
     from mcu_exp.tracking.conventions import dataset_digest
 
-    raw = OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(part.files["config.yaml"].decode()))
+    raw = OmegaConf.merge(OmegaConf.structured(Config), load_written_config(part.files["config.yaml"].decode()))
     typed = cast(Config, OmegaConf.to_object(raw))
     dataset = load_dataset(typed.dataset)
     if dataset_digest(dataset) != part.dataset.get("digest"):

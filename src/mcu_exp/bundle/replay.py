@@ -120,11 +120,12 @@ def job_config(
     from omegaconf.errors import OmegaConfBaseException
 
     from mcu_exp.config import Config
+    from mcu_exp.config.schema import load_written_config
 
     if "config.yaml" not in files:
         raise BundleError(f"job {entry.get('name')}: the bundle holds no config.yaml")
     try:
-        raw = OmegaConf.merge(OmegaConf.structured(Config), OmegaConf.create(files["config.yaml"].decode()))
+        raw = OmegaConf.merge(OmegaConf.structured(Config), load_written_config(files["config.yaml"].decode()))
     except OmegaConfBaseException as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise BundleError(

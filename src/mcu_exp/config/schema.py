@@ -91,6 +91,35 @@ class ModelConfig:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
+# Keys of a model section that became a backend's own settings (``model.settings``); configs
+# written before (old run bundles) are read through :func:`upgrade_model_keys`.
+MOVED_TO_SETTINGS = ("tensor_parallel_size", "max_model_len")  # vllm's
+
+
+def upgrade_model_keys(tree: Any) -> Any:
+    """``tree`` (a plain config container) with every model section (a mapping with ``backend``
+    and ``model_id``) written before its backend's keys moved under ``settings``: a vllm model's
+    keep their values there, other backends never read them and lose them."""
+    if isinstance(tree, list):
+        return [upgrade_model_keys(v) for v in tree]
+    if not isinstance(tree, dict):
+        return tree
+    out = {k: upgrade_model_keys(v) for k, v in tree.items()}
+    if "backend" in out and "model_id" in out:
+        moved = {k: out.pop(k) for k in MOVED_TO_SETTINGS if k in out}
+        if moved and str(out["backend"]) == "vllm":
+            out["settings"] = {**moved, **dict(out.get("settings") or {})}
+    return out
+
+
+def load_written_config(text: str) -> Any:
+    """A job's config as YAML text (a run bundle's ``config.yaml``, maybe written by an earlier
+    version), its moved model keys upgraded, as an untyped DictConfig to merge into the schema."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create(upgrade_model_keys(OmegaConf.to_container(OmegaConf.create(text))))
+
+
 @dataclass
 class CacheConfig:
     """Content-addressed caches of generations and scores: SQLite files in ``dir`` (one
