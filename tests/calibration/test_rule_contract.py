@@ -106,3 +106,21 @@ def test_scores_is_a_mapping_of_named_arrays() -> None:
     assert scores["alpha_test"] is b and scores.alpha_cal is a and scores.similarity_test is None
     with pytest.raises(KeyError, match="no score array 'margin' \\(offered: alpha_cal, alpha_test\\)"):
         scores["margin"]
+
+
+def test_a_rule_sees_only_the_arrays_it_declares() -> None:
+    seen: list[tuple[str, ...]] = []
+
+    @register_rule("peeking", needs=("alpha_test",))
+    def peeking(scores: Scores, cfg: DecisionConfig) -> RuleDecision:
+        seen.append(scores.offered())
+        return RuleDecision("peeking", (scores["alpha_test"] <= 0.3).astype(int))
+
+    try:
+        both = Scores(alpha_cal=np.array([0.1, 0.4]), alpha_test=np.array([0.2, 0.5]))
+        assert apply_rule("peeking", both, DecisionConfig(rule="peeking")).labels.tolist() == [1, 0]
+        assert seen == [("alpha_test",)]
+        with pytest.raises(ValueError, match=r"^rule 'peeking' needs alpha_test; the proxy's scores offer alpha_cal$"):
+            apply_rule("peeking", Scores(alpha_cal=np.array([0.1])), DecisionConfig(rule="peeking"))
+    finally:
+        RULES.remove("peeking")

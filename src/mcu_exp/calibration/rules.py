@@ -76,6 +76,15 @@ class Scores(Mapping[str, np.ndarray]):
         """The names of the arrays present, in the order given."""
         return tuple(self._arrays)
 
+    def only(self, names: tuple[str, ...], rule: str = "") -> Scores:
+        """The arrays ``names`` alone (what a rule declared it needs); a missing one is a
+        one-line ValueError naming the rule."""
+        missing = [n for n in names if n not in self._arrays]
+        if missing:
+            who = f"rule {rule!r}" if rule else "a rule"
+            raise ValueError(f"{who} needs {', '.join(missing)}; the proxy's scores offer {', '.join(self._arrays)}")
+        return Scores({n: self._arrays[n] for n in names})
+
 
 @dataclass
 class RuleDecision:
@@ -144,18 +153,19 @@ def register_rule(
 ) -> Callable[[RuleFn], RuleFn]:
     """Register ``fn(scores, decision_cfg) -> RuleDecision`` as ``decision.rule=<name>``
     (``relabel``, ``params``: see :class:`DecisionRule`). The registered ``apply`` and
-    ``relabel`` hand ``fn`` and ``relabel`` the config with the rule's parameters filled in."""
+    ``relabel`` hand ``fn`` and ``relabel`` only the arrays named in ``needs`` and the config
+    with the rule's parameters filled in."""
     declared = dict(params or {})
 
     def add(fn: RuleFn) -> RuleFn:
         rule: DecisionRule
 
         def apply(scores: Scores, cfg: DecisionConfig) -> RuleDecision:
-            return fn(scores, rule.settings(cfg))
+            return fn(scores.only(rule.needs, name), rule.settings(cfg))
 
         def recalibrate(scores: Scores, cfg: DecisionConfig, indices: np.ndarray) -> np.ndarray:
             assert relabel is not None
-            return relabel(scores, rule.settings(cfg), indices)
+            return relabel(scores.only(rule.needs, name), rule.settings(cfg), indices)
 
         rule = DecisionRule(name, tuple(needs), uses_theta, apply, recalibrate if relabel else None, declared)
         RULES.add(name, rule)
