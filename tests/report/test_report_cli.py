@@ -14,6 +14,7 @@ from mcu_exp.names import mlflow_series
 from mcu_exp.report.cli import ReportError, main, make_report
 from mcu_exp.report.sources import RunFiles
 from mcu_exp.tracking.artifacts import RunArtifacts
+from mcu_exp.tracking.headline import chart_key
 from support.sweeps import Sweep, mcu_exp
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -119,8 +120,9 @@ def test_curves_from_the_csv_artifacts_agree_with_the_jobs_metric_series(sweep: 
     for grid, x, column in (("threshold", "threshold", "f1"), ("epsilon", "epsilon", "coverage")):
         curve = files.curves([run.info.run_id], grid)
         assert len(curve) >= 9 and set(curve["run_id"]) == {run.info.run_id}
-        series = {m.step: m.value for m in client.get_metric_history(run.info.run_id, mlflow_series(grid, column))}
-        assert series, f"the job logged no {mlflow_series(grid, column)}"
+        key = chart_key(mlflow_series(grid, column), run.data.tags["mcu.scorer"])  # as the job logs it
+        series = {m.step: m.value for m in client.get_metric_history(run.info.run_id, key)}
+        assert series, f"the job logged no {key}"
         expected: dict[int, float] = {}
         for point, number in zip(curve[x], curve[column], strict=True):
             expected.setdefault(round(float(point) * 1000), float(number))  # step = grid value × 1000

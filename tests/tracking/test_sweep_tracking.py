@@ -71,7 +71,7 @@ def test_single_run_prints_table_and_logs_artifacts(outputs: Path) -> None:
     assert {"metric", "value", "ci_low", "ci_high", "group"} <= set(alignment.columns)
     f1 = alignment[(alignment["metric"] == "f1") & (alignment["group"] == "all")]["value"].item()
     assert f1 == run.data.metrics["f1"]
-    series = client.get_metric_history(run.info.run_id, "sens.threshold_x1000.f1")
+    series = client.get_metric_history(run.info.run_id, "sensitivity/f1_vs_threshold_milli.minilm")
     steps = [m.step for m in series]  # the threshold in thousandths
     assert len(series) >= 35 and steps == sorted(set(steps)) and 0 <= steps[0] and steps[-1] <= 1000
     assert run.data.tags["mcu.labels.group"] == "professional"
@@ -83,5 +83,5 @@ def test_debug_job_logs_apart_from_real_runs(outputs: Path) -> None:
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     assert client.get_experiment_by_name("mcu_exp") is None  # nothing in the real experiment
     (run,) = client.search_runs([client.get_experiment_by_name("mcu_exp-debug").experiment_id])
-    assert run.info.run_name == "[debug] smollm2-135m · p1 · ε=0.1"
+    assert run.info.run_name == "[debug] StandInProxy · smollm2-135m · p1 · ε=0.1"  # the stand-in override first
     assert run.data.tags["mcu.debug"] == "true" and run.data.params["dataset.limit"] == "6"
