@@ -16,6 +16,12 @@ profile and prints its hotspots.
     .venv/bin/python scripts/bench_sweep.py                # stand-in proxy, no model
     .venv/bin/python scripts/bench_sweep.py --real --jobs 20 cache.dir=/path/to/warm/cache
     .venv/bin/python scripts/bench_sweep.py --profile /tmp/sweep.prof
+    .venv/bin/python scripts/bench_sweep.py --real --jobs 20 --tree /tmp/c6d77f2 cache.dir=$PWD/outputs/cache
+
+``--tree`` runs the jobs from another checkout of this repository (its ``src`` and ``conf``, this
+virtualenv), so an older commit is measured on the same machine in the same session: e.g.
+``git worktree add /tmp/c6d77f2 c6d77f2``. Its breakdown needs the pipeline's ``run_job`` and
+the app's ``_job``; a checkout without them prints the totals only.
 """
 
 from __future__ import annotations
@@ -59,13 +65,13 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(args: list[str], env: dict[str, str], profile: Path | None = None) -> tuple[float, float]:
+def run(args: list[str], env: dict[str, str], profile: Path | None = None, cwd: Path = REPO) -> tuple[float, float]:
     """Wall and CPU seconds of ``python -m mcu_exp ARGS`` (fails loudly with the tail of
     stderr), under cProfile into ``profile`` when given. CPU time does not grow when other work
     shares the machine; wall time does."""
     prefix = [sys.executable, *(["-c", PROFILED, str(profile)] if profile else ["-m", "mcu_exp"])]
     cpu, started = children_cpu(), time.perf_counter()
-    res = subprocess.run([*prefix, *args], cwd=REPO, env=env, capture_output=True, text=True)
+    res = subprocess.run([*prefix, *args], cwd=cwd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
     if res.returncode != 0:
         raise SystemExit(f"bench_sweep: `mcu-exp {' '.join(args)}` failed:\n{res.stderr[-3000:]}")
@@ -88,10 +94,19 @@ def job_seconds(outputs: Path) -> list[float]:
 
 
 STAGES: dict[str, tuple[str, ...]] = {
-    "data and human labels": ("typed_config", "check_config", "load_dataset", "human_labels", "subgroup_labels"),
+    "data and human labels": (
+        "typed_config",
+        "check_config",
+        "load_dataset",
+        "human_labels",
+        "subgroup_labels",
+        "class_warning",
+        "print_inputs",
+    ),
     "proxy (cached stages, scores, decision)": (
         "build_proxies",
         "preview",
+        "plan_stages",
         "render_preview",
         "check_models",
         "run_stages",
@@ -108,6 +123,8 @@ STAGES: dict[str, tuple[str, ...]] = {
     "outputs (CSVs, tables printed)": (
         "write_outputs",
         "save_config",
+        "print_results",
+        "print_where",
         "render_table",
         "render_group_table",
         "render_measures",
@@ -127,6 +144,11 @@ STAGES: dict[str, tuple[str, ...]] = {
         "set_tags",
         "log_artifacts",
         "log_tables",
+        "record_results",
+        "job_metrics",
+        "unused_sections",
+        "run_facts",
+        "description",
         "flatten_config",
         "dataset_input",
         "source_tags",
@@ -136,6 +158,7 @@ STAGES: dict[str, tuple[str, ...]] = {
         "finish_job",
     ),
 }
+CALLBACK_METHODS = ("on_multirun_start", "on_multirun_end", "on_job_start", "on_job_end")
 HYDRA = "Hydra (compose, launch) and the rest"
 CALLBACKS = "sweep callbacks (parent run, report)"
 WRAPPER = "job wrapper (secret masking, console)"
@@ -162,12 +185,7 @@ def profile_parts(profile: Path) -> dict[str, float]:
             cumulative = callers[run_job][3]
             stage = next((s for s, functions in STAGES.items() if key[2] in functions), "pipeline, other")
             parts[stage] += cumulative
-        if key[0].endswith("mcu_exp/tracking/sweep.py") and key[2] in (
-            "on_multirun_start",
-            "on_multirun_end",
-            "on_job_start",
-            "on_job_end",
-        ):
+        if "/mcu_exp/" in key[0] and key[2] in CALLBACK_METHODS:  # the sweep callbacks, wherever they live
             parts[CALLBACKS] += stats[key][3]
     parts[HYDRA] = total - stats[job][3] - parts[CALLBACKS]
     return parts
@@ -220,6 +238,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--target", type=float, default=0.5, help="CPU seconds per job to PASS (default 0.5)")
     parser.add_argument("--top", type=int, default=25, help="hotspots to print with --profile")
+    parser.add_argument(
+        "--tree", type=Path, default=REPO, help="checkout whose src/ and conf/ run the jobs (default: this one)"
+    )
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides for every job")
     args = parser.parse_args(argv)
     if args.jobs < 2:
@@ -227,24 +248,29 @@ def main(argv: list[str] | None = None) -> None:
 
     tmp = tempfile.TemporaryDirectory(prefix="bench_sweep_")
     outputs = args.outputs or Path(tmp.name) / "outputs"
-    python_path = os.pathsep.join(p for p in (str(REPO / "tests"), os.environ.get("PYTHONPATH", "")) if p)
+    tree = args.tree.resolve()
+    if not (tree / "src" / "mcu_exp").is_dir():
+        raise SystemExit(f"bench_sweep: --tree {tree} holds no src/mcu_exp")
+    paths = (str(tree / "src"), str(tree / "tests"), os.environ.get("PYTHONPATH", ""))
+    python_path = os.pathsep.join(p for p in paths if p)
     env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs), "PYTHONPATH": python_path}
     env.pop("MLFLOW_TRACKING_URI", None)
     env.setdefault("MCU_EXP_DATA", str(REPO.parent / "shared" / "data"))
     common = ["quiet=true", *([] if args.real else [STANDIN]), *args.overrides]
 
-    warm, _ = run([*common, "decision.epsilon=0.1"], env)
-    t1, c1 = run(["-m", *common, "decision.epsilon=0.1"], env)
-    tn, cn = run(["-m", *common, f"decision.epsilon={epsilons(args.jobs)}"], env)
+    warm, _ = run([*common, "decision.epsilon=0.1"], env, cwd=tree)
+    t1, c1 = run(["-m", *common, "decision.epsilon=0.1"], env, cwd=tree)
+    tn, cn = run(["-m", *common, f"decision.epsilon={epsilons(args.jobs)}"], env, cwd=tree)
     per_job, cpu_per_job = (tn - t1) / (args.jobs - 1), (cn - c1) / (args.jobs - 1)
     inside = job_seconds(outputs)
     profiles = Path(tmp.name)
     k = args.breakdown_jobs
     if k >= 2:
-        run(["-m", *common, "decision.epsilon=0.1"], env, profile=profiles / "one.prof")
-        run(["-m", *common, f"decision.epsilon={epsilons(k)}"], env, profile=args.profile or profiles / "many.prof")
+        run(["-m", *common, "decision.epsilon=0.1"], env, profile=profiles / "one.prof", cwd=tree)
+        many = args.profile or profiles / "many.prof"
+        run(["-m", *common, f"decision.epsilon={epsilons(k)}"], env, profile=many, cwd=tree)
 
-    print(f"proxy: {'embedded P1 (cached)' if args.real else 'stand-in'}; outputs: {outputs}")
+    print(f"proxy: {'embedded P1 (cached)' if args.real else 'stand-in'}; outputs: {outputs}; tree: {tree}")
     print(f"load average (1 min):      {os.getloadavg()[0]:7.2f}  on {os.cpu_count()} CPUs")
     print(f"warm-up single run:        {warm:7.2f} s")
     print(f"1-job sweep:               {t1:7.2f} s wall, {c1:6.2f} s CPU")

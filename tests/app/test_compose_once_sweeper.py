@@ -1,0 +1,68 @@
+"""The sweeper composes each job's config once (Hydra's basic sweeper composes it twice), and
+every job still gets its own overrides and a config of its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from hydra._internal.callbacks import Callbacks
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra._internal.utils import create_config_search_path
+from hydra.core.plugins import Plugins
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from hydra_plugins.mcu_exp_sweeper.compose_once import ComposeOnceSweeper
+from mcu_exp.redact import redact_text
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+class CountingLoader(ConfigLoaderImpl):
+    """Hydra's config loader, counting the job configs it composes."""
+
+    composed = 0
+
+    def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
+        type(self).composed += 1
+        return super().load_sweep_config(master_config, sweep_overrides)
+
+
+def sweep(sweeper: Sweeper, tmp_path: Path) -> tuple[int, list[dict]]:
+    """Run ``x=1,2,3`` with ``sweeper`` in this process; the compositions and what each job saw."""
+    conf = tmp_path / "conf"
+    conf.mkdir(parents=True)
+    (conf / "config.yaml").write_text("x: 0\ny: 5\n")
+    loader = CountingLoader(config_search_path=create_config_search_path(str(conf)))
+    overrides = [f"hydra.sweep.dir={tmp_path / 'multirun'}", "hydra.output_subdir=null", "hydra.job.chdir=false"]
+    master = loader.load_configuration("config", overrides=overrides, run_mode=RunMode.MULTIRUN)
+    CountingLoader.composed = 0
+    seen: list[dict] = []
+
+    def task(cfg: DictConfig) -> None:
+        seen.append(OmegaConf.to_container(cfg))  # type: ignore[arg-type]
+        cfg.y = 99  # a job changing its own config leaves the others' alone
+
+    sweeper.setup(hydra_context=HydraContext(loader, Callbacks(master)), task_function=task, config=master)
+    sweeper.sweep(["x=1,2,3"])
+    return CountingLoader.composed, seen
+
+
+def test_each_job_is_composed_once_with_its_overrides(tmp_path: Path) -> None:
+    composed, seen = sweep(ComposeOnceSweeper(), tmp_path / "once")
+    assert composed == 3
+    assert seen == [{"x": 1, "y": 5}, {"x": 2, "y": 5}, {"x": 3, "y": 5}]
+    basic = Plugins.instance().class_name_to_class["hydra._internal.core_plugins.basic_sweeper.BasicSweeper"]
+    basic_composed, basic_seen = sweep(basic(max_batch_size=None), tmp_path / "basic")
+    assert (basic_composed, basic_seen) == (6, seen)  # Hydra's own: twice a job, the same configs
+
+
+def test_the_help_text_holds_nothing_the_secret_masking_rewrites() -> None:
+    """Hydra copies the help text into every job's ``.hydra/hydra.yaml``; a ``key=value`` in it
+    looked like a secret, so each job of a sweep rewrote that file (``key=***``) through
+    OmegaConf, about a tenth of a decision-only job's CPU."""
+    header = yaml.safe_load((CONF / "hydra" / "help" / "mcu_exp.yaml").read_text(encoding="utf-8"))["header"]
+    assert redact_text(header) == header
+    assert "mcu-exp -m name=a,b" in header
