@@ -10,10 +10,11 @@ import pytest
 from mcu_exp.data import Dataset
 from mcu_exp.llm import Sample
 from mcu_exp.llm.cache import GenerationCache, key_parts, sample_key
+from mcu_exp.llm.errors import BackendError
 from mcu_exp.llm.factory import backend_identity
 from mcu_exp.llm.generator import CACHE_FILE
 from mcu_exp.pipeline import build_proxies, typed_config
-from mcu_exp.proxies.preview import preview, render_preview
+from mcu_exp.proxies.preview import plan_stages, preview, render_preview
 from mcu_exp.proxies.prompts import SYSTEM, summary_messages
 from mcu_exp.proxies.stages import summary_requests
 from support.proxies import compose_cfg, context, make_proxy, synthetic_dataset
@@ -112,6 +113,35 @@ def test_cached_samples_are_counted(tmp_path: Path) -> None:
     (stage,) = preview(proxy, cache_dir=tmp_path)
     assert stage.samples == 12 and stage.cached_samples == 3
     assert preview(proxy)[0].cached_samples is None
+
+
+def test_the_plan_asks_for_a_key_only_where_samples_are_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One walk of the stages gives both the preview and the models' check: a remote model
+    whose samples are all cached needs no API key; one missing sample makes it need one."""
+    dataset = synthetic_dataset(n_programs=2, n_questions=0)
+    proxy = make_proxy(compose_cfg("model=gpt-4o", "proxy.k=4", "proxy.k_cal=2"), dataset, tmp_path)
+    model = proxy.ctx.model
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    identity = backend_identity(model)
+    slots = [(r, i) for r in summary_requests(model, dataset, ["p0", "p1"], "summarize_intent", 4, 0) for i in range(4)]
+    cache = GenerationCache(tmp_path / CACHE_FILE)
+    for request, i in slots[:-1]:
+        cache.put(sample_key(identity, request, i), Sample("text", "stop", 10, 5), key_parts(identity, request, i))
+    plan = plan_stages(proxy, cache_dir=tmp_path)
+    (planned,) = plan.stages
+    assert (planned.complete, planned.estimate.cached_samples) == (False, 7)
+    assert plan.estimates == preview(proxy, cache_dir=tmp_path)
+    assert plan.models() == [(model, True)]
+    with pytest.raises(BackendError, match="OPENAI_API_KEY"):
+        plan.check_models()
+    request, i = slots[-1]
+    cache.put(sample_key(identity, request, i), Sample("text", "stop", 10, 5), key_parts(identity, request, i))
+    cache.close()
+    plan = plan_stages(proxy, cache_dir=tmp_path)
+    assert plan.stages[0].complete and plan.models() == [(model, False)]
+    plan.check_models()  # nothing to generate: no key needed
 
 
 def test_render_names_every_stage_and_the_estimation_rule(paper_dataset: Dataset) -> None:
