@@ -58,6 +58,8 @@ def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     """Two decision-only stand-in jobs logged through the HTTP tracking URI."""
     from mlflow.tracking import MlflowClient
 
+    from mcu_exp.tracking.ui_view import view_url
+
     outputs = tmp_path_factory.mktemp("ui_sweep") / "outputs"
     env = {
         **os.environ,
@@ -88,6 +90,7 @@ def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     assert not (outputs / "mlflow.db").exists()
     client = MlflowClient(tracking_uri=server)
     exp = client.get_experiment_by_name("mcu_exp")
+    assert f"every run by its headline: {view_url(server, exp.experiment_id)}" in res.stdout
     found = client.search_runs([exp.experiment_id])
     (parent,) = [r for r in found if r.data.tags.get("mcu.kind") == "sweep"]
     runs = [r for r in found if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
@@ -172,6 +175,13 @@ def test_a_job_page_shows_its_headline_and_verdict(sweep: Sweep, tmp_path: Path)
         f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{run_id}", tmp_path, "child", (1600, 1200)
     )
     assert "f1_minus_always" in dom and "mcu.beats_always" in dom and "result.n" in dom
+    charts = dom_and_screenshot(
+        f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{run_id}/model-metrics",
+        tmp_path,
+        "child_charts",
+        (1600, 1400),
+    )
+    assert "sensitivity/f1_vs_threshold_milli.minilm" in charts
 
 
 def test_load_run_reads_a_run_through_the_server(sweep: Sweep) -> None:

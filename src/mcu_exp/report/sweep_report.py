@@ -77,6 +77,7 @@ class SweepReport(SweepCallback):
     def _next_steps(self, run_id: str, report: Path | None, finished: bool) -> list[str]:
         """Where the report is, the command that makes it again, the experiment and the UI."""
         from mcu_exp.tracking import ui_command
+        from mcu_exp.tracking.ui_view import view_url
 
         lines = []
         command = report_command(self.sweep, self.experiment, self.debug, self.uri)
@@ -88,6 +89,8 @@ class SweepReport(SweepCallback):
         lines.append(f"MLflow experiment {self.experiment!r}, sweep run {run_id} in {self.uri}")
         lines.append(f"  open the UI: {ui_command(self.uri)}")
         lines.append(f"  then: {run_address(self.uri, self.experiment_id, run_id)}")
+        base = run_address(self.uri, self.experiment_id, run_id).split("/#/", 1)[0]
+        lines.append(f"  every run by its headline: {view_url(base, self.experiment_id)}")
         return lines
 
     def _description(self, frame: pd.DataFrame, unfinished: int, confidence: float, report: Path | None) -> str:
