@@ -1,11 +1,11 @@
 """MLflow tracking: one run per Hydra job, readable names, tags, params, metrics, artifacts."""
 
+from mcu_exp.redact import is_secret_key
 from mcu_exp.tracking.artifacts import ui_command
 from mcu_exp.tracking.mlflow_run import (
     RunLogger,
     experiment_name,
     flatten_config,
-    is_secret_key,
     mlflow_run,
     tracking_uri,
 )
