@@ -170,6 +170,7 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return site
 
 
+@pytest.mark.slow  # one debug=quick job in a subprocess (~10 s of CPU)
 def test_a_plugin_package_adds_a_proxy_a_metric_and_a_backend_a_job_uses(plugin_site: Path, tmp_path: Path) -> None:
     outputs, echo_log = tmp_path / "outputs", tmp_path / "echo.log"
     env = app_env(outputs, MCU_TOY_ECHO_LOG=str(echo_log))
