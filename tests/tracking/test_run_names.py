@@ -23,6 +23,7 @@ def test_result_changing_overrides_come_first_in_short_form() -> None:
     assert name_of("proxy.sample_seed=7") == "seed7 · smollm2-135m · p1 · ε=0.1"
     assert name_of("model.model_id=Qwen/Qwen2.5-0.5B") == "Qwen2.5-0.5B · smollm2-135m · p1 · ε=0.1"
     assert name_of("debug=quick", "quiet=true", "tracking.experiment=x") == "[debug] smollm2-135m · p1 · ε=0.1"
+    assert name_of("model.name=gpt-4o-mini") == "gpt-4o-mini · p1 · ε=0.1"  # shown once, in its place
 
 
 def test_a_sweep_names_what_it_varies_before_model_and_proxy() -> None:
@@ -32,6 +33,7 @@ def test_a_sweep_names_what_it_varies_before_model_and_proxy() -> None:
         == "ε=0.05 · group=professional · rougel · smollm2-135m · p1"
     )
     assert name_of("proxy=p0", "model=gpt-4o", varying=("model",)) == "gpt-4o · p0 · ε=0.1"
+    assert name_of("scorer=rougel", "model.name=b", varying=("model.name",)) == "b · rougel · p1 · ε=0.1"
 
 
 def test_names_are_unique_within_an_experiment(tmp_path: Path) -> None:

@@ -49,6 +49,7 @@ NO_RESULT_KEYS = {
     "api_key_env",
     "max_failed_share",
 }
+BASE_KEYS = ("model", "proxy", "model.name", "proxy.name")  # the base name shows them unless they vary
 ABBREVIATED = {"bootstrap_resamples": "boot", "permutations": "perm", "ceiling_splits": "splits"}  # glued to the value
 
 
@@ -65,8 +66,8 @@ def changes_results(key: str) -> bool:
 
 
 def short_form(key: str, value: str, short_key: str) -> str:
-    """One override as a name part: a config group choice by its value (``scorer=rougel`` →
-    ``rougel``), a seed glued to its value (``proxy.sample_seed=7`` → ``seed7``), a model id by
+    """One override as a name part: a config group choice or a ``name`` by its value
+    (``scorer=rougel`` → ``rougel``), a seed glued to its value (``proxy.sample_seed=7`` → ``seed7``), a model id by
     its last path component (``Qwen/Qwen2.5-0.5B`` → ``Qwen2.5-0.5B``), a ``_target_`` by its class
     name, ε and θ by their symbols, resampling counts abbreviated (``boot1000``), anything else
     ``short_key=value``."""
@@ -75,7 +76,7 @@ def short_form(key: str, value: str, short_key: str) -> str:
         return f"ε={value}"
     if key == "decision.theta":
         return f"θ={value}"
-    if "." not in key or key == "decision.quantile":
+    if "." not in key or key == "decision.quantile" or last == "name":
         return value.strip("'\"")
     if last in ("seed", "sample_seed"):
         return f"seed{value}"
@@ -92,8 +93,9 @@ def short_form(key: str, value: str, short_key: str) -> str:
 
 def config_parts(overrides: Sequence[str], varying: Sequence[str] = ()) -> tuple[list[str], set[str]]:
     """The name parts of a job's overrides that change its results: the ``varying`` (swept)
-    keys first, in sweep order, then the others in command-line order; with the set of keys
-    they cover (so the base name does not repeat ε)."""
+    keys first, in sweep order, then the others in command-line order (model and proxy only
+    when swept: the base name shows them); with the set of keys they cover (so the base name
+    does not repeat ε)."""
     values: dict[str, str] = {}
     for override in overrides:
         key, sep, value = override.partition("=")
@@ -101,7 +103,7 @@ def config_parts(overrides: Sequence[str], varying: Sequence[str] = ()) -> tuple
         if sep and changes_results(key):
             values[key] = value
     ordered = [k for k in varying if k in values] + [k for k in values if k not in varying]
-    kept = [k for k in ordered if k in varying or k not in ("model", "proxy")]
+    kept = [k for k in ordered if k in varying or k not in BASE_KEYS]
     short = short_keys(kept)
     return [redact_text(short_form(k, values[k], short[k])) for k in kept], set(kept)
 
@@ -146,7 +148,11 @@ def run_name(
     if overrides is None:
         overrides, varying = _hydra_overrides()
     front, covered = config_parts(overrides, varying)
-    parts = [p for k, p in (("model", str(cfg.model.name)), ("proxy", str(cfg.proxy["name"]))) if k not in covered]
+    parts = [
+        part
+        for section, part in (("model", str(cfg.model.name)), ("proxy", str(cfg.proxy["name"])))
+        if not {section, f"{section}.name"} & covered
+    ]
     rule = RULES.get(cfg.decision.rule)
     if calibrated:
         if "decision.epsilon" not in covered:
