@@ -24,10 +24,9 @@ from mcu_exp.config import Config
 from mcu_exp.config.checks import check_config
 from mcu_exp.data import HumanLabels, human_labels, load_dataset, subgroup_labels
 from mcu_exp.evaluation import PRIMARY
-from mcu_exp.evaluation.ceiling import attach_ceilings
 from mcu_exp.evaluation.versus_always import headline_text
 from mcu_exp.job.alignment import class_warnings, evaluate_groups, reference_report, relabeller
-from mcu_exp.job.measures import measures_and_baselines, write_rejection
+from mcu_exp.job.measures import attach_ceilings, measures_and_baselines, write_rejection
 from mcu_exp.job.record import JobResults, job_metrics, record_results, run_facts, save_config, unused_sections
 from mcu_exp.job.screen import print_inputs, print_results, print_where
 from mcu_exp.outputs import write_outputs
@@ -127,7 +126,7 @@ def run_job(raw: DictConfig) -> float:
         outcome.metrics.update(generators.usage())
         relabel = relabeller(proxy, outcome, cfg.evaluation)
         reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel)
-        reports = attach_ceilings(reports, dataset, cfg.labels, cfg.evaluation, results)
+        reports = attach_ceilings(reports, dataset, cfg.labels, cfg.evaluation, results, ctx.cache_dir)
         vs_ref = reference_report(
             proxy, reference, outcome, cfg.evaluation, relabel, cfg.generation.max_failed_share, labels.labels
         )

@@ -67,7 +67,9 @@ def source_digest(module: str) -> str:
 
 def _feed(h: Any, value: Any) -> None:
     """Add ``value`` to hash ``h`` with a type tag, so different types never collide."""
-    if value is None or isinstance(value, (bool, str, int, bytes)):
+    if value is pd.NA:  # a missing value of a nullable column (evaluations' perceived, group)
+        h.update(b"NA:")
+    elif value is None or isinstance(value, (bool, str, int, bytes)):
         h.update(f"{type(value).__name__}:{len(value) if isinstance(value, (str, bytes)) else ''}:".encode())
         h.update(value if isinstance(value, bytes) else str(value).encode())
     elif isinstance(value, (float, np.floating)):

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import logging
 import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from mcu_exp.config import EvaluationConfig
+from mcu_exp.config import DatasetConfig, EvaluationConfig, LabelsConfig
+from mcu_exp.data import human_labels, load_dataset
 from mcu_exp.data.labels import HumanLabels
-from mcu_exp.job.measures import measures_and_baselines, write_rejection
+from mcu_exp.job.alignment import alignment
+from mcu_exp.job.measures import attach_ceilings, measures_and_baselines, write_rejection
 from mcu_exp.proxies.base import ProxyOutcome
 from mcu_exp.result_cache import RESULTS_DIR, cached_result, content_hash
 
@@ -125,3 +128,33 @@ def test_the_prr_interval_is_reused(tmp_path: Path) -> None:
     found = write_rejection(outcome, labels, tmp_path, EV, tmp_path / "cache")
     assert found is not None and (found["prr_ci_low"], found["prr_ci_high"], found["prr_perm_p"]) == (0.1, 0.2, 0.3)
     assert found["prr"] == fresh["prr"]  # the point value is always computed
+
+
+def test_the_humans_ceiling_is_reused_and_keyed_by_group_and_splits(tmp_path: Path, data_root: Path) -> None:
+    """The split-half ceiling depends on the evaluations, the label rule, the groups and the
+    splits, never on the decision: a sweep's later jobs read it back, the same reliability.csv."""
+    dataset = load_dataset(DatasetConfig(name="scalabrino", format="scalabrino", root=str(data_root / "scalabrino")))
+    labels_cfg = LabelsConfig()
+    labels = human_labels(dataset, labels_cfg)
+    outcome, _ = synthetic()
+    table = outcome.table.set_axis(labels.labels.index[: len(outcome.table)])
+    ev = EvaluationConfig(bootstrap_resamples=1000, permutations=0, plots=False, ceiling_splits=200)
+    reports = {"all": alignment(table, labels.labels, ev)}
+    cache = tmp_path / "cache"
+    runs = {}
+    for name, folder in [("fresh", None), ("stored", cache), ("reused", cache)]:
+        (tmp_path / name).mkdir()
+        runs[name] = attach_ceilings(reports, dataset, labels_cfg, ev, tmp_path / name, folder)["all"].ceiling
+    csvs = {(tmp_path / name / "reliability.csv").read_bytes() for name in runs}
+    assert len(csvs) == 1 and runs["reused"] == runs["stored"]
+    assert str(runs["fresh"]) == str(runs["reused"])
+    (entry,) = entries(cache)
+    found = pickle.loads(entry.read_bytes())
+    found["all"] = replace(found["all"], splits=7)  # what the entry holds is what a job reads
+    entry.write_bytes(pickle.dumps(found))
+    (tmp_path / "marked").mkdir()
+    attach_ceilings(reports, dataset, labels_cfg, ev, tmp_path / "marked", cache)
+    assert pd.read_csv(tmp_path / "marked" / "reliability.csv")["splits"].tolist() == [7]
+    attach_ceilings(reports, dataset, LabelsConfig(group="professional"), ev, tmp_path / "marked", cache)
+    attach_ceilings(reports, dataset, labels_cfg, replace(ev, ceiling_splits=100), tmp_path / "marked", cache)
+    assert len(entries(cache)) == 3

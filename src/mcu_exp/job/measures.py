@@ -1,5 +1,5 @@
 """A job's decision-free tables: the uncertainty measures and code-metric baselines against
-the human labels, and the prediction-rejection curve of the proxy's score.
+the human labels, the prediction-rejection curve of the proxy's score, and the humans' ceiling.
 
 None of it depends on ε, the threshold or the reader group, so with a cache folder each value
 is computed once per input and read back by a sweep's other jobs
@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from mcu_exp import names
-from mcu_exp.config import EvaluationConfig
-from mcu_exp.data import HumanLabels
+from mcu_exp.config import EvaluationConfig, LabelsConfig
+from mcu_exp.data import Dataset, HumanLabels
+from mcu_exp.evaluation import AlignmentReport
 from mcu_exp.job.alignment import align
 from mcu_exp.proxies.base import ProxyOutcome
 
@@ -30,6 +31,14 @@ MEASURE_CODE = (
     "mcu_exp.evaluation.significance",
     "mcu_exp.data.code_metrics",
 )  # the measure table's code
+CEILING_CODE = (
+    "mcu_exp.data.reliability",
+    "mcu_exp.data.labels",
+    "mcu_exp.evaluation.bootstrap",
+    "mcu_exp.evaluation.registry",
+    "mcu_exp.evaluation.definitions",
+    "mcu_exp.evaluation.metrics",
+)  # the split-half ceiling's code
 
 
 def measures_and_baselines(
@@ -102,3 +111,40 @@ def render_measures(table: pd.DataFrame) -> str:
     if rest:
         text += f"  and {rest} of the dataset's own metrics (dataset.*): {names.MEASURES_FILE}\n"
     return text
+
+
+def attach_ceilings(
+    reports: dict[str, AlignmentReport],
+    dataset: Dataset,
+    labels: LabelsConfig,
+    ev: EvaluationConfig,
+    results: Path,
+    cache_dir: Path | None = None,
+) -> dict[str, AlignmentReport]:
+    """The job's reports, each with its own label set's humans' ceiling (all readers under the
+    ``labels`` config, each subgroup its readers alone); ``reliability.csv`` written to
+    ``results``. The ceilings depend on the evaluations, the label rule, the groups and the
+    split settings, never on the decision: with ``cache_dir`` they are computed once per input
+    (:func:`mcu_exp.result_cache.cached_result`)."""
+    from mcu_exp.data.reliability import reliabilities, reliability_table
+    from mcu_exp.evaluation.ceiling import with_ceilings
+    from mcu_exp.result_cache import cached_result
+
+    groups = [g for g in reports if g != names.ALL_READERS]
+    key = (
+        dataset.evaluations,
+        dataset.program_ids,
+        labels.rule,
+        float(labels.min_fraction),
+        labels.group,
+        labels.readers,
+        groups,
+        ev.ceiling_splits,
+        ev.seed,
+        ev.confidence,
+    )
+    found = cached_result(
+        cache_dir, "reliabilities", key, lambda: reliabilities(dataset, labels, ev, groups), code=CEILING_CODE
+    )
+    reliability_table(found).to_csv(results / names.RELIABILITY_FILE, index=False)
+    return with_ceilings(reports, found)
