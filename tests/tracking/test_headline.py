@@ -105,3 +105,18 @@ def test_the_sweep_parent_carries_its_best_jobs_headline(store: Store) -> None:
     run = client.get_run(parent)
     assert run.data.metrics["f1_minus_always_ci_low"] == 0.02 and run.data.metrics["auc_score_ci_low"] == 0.52
     assert run.data.tags[BEST_RUN_TAG] == ids[1] and run.data.tags["mcu.beats_always"] == "✓"
+
+
+def test_the_headline_figure_puts_f1_and_its_baselines_on_one_axis(store: Store, tmp_path: Path) -> None:
+    from PIL import Image
+
+    from mcu_exp.tracking.headline_figure import FILE
+
+    _, cfg = compose_job("tracking.experiment=head")
+    tracking = dataclasses.replace(cfg.tracking, uri=store.uri)
+    with mlflow_run(tracking, str(store.outputs), "figure", run_tags(cfg)) as tracker:
+        tracker.log_headline({**JOB, "auc_binary": float("nan")}, ["all"], {}, figure=tmp_path)
+    with Image.open(tmp_path / FILE) as image:
+        assert image.size == (900, 360)
+        colours = len(set(image.convert("RGB").getdata()))
+    assert colours > 20  # bars, whiskers and text, not a blank canvas

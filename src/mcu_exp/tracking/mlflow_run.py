@@ -261,11 +261,21 @@ class RunLogger:
             self.client.log_batch(self.run_id, metrics=items[i : i + 1000])
 
     def log_headline(
-        self, metrics: Mapping[str, Any], groups: list[str], series: Mapping[str, list[tuple[int, float]]]
+        self,
+        metrics: Mapping[str, Any],
+        groups: list[str],
+        series: Mapping[str, list[tuple[int, float]]],
+        figure: Path | None = None,
     ) -> None:
         """What MLflow shows of a job's ``metrics`` (:mod:`mcu_exp.tracking.headline`): the
         headline set and the sensitivity ``series`` (keyed by :func:`~headline.chart_key`) as
-        metrics, the data's descriptors as ``result.*`` params, the verdict as ✓/✗ tags."""
+        metrics, the data's descriptors as ``result.*`` params, the verdict as ✓/✗ tags; with
+        ``figure`` (a folder), also ``headline.png`` drawn there (F1 beside its baselines on one
+        axis, :mod:`mcu_exp.tracking.headline_figure`) for the caller to log with its files."""
+        if figure is not None:
+            from mcu_exp.tracking import headline_figure
+
+            headline_figure.draw(metrics, figure / headline_figure.FILE)
         charts = {headline.chart_key(k, self.scorer): v for k, v in series.items()}
         self.log_metrics_and_series(headline.headline(metrics, groups, series=len(charts)), charts)
         self.log_params(headline.descriptor_params(metrics))
