@@ -18,6 +18,15 @@ temperature/top-p, top-k off). Both produce exactly ``--new-tokens`` tokens per 
 (end-of-sequence and stop strings are ignored), so tokens/s compare like with like. Prints
 tokens/s, their ratio and peak RSS.
 
+The default run's workload (``--programs`` programs × ``--samples`` samples, 10 × 20 by default;
+the run itself is 50 × 20), with its real decoding settings (temperature, top-p, the stop string,
+end-of-sequence): each program decoded alone, as the backend did before batching across programs,
+then through ``LocalBackend.stream``, which decodes the rows of several programs in one batch (up
+to ``model.max_batch_size``), in the order A B B A over the two halves of the programs so that a
+load that changes during the run weighs on both alike. Prints tokens/s of both, their ratio (target: >= 1.5x,
+PASS/FAIL) and how many of the texts differ between the two (floating-point differences between
+batch shapes can flip a sampled token).
+
 With ``--vllm``, the same prompt and k values also go through the in-process ``vllm`` backend
 (``conf/model/smollm2-135m-vllm.yaml``: the converted folder, vLLM's CPU build on a machine
 without a GPU) in vLLM's environment (``make vllm-env``; ``--vllm-python`` names another
@@ -25,7 +34,8 @@ python), with the backend's own per-sample ``SamplingParams`` and end-of-sequenc
 printed: the engine's start-up, tokens/s of vLLM and of the local backend, and their ratio.
 
 Usage: python scripts/bench_generate.py [--k 25 50] [--new-tokens 48] [--target-prompt 500] [--threads N]
-[--load-only] [--no-baseline] [--vllm [--vllm-python PY]] (needs $MCU_EXP_DATA holding scalabrino/snippets; never
+[--programs 10] [--samples 20] [--load-only] [--no-baseline] [--vllm [--vllm-python PY]] (``--k`` with no
+value or ``--programs 0`` skips that part) (needs $MCU_EXP_DATA holding scalabrino/snippets; never
 downloads anything).
 """
 
@@ -46,14 +56,22 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from mcu_exp.config import ModelConfig
-from mcu_exp.llm import GenerationRequest, LocalBackend, request_for
+from mcu_exp.llm import GenerationRequest, LocalBackend, Sample, SampleJob, request_for
 from mcu_exp.llm.converted import CACHE_ENV, CONVERT_ENV
 from mcu_exp.proxies.prompts import summary_messages
 
 REPO = Path(__file__).resolve().parents[1]
 COLD_TARGET_S = 5.0
 WARM_TARGET_S = 2.0
+BATCHING_TARGET = 1.5  # cross-program batching over per-program decoding, tokens/s
 RESULT = "vllm-result: "  # the worker's result line (vLLM logs to stdout too)
+
+
+def model_config(name: str) -> ModelConfig:
+    """The shipped model config ``conf/model/<name>.yaml``."""
+    raw = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "model" / f"{name}.yaml"))
+    assert isinstance(raw, dict)
+    return ModelConfig(**{str(key): value for key, value in raw.items()})
 
 
 def peak_rss_gb() -> float:
@@ -71,14 +89,19 @@ def unwrap(source: str) -> str:
     return textwrap.dedent("\n".join(lines))
 
 
-def pick_snippet(backend: LocalBackend, target: int) -> tuple[str, str, int]:
-    """The snippet whose chat-templated prompt length is closest to ``target`` tokens."""
+def snippet_files() -> list[Path]:
+    """The Scalabrino snippets, sorted by name."""
     folder = Path(os.environ.get("MCU_EXP_DATA", REPO.parent / "shared" / "data")) / "scalabrino" / "snippets"
     files = sorted(folder.glob("*.java"))
     if not files:
         raise SystemExit(f"no snippets in {folder}: set MCU_EXP_DATA to the folder holding scalabrino/")
+    return files
+
+
+def pick_snippet(backend: LocalBackend, target: int) -> tuple[str, str, int]:
+    """The snippet whose chat-templated prompt length is closest to ``target`` tokens."""
     best = None
-    for path in files:
+    for path in snippet_files():
         code = unwrap(path.read_text(encoding="utf-8"))
         length = len(backend.prompt_ids(summary_messages(code, "Java")))
         if best is None or abs(length - target) < abs(best[2] - target):
@@ -197,10 +220,12 @@ def measure_loads(cfg: ModelConfig, cache: Path, baseline: bool) -> LocalBackend
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--k", type=int, nargs="+", default=[25, 50])
+    parser.add_argument("--k", type=int, nargs="*", default=[25, 50])
     parser.add_argument("--new-tokens", type=int, default=48)
     parser.add_argument("--target-prompt", type=int, default=500)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: automatic)")
+    parser.add_argument("--programs", type=int, default=10, help="programs of the default-run workload (0: skip)")
+    parser.add_argument("--samples", type=int, default=20, help="samples per program of that workload")
     parser.add_argument("--load-only", action="store_true", help="measure the load times only")
     parser.add_argument(
         "--no-baseline",
@@ -226,8 +251,7 @@ def main() -> None:
             f"--vllm: no python at {args.vllm_python}: run `make vllm-env`, or name one with --vllm-python"
         )
 
-    raw = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "model" / "smollm2-135m.yaml"))
-    cfg = dataclasses.replace(ModelConfig(**raw), num_threads=args.threads)
+    cfg = dataclasses.replace(model_config("smollm2-135m"), num_threads=args.threads)
     if args.time_one_load:
         start = time.perf_counter()
         LocalBackend(cfg).load()
@@ -237,17 +261,87 @@ def main() -> None:
         os.environ[CACHE_ENV] = cache
         backend = measure_loads(cfg, Path(cache), baseline=not args.no_baseline)
         if not args.load_only:
-            decode(backend, cfg, args)
+            import torch
+
+            print(
+                f"torch threads {torch.get_num_threads()}; "
+                f"shared-prefix attention {backend.decoder.shared_prefix}; peak RSS {peak_rss_gb():.2f} GB"
+            )
+            if args.programs > 0:
+                cross_program(backend, cfg, args.programs, args.samples)
+            if args.k:
+                decode(backend, cfg, args)
+
+
+def per_program(
+    backend: LocalBackend, requests: list[GenerationRequest]
+) -> tuple[float, dict[tuple[int, int], Sample]]:
+    """Seconds and texts of the requests decoded one program at a time (prompt once, its samples
+    in batches of ``model.max_batch_size``): the backend's decoding before cross-program batching."""
+    texts: dict[tuple[int, int], Sample] = {}
+    start = time.perf_counter()
+    for position, request in enumerate(requests):
+        prompt = backend.prompt_ids(request.messages)
+        prefix = backend.decoder.prefill(prompt)
+        for first in range(0, request.n, backend.max_batch_size):
+            rows = range(first, min(request.n, first + backend.max_batch_size))
+            for index, sample in backend.decoder.decode(request, prefix, rows):
+                texts[position, index] = sample
+    return time.perf_counter() - start, texts
+
+
+def batched(backend: LocalBackend, requests: list[GenerationRequest]) -> tuple[float, dict[tuple[int, int], Sample]]:
+    """Seconds and texts of the requests through ``LocalBackend.stream`` (rows of several programs
+    in one batch)."""
+    start = time.perf_counter()
+    jobs = [SampleJob(r, tuple(range(r.n))) for r in requests]
+    texts = {(position, index): sample for position, index, sample in backend.stream(jobs)}
+    return time.perf_counter() - start, texts
+
+
+def cross_program(backend: LocalBackend, cfg: ModelConfig, programs: int, samples: int) -> None:
+    """The default run's workload decoded per program and batched across programs: tokens/s,
+    their ratio with PASS/FAIL, and how many texts differ between the two."""
+    files = snippet_files()[:programs]
+    requests = [
+        request_for(cfg, summary_messages(unwrap(path.read_text(encoding="utf-8")), "Java"), n=samples, seed=j)
+        for j, path in enumerate(files)
+    ]
+    print(
+        f"default-run workload: {len(requests)} programs x {samples} samples, temperature {cfg.temperature}, "
+        f"top_p {cfg.top_p}, max {cfg.max_new_tokens} new tokens, stop {list(cfg.stop or [])}, "
+        f"model.max_batch_size {backend.max_batch_size}; load average {load_average()}",
+        flush=True,
+    )
+    # A B B A over the two halves of the programs: a load that rises or falls during the run
+    # weighs on both ways alike.
+    half = (len(requests) + 1) // 2
+    t_a, one = per_program(backend, requests[:half])
+    t_b, together = batched(backend, requests[:half])
+    t_c, more = batched(backend, requests[half:])
+    t_d, rest = per_program(backend, requests[half:])
+    together.update({(position + half, index): s for (position, index), s in more.items()})
+    one.update({(position + half, index): s for (position, index), s in rest.items()})
+    t_one, t_all = t_a + t_d, t_b + t_c
+    rate_one = sum(s.completion_tokens for s in one.values()) / t_one
+    rate_all = sum(s.completion_tokens for s in together.values()) / t_all
+    differ = sum(one[key].text != together[key].text for key in one)
+    print(
+        f"per program: {len(one)} samples in {t_one:.1f} s = {rate_one:.1f} tok/s ({len(one) / t_one:.2f} samples/s) | "
+        f"batched across programs: {len(together)} samples in {t_all:.1f} s = {rate_all:.1f} tok/s "
+        f"({len(together) / t_all:.2f} samples/s); load average {load_average()}"
+    )
+    print(f"texts that differ between per-program and batched decoding: {differ} of {len(one)}")
+    ratio = rate_all / rate_one
+    ok = ratio >= BATCHING_TARGET
+    print(
+        f"{'PASS' if ok else 'FAIL'}: cross-program batching {ratio:.2f}x per-program decoding "
+        f"{'>=' if ok else '<'} {BATCHING_TARGET}x"
+    )
 
 
 def decode(backend: LocalBackend, cfg: ModelConfig, args: argparse.Namespace) -> None:
     """Tokens/s of the backend's decoder vs ``model.generate`` on the same loaded model."""
-    import torch
-
-    print(
-        f"torch threads {torch.get_num_threads()}; "
-        f"shared-prefix attention {backend.decoder.shared_prefix}; peak RSS {peak_rss_gb():.2f} GB"
-    )
     name, code, length = pick_snippet(backend, args.target_prompt)
     request = dataclasses.replace(
         request_for(cfg, summary_messages(code, "Java"), n=max(args.k), seed=0), max_new_tokens=args.new_tokens, stop=()
@@ -319,8 +413,7 @@ def vllm_worker() -> None:
     from mcu_exp.llm.providers import vllm as vllm_p
 
     job = json.loads(sys.stdin.read())
-    raw = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "model" / "smollm2-135m-vllm.yaml"))
-    cfg = ModelConfig(**raw)
+    cfg = model_config("smollm2-135m-vllm")
     request = GenerationRequest(
         messages=tuple(Message(r, c) for r, c in job["messages"]),
         n=max(job["k"]),

