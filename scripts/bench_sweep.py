@@ -79,18 +79,16 @@ def run(args: list[str], env: dict[str, str], profile: Path | None = None, cwd: 
 
 
 def job_seconds(outputs: Path) -> list[float]:
-    """``job_seconds`` of every run in the store (time inside the pipeline)."""
-    from mlflow.tracking import MlflowClient
+    """``job_seconds`` (time inside the pipeline) of every job under ``outputs``, from its
+    ``metrics.json``."""
+    import json
 
-    client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
-    exp = client.get_experiment_by_name("mcu_exp")
-    if exp is None:
-        return []
-    return [
-        r.data.metrics["job_seconds"]
-        for r in client.search_runs([exp.experiment_id], max_results=5000)
-        if "job_seconds" in r.data.metrics
-    ]
+    found = []
+    for path in outputs.glob("**/results/metrics.json"):
+        value = json.loads(path.read_text()).get("job_seconds")
+        if value is not None:
+            found.append(float(value))
+    return found
 
 
 STAGES: dict[str, tuple[str, ...]] = {
