@@ -60,10 +60,10 @@ class ComposeOnceSweeper(BasicSweeper):
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
         launcher = type(self.launcher)
-        if f"{launcher.__module__}.{launcher.__qualname__}" == IN_PROCESS:
+        if self.launcher is not None and f"{launcher.__module__}.{launcher.__qualname__}" == IN_PROCESS:
             self.composed = ComposedOnce(hydra_context.config_loader)
             context = HydraContext(config_loader=self.composed, callbacks=hydra_context.callbacks)  # type: ignore[arg-type]
-            self.launcher.hydra_context = context
+            self.launcher.hydra_context = context  # type: ignore[attr-defined]
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         """Compose every job's config of ``batch`` (a mistake stops the sweep before any job
