@@ -57,7 +57,8 @@ FLOORS: tuple[tuple[str, int], ...] = (
     # 5 a job
     ("outputs", 5),
     ("pipeline", 5),
-    ("job_outputs", 5),
+    ("job", 5),
+    ("plugins", 5),
     # 6 commands over jobs, and the entry point
     ("bundle.replay", 6),
     ("bundle.cli", 6),

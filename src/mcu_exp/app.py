@@ -12,6 +12,7 @@ import secrets
 import sys
 import traceback
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import hydra
@@ -275,7 +276,7 @@ from mcu_exp.report.cli import main as report_main  # noqa: E402  (light: argpar
 from mcu_exp.store.cli import main as cache_main  # noqa: E402  (light: argparse only)
 from mcu_exp.tune.cli import main as tune_main  # noqa: E402
 
-SUBCOMMANDS: dict = {
+SUBCOMMANDS: dict[str, Callable[[list[str]], None]] = {
     "report": report_main,
     "compare": compare_main,
     "tune": tune_main,

@@ -109,7 +109,7 @@ def quiet_libraries() -> None:
     if not loud("transformers") and "transformers" in sys.modules:
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 class _Discard:
@@ -138,7 +138,7 @@ def quiet_output(library: str = "transformers") -> Iterator[None]:
     if loud(library):
         yield
         return
-    with contextlib.redirect_stderr(_DISCARD):  # type: ignore[type-var]
+    with contextlib.redirect_stderr(_DISCARD):
         yield
 
 

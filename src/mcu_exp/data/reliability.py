@@ -177,7 +177,8 @@ def spearman_brown(rho: float | np.ndarray) -> float | np.ndarray:
 def ceiling_rho(rho: float | np.ndarray) -> float | np.ndarray:
     """The ceiling on a predictor's correlation with the full-panel mean: √(Spearman–Brown of
     ``rho``), 0 where that reliability is negative."""
-    return np.sqrt(np.clip(spearman_brown(rho), 0.0, None))
+    ceiling: np.ndarray = np.sqrt(np.clip(spearman_brown(rho), 0.0, None))
+    return ceiling
 
 
 def split_half(

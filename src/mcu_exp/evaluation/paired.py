@@ -27,9 +27,9 @@ without a score) is NaN, as everywhere in :mod:`mcu_exp.evaluation`.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -234,7 +234,9 @@ def paired_bootstrap_distribution(
     sb = as_score(score_b, "score_b", t.size) if both else None  # type: ignore[arg-type]
     from mcu_exp.evaluation.rejection import prr_many
 
-    f1, accuracy, auc = metric("f1").compute, metric("accuracy").compute, metric("auc_score").compute
+    f1 = cast(Callable[[Counts], np.ndarray], metric("f1").compute)
+    accuracy = cast(Callable[[Counts], np.ndarray], metric("accuracy").compute)
+    auc = cast(Callable[[Ranking], np.ndarray], metric("auc_score").compute)
     rng = np.random.default_rng(seed)
     chunk = max(1, _CELLS_PER_CHUNK // t.size)
     parts: dict[str, list[np.ndarray]] = {key: [] for key in DIFFERENCES}
@@ -243,14 +245,11 @@ def paired_bootstrap_distribution(
         rows = t[idx]
         counts_a = Counts.from_labels(rows, la[idx] if relabel_a is None else np.asarray(relabel_a(idx), dtype=int))
         counts_b = Counts.from_labels(rows, lb[idx] if relabel_b is None else np.asarray(relabel_b(idx), dtype=int))
-        parts["delta_f1"].append(np.asarray(f1(counts_a)) - np.asarray(f1(counts_b)))  # type: ignore[arg-type]
-        parts["delta_accuracy"].append(
-            np.asarray(accuracy(counts_a))  # type: ignore[arg-type]
-            - np.asarray(accuracy(counts_b))
-        )  # type: ignore[arg-type]
+        parts["delta_f1"].append(np.asarray(f1(counts_a)) - np.asarray(f1(counts_b)))
+        parts["delta_accuracy"].append(np.asarray(accuracy(counts_a)) - np.asarray(accuracy(counts_b)))
         if sa is not None and sb is not None:
-            auc_a = np.asarray(auc(Ranking(sa, idx, rows)))  # type: ignore[arg-type]
-            parts["delta_auc"].append(auc_a - np.asarray(auc(Ranking(sb, idx, rows))))  # type: ignore[arg-type]
+            auc_a = np.asarray(auc(Ranking(sa, idx, rows)))
+            parts["delta_auc"].append(auc_a - np.asarray(auc(Ranking(sb, idx, rows))))
             parts["delta_prr"].append(prr_many(sa[idx], rows) - prr_many(sb[idx], rows))
         else:
             parts["delta_auc"].append(np.full(idx.shape[0], UNDEFINED))

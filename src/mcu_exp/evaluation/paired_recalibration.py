@@ -95,7 +95,7 @@ def decision_from(settings: Mapping[str, Any]) -> DecisionConfig | None:
 
 def arm(
     calibration: RunCalibration | None,
-    program_ids: Sequence[Any],
+    program_ids: Sequence[Any] | np.ndarray,
     labels: np.ndarray,
     seed: int,
     missing: str = "no calibration scores",

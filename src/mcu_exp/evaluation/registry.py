@@ -33,7 +33,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -169,6 +169,7 @@ class RandomLabeller:
 
 
 Compute = Callable[[Counts], np.ndarray] | Callable[[Ranking], np.ndarray]
+ComputeT = TypeVar("ComputeT", Callable[[Counts], np.ndarray], Callable[[Ranking], np.ndarray])
 
 
 @dataclass(frozen=True)
@@ -227,12 +228,13 @@ def register(
     headline: bool = False,
     fmt: str = "",
     expected_fmt: str = "",
-) -> Callable[[Compute], Compute]:
-    """Decorator registering its function as the implementation of metric ``name``."""
+) -> Callable[[ComputeT], ComputeT]:
+    """Decorator registering its function as the implementation of metric ``name`` (it
+    returns the function unchanged, with its own signature)."""
     if name in METRICS:
         raise ValueError(f"metric {name!r} is already registered; unregister it first")
 
-    def add(compute: Compute) -> Compute:
+    def add(compute: ComputeT) -> ComputeT:
         entry = Metric(
             name=name,
             header=header or name,

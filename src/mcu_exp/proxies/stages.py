@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from mcu_exp.config import ModelConfig
 from mcu_exp.data import Dataset
 from mcu_exp.llm import CachedGenerator, GenerationRequest, GenerationResult, request_for, sum_usage
-from mcu_exp.llm.cache import canonical_json
+from mcu_exp.llm.cache_keys import canonical_json
 from mcu_exp.llm.contract import FAILURE_KINDS
 from mcu_exp.llm.errors import GenerationFailed
 from mcu_exp.llm.factory import backend_identity

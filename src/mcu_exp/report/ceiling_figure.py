@@ -29,7 +29,8 @@ from mcu_exp.report.figures import curve_label  # noqa: E402
 
 def _numbers(rows: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     """``columns`` of ``rows`` as floats, NaN where absent or not a number (rows × columns)."""
-    return rows.reindex(columns=list(columns)).apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    values: np.ndarray = rows.reindex(columns=list(columns)).apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    return values
 
 
 def _missing(row: pd.Series, name: str) -> str:

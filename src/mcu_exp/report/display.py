@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 
 from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header, metric
-from mcu_exp.evaluation.report import ALWAYS, AUC_PERMUTATION_P, RANDOM, baseline_key, format_value
+from mcu_exp.evaluation.baselines import ALWAYS, RANDOM
+from mcu_exp.evaluation.report import AUC_PERMUTATION_P, baseline_key, format_value
 from mcu_exp.names import ALL_READERS, UNDEFINED, VS_REFERENCE_PREFIX
 from mcu_exp.report import ceiling
 from mcu_exp.report.columns import UNDEFINED_COLUMN, main_metrics, vs_reference_metrics, with_ci
@@ -116,9 +117,7 @@ def main_panels(table: pd.DataFrame, keys: Sequence[str]) -> list[tuple[str, lis
     with every other metric. One table when the second would be empty."""
     ident = [key_header(k) for k in keys]
     front = [c for c in (*ident, "runs", "n", "verdict") if c in table.columns]
-    first = [
-        c for c in table.columns if c not in front and (c.startswith(header(PRIMARY)) or c.startswith("AUC"))
-    ]
+    first = [c for c in table.columns if c not in front and (c.startswith(header(PRIMARY)) or c.startswith("AUC"))]
     rest = [c for c in table.columns if c not in front and c not in first]
     if not rest:
         return []

@@ -155,7 +155,7 @@ def as_text(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _varies(frame: pd.DataFrame, key: str) -> bool:
-    return as_text(frame[[key]])[key].nunique() > 1
+    return bool(as_text(frame[[key]])[key].nunique() > 1)
 
 
 def _goes_with_name(frame: pd.DataFrame, key: str) -> bool:

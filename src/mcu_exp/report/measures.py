@@ -102,7 +102,7 @@ def _text_rows(label: str, frame: pd.DataFrame, vs_column: bool) -> list[dict[st
 
 def _fingerprint(frame: pd.DataFrame) -> str:
     """The code rows' content as text, to tell equal baselines apart from different ones."""
-    return frame.reindex(columns=list(VALUE_COLUMNS)).astype(object).to_csv()
+    return str(frame.reindex(columns=list(VALUE_COLUMNS)).astype(object).to_csv())
 
 
 def label_set(row: pd.Series, keys: Sequence[str]) -> str:

@@ -124,7 +124,9 @@ def run_record(
         "rule": rule or "?",
         "quantile": _param(params, "decision.quantile") or "?",
         "epsilon": _number(_param(params, "decision.epsilon")),
-        "theta": _number(_param(params, "decision.theta")) if rule in RULES and RULES[rule].uses_theta else math.nan,
+        "theta": _number(_param(params, "decision.theta"))
+        if rule and rule in RULES and RULES[rule].uses_theta
+        else math.nan,
     }
     record.update(param_columns(params))
     for column, tag in NOTE_COLUMNS.items():
@@ -181,7 +183,7 @@ def config_order(rows: pd.DataFrame, keys: Sequence[str], runs: pd.DataFrame | N
             first = {v: i for i, v in enumerate(dict.fromkeys(as_text(launched[[key]])[key]))}
             ranks[key] = as_text(rows[[key]])[key].map(first).to_numpy()
     order = pd.DataFrame(ranks).reset_index(drop=True)
-    return order.sort_values(list(keys), kind="stable").index.tolist()
+    return [int(i) for i in order.sort_values(list(keys), kind="stable").index]
 
 
 def summary_table(frame: pd.DataFrame, keys: Sequence[str], extra: Sequence[str] = ()) -> pd.DataFrame:
