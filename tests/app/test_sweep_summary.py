@@ -82,7 +82,7 @@ def test_the_summary_is_sorted_by_the_headline_and_answers_the_question(
     if not frame["beats_always"].any():
         expected = "No configuration beats the always-understandable baseline"
     else:
-        expected = f"{best['run']} beats the always-understandable baseline by ΔF1"
+        expected = f"{best['run']} beats the always-understandable baseline by "
     (sentence,) = [line for line in text.splitlines() if "the always-understandable baseline" in line]
     assert sentence.startswith(expected) and best["run"] in sentence
     rows = [line for line in text.splitlines() if line.startswith("│")]
@@ -109,7 +109,14 @@ def _run(job: str, name: str, **metrics: float) -> SimpleNamespace:
 
 def test_a_configuration_that_beats_the_baseline_is_named_first() -> None:
     def metrics(f1: float, low: float, high: float, auc_low: float) -> dict[str, float]:
-        return {"f1": f1, "f1_ci_low": low, "f1_ci_high": high, "baseline_always_f1": 0.6, "auc_score_ci_low": auc_low}
+        return {
+            "f1": f1,
+            "f1_ci_low": low,
+            "f1_ci_high": high,
+            "baseline_always_f1": 0.6,
+            "auc_score": auc_low + 0.1,
+            "auc_score_ci_low": auc_low,
+        }
 
     from mcu_exp.evaluation.versus_always import f1_minus_always
 
@@ -126,6 +133,5 @@ def test_a_configuration_that_beats_the_baseline_is_named_first() -> None:
     assert frame["job"].tolist() == ["1", "2", "0", "3", "4"]  # ΔF1 low, then AUC low; undefined, failed last
     assert frame["best"].tolist() == [True, False, False, False, False]
     assert conclusion(frame) == (
-        "config 1 beats the always-understandable baseline by ΔF1 +15.0 pp [+5.0 pp, +20.0 pp] "
-        "(F1 75.0% vs 60.0%); the only one of 5 configurations that do."
+        "config 1 beats the always-understandable baseline by +15.0 pp [+5.0, +20.0] F1 (75.0% [65.0%, 80.0%] vs 60.0%)."
     )

@@ -25,6 +25,7 @@ import pandas as pd
 from mcu_exp import names
 from mcu_exp.evaluation.versus_always import F1, HIGH, KEY, LOW, f1_minus_always
 from mcu_exp.redact import redact_text
+from mcu_exp.report import ranking
 
 SUMMARY_FILE = "sweep_summary.csv"
 BASELINE = "baseline_always_f1"
@@ -88,16 +89,12 @@ def _job_label(folder: Path, varying: Sequence[str]) -> str:
 
 
 def _sort_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    """Finished jobs first, then ΔF1's lower bound, then AUC (score)'s, highest first (an
-    undefined bound after every defined one), then the job number."""
-
-    def desc(key: str) -> tuple[bool, float]:
-        value = row.get(key, math.nan)
-        missing = value is None or (isinstance(value, float) and math.isnan(value))
-        return missing, 0.0 if missing else -float(value)
-
+    """Finished jobs first, then the headline's rank (:func:`mcu_exp.report.ranking.sort_key`:
+    ΔF1's lower bound, then the AUC's, an undefined bound after every defined one), then the
+    job number."""
     job = str(row["job"])
-    return (row["status"] != "FINISHED", *desc(LOW), *desc("auc_score_ci_low"), int(job) if job.isdigit() else 0)
+    headline = ranking.sort_key(ranking.headline(row))
+    return (row["status"] != "FINISHED", *headline, int(job) if job.isdigit() else 0)
 
 
 def summary_frame(
@@ -188,22 +185,14 @@ def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def conclusion(frame: pd.DataFrame) -> str:
-    """The sentence that answers the sweep's question: which configuration beats the
-    always-understandable baseline, and by how much (ΔF1 with its interval), or that none does."""
-    done = frame[(frame["status"] == "FINISHED") & frame[LOW].notna()]
+    """The sentence that answers the sweep's question (:func:`mcu_exp.report.ranking.answer`,
+    the report's own): which configuration beats the always-understandable baseline and by how
+    much, or that none does and how close the best came."""
+    done = frame[frame["status"] == "FINISHED"]
     if done.empty:
-        return f"No configuration has a defined ΔF1 against {BASELINE_NAME}."
-    best = done.iloc[0]
-    delta = f"ΔF1 {_pp(best[KEY])} [{_pp(best[LOW])}, {_pp(best[HIGH])}]"
-    versus = f"F1 {_pct(best[F1])} vs {_pct(best[BASELINE])}"
-    winners = int((done[LOW] > 0).sum())
-    if not winners:
-        return (
-            f"No configuration beats {BASELINE_NAME} (no ΔF1 interval lies above 0); the best by ΔF1's lower "
-            f"bound is {best['run']}: {delta} ({versus})."
-        )
-    others = "the only one of" if winners == 1 else f"{winners} of"
-    return f"{best['run']} beats {BASELINE_NAME} by {delta} ({versus}); {others} {len(frame)} configurations that do."
+        return f"No configuration finished, so none can be compared with {BASELINE_NAME}."
+    rows = done.to_dict("records")
+    return ranking.answer([str(r["run"]) for r in rows], [ranking.headline(r) for r in rows])
 
 
 def render(frame: pd.DataFrame, title: str, width: int = 160, confidence: float = 0.95) -> str:
