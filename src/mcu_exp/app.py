@@ -198,10 +198,14 @@ def main() -> None:
         # MLflow's INFO lines ("Creating initial MLflow database tables…") only when asked:
         # MLFLOW_LOGGING_LEVEL=INFO or hydra.verbose (see mcu_exp.console).
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
-    if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
-        SUBCOMMANDS[sys.argv[1]](sys.argv[2:])
-        return
-    _compose_and_run()
+    try:
+        if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
+            SUBCOMMANDS[sys.argv[1]](sys.argv[2:])
+            return
+        _compose_and_run()
+    except KeyboardInterrupt as exc:  # a Ctrl-C outside a job (composing, a subcommand): one line, 130
+        print(f"mcu-exp: {console.interrupted_line(exc)}", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 # Composition errors reach _compose_and_run as exceptions (not as Hydra's printed report) while
