@@ -275,11 +275,12 @@ def main() -> None:
 
 def per_program(
     backend: LocalBackend, requests: list[GenerationRequest]
-) -> tuple[float, dict[tuple[int, int], Sample]]:
-    """Seconds and texts of the requests decoded one program at a time (prompt once, its samples
-    in batches of ``model.max_batch_size``): the backend's decoding before cross-program batching."""
+) -> tuple[float, float, dict[tuple[int, int], Sample]]:
+    """Wall-clock and CPU seconds and texts of the requests decoded one program at a time (prompt
+    once, its samples in batches of ``model.max_batch_size``): the backend's decoding before
+    cross-program batching."""
     texts: dict[tuple[int, int], Sample] = {}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for position, request in enumerate(requests):
         prompt = backend.prompt_ids(request.messages)
         prefix = backend.decoder.prefill(prompt)
@@ -287,16 +288,18 @@ def per_program(
             rows = range(first, min(request.n, first + backend.max_batch_size))
             for index, sample in backend.decoder.decode(request, prefix, rows):
                 texts[position, index] = sample
-    return time.perf_counter() - start, texts
+    return time.perf_counter() - start, time.process_time() - cpu, texts
 
 
-def batched(backend: LocalBackend, requests: list[GenerationRequest]) -> tuple[float, dict[tuple[int, int], Sample]]:
-    """Seconds and texts of the requests through ``LocalBackend.stream`` (rows of several programs
-    in one batch)."""
-    start = time.perf_counter()
+def batched(
+    backend: LocalBackend, requests: list[GenerationRequest]
+) -> tuple[float, float, dict[tuple[int, int], Sample]]:
+    """Wall-clock and CPU seconds and texts of the requests through ``LocalBackend.stream`` (rows
+    of several programs in one batch)."""
+    start, cpu = time.perf_counter(), time.process_time()
     jobs = [SampleJob(r, tuple(range(r.n))) for r in requests]
     texts = {(position, index): sample for position, index, sample in backend.stream(jobs)}
-    return time.perf_counter() - start, texts
+    return time.perf_counter() - start, time.process_time() - cpu, texts
 
 
 def cross_program(backend: LocalBackend, cfg: ModelConfig, programs: int, samples: int) -> None:
@@ -316,20 +319,26 @@ def cross_program(backend: LocalBackend, cfg: ModelConfig, programs: int, sample
     # A B B A over the two halves of the programs: a load that rises or falls during the run
     # weighs on both ways alike.
     half = (len(requests) + 1) // 2
-    t_a, one = per_program(backend, requests[:half])
-    t_b, together = batched(backend, requests[:half])
-    t_c, more = batched(backend, requests[half:])
-    t_d, rest = per_program(backend, requests[half:])
+    t_a, c_a, one = per_program(backend, requests[:half])
+    t_b, c_b, together = batched(backend, requests[:half])
+    t_c, c_c, more = batched(backend, requests[half:])
+    t_d, c_d, rest = per_program(backend, requests[half:])
     together.update({(position + half, index): s for (position, index), s in more.items()})
     one.update({(position + half, index): s for (position, index), s in rest.items()})
     t_one, t_all = t_a + t_d, t_b + t_c
-    rate_one = sum(s.completion_tokens for s in one.values()) / t_one
-    rate_all = sum(s.completion_tokens for s in together.values()) / t_all
+    n_one = sum(s.completion_tokens for s in one.values())
+    n_all = sum(s.completion_tokens for s in together.values())
+    rate_one, rate_all = n_one / t_one, n_all / t_all
     differ = sum(one[key].text != together[key].text for key in one)
     print(
         f"per program: {len(one)} samples in {t_one:.1f} s = {rate_one:.1f} tok/s ({len(one) / t_one:.2f} samples/s) | "
         f"batched across programs: {len(together)} samples in {t_all:.1f} s = {rate_all:.1f} tok/s "
         f"({len(together) / t_all:.2f} samples/s); load average {load_average()}"
+    )
+    print(
+        f"per CPU second (what the decoding itself costs, whatever else runs): per program "
+        f"{n_one / (c_a + c_d):.1f} tok/s, batched {n_all / (c_b + c_c):.1f} tok/s, "
+        f"ratio {(n_all / (c_b + c_c)) / (n_one / (c_a + c_d)):.2f}x"
     )
     print(f"texts that differ between per-program and batched decoding: {differ} of {len(one)}")
     ratio = rate_all / rate_one
