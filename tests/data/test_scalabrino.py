@@ -192,3 +192,27 @@ def test_answers_without_an_answer_time_are_an_error(scalabrino_dir: Path, tmp_p
     _write(root / "evaluations.csv", rows)
     with pytest.raises(DatasetError, match=r"evaluations\.csv:2: AU is 2 but TNPU is empty"):
         load_dataset(dataset_cfg(format="scalabrino", root=str(root)))
+
+
+def test_an_unchanged_folder_is_parsed_once_a_changed_one_again(
+    scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any
+) -> None:
+    """A sweep's in-process jobs share one parse of the folder; editing a file (or adding a
+    snippet) makes the next load read the files again, and a parse's warnings reach every load."""
+    from mcu_exp.data.scalabrino import read_scalabrino
+
+    root = _small_copy(scalabrino_dir, tmp_path / "small", {"1-K9", "2-Pom"})
+    first = read_scalabrino(root)
+    assert read_scalabrino(root) is first
+    assert read_scalabrino(root, name="other") is not first  # the name is part of the result
+
+    rows = _read(root / "evaluations.csv")
+    column = rows[0].index("LOC")
+    rows[1][column] = str(float(rows[1][column]) + 1)  # the metric now differs within program 1-K9
+    _write(root / "evaluations.csv", rows)
+    for _ in range(2):
+        with pytest.warns(UserWarning, match="differ between rows of one program"):
+            changed = read_scalabrino(root)
+        assert changed is not first
+        assert "LOC" not in changed.programs[0].meta["dataset_metrics"]
+    assert "LOC" in first.programs[0].meta["dataset_metrics"]

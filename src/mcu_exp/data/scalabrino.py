@@ -174,8 +174,48 @@ def _program_metric_columns(frame: pd.DataFrame, path: Path) -> list[str]:
     return [c for c in candidates if c not in dropped]
 
 
+_PARSED: dict[tuple[Any, ...], tuple[Dataset, list[warnings.WarningMessage]]] = {}
+_REPLAYED: dict[Any, Any] = {}  # warnings registry of the replayed warnings: "default" shows each once
+_MEMO_SIZE = 4
+
+
+def _files_state(root: Path) -> tuple[Any, ...] | None:
+    """What identifies the folder's parse: ``evaluations.csv``'s and every snippet's path, size,
+    mtime and inode (None when either is missing: the parse reports it)."""
+    try:
+        csv = (root / dl.EVALUATIONS_FILE).stat()
+        with os.scandir(root / dl.SNIPPETS_DIR) as entries:
+            snippets = sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns, e.inode()) for e in entries)
+    except OSError:
+        return None
+    return (str(root.resolve()), csv.st_size, csv.st_mtime_ns, csv.st_ino, tuple(snippets))
+
+
 def read_scalabrino(root: Path, name: str = "scalabrino", source: str = "") -> Dataset:
-    """Load ``root/evaluations.csv`` and ``root/snippets/`` into a :class:`Dataset`."""
+    """Load ``root/evaluations.csv`` and ``root/snippets/`` into a :class:`Dataset`.
+
+    Parsed once per process and folder state (paths, sizes, mtimes): a sweep's in-process jobs
+    share the parse, and its warnings are replayed to each (shown once under Python's default
+    filter, as a repeated warning from one line would be). A changed file is parsed again."""
+    state = _files_state(root)
+    key = (state, name, source)
+    found = _PARSED.get(key) if state is not None else None
+    if found is None:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            dataset = _parse_scalabrino(root, name, source)
+        found = (dataset, list(seen))
+        if state is not None:
+            if len(_PARSED) >= _MEMO_SIZE:
+                _PARSED.clear()
+            _PARSED[key] = found
+    for w in found[1]:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, registry=_REPLAYED)
+    return found[0]
+
+
+def _parse_scalabrino(root: Path, name: str, source: str) -> Dataset:
+    """Parse ``root/evaluations.csv`` and ``root/snippets/`` (no memo)."""
     csv_path = root / dl.EVALUATIONS_FILE
     snippets = root / dl.SNIPPETS_DIR
     for needed in (csv_path, snippets):
