@@ -32,7 +32,9 @@ from tqdm.auto import tqdm
 
 from mcu_exp import console
 from mcu_exp.llm.cache import CACHE_FILE as CACHE_FILE  # where it used to live
-from mcu_exp.llm.cache import ClaimOwner, GenerationCache, open_generation_cache, request_parts, sample_keys
+from mcu_exp.llm.cache import GenerationCache, open_generation_cache
+from mcu_exp.llm.cache_keys import request_parts, sample_keys
+from mcu_exp.llm.claims import ClaimOwner
 from mcu_exp.llm.contract import Backend, GenerationRequest, GenerationResult, Message, Sample, SampleJob
 from mcu_exp.llm.errors import BackendError
 from mcu_exp.llm.stored_text import valid_text

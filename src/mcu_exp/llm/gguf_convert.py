@@ -34,7 +34,7 @@ def _library() -> dict[str, Any]:
     transformers lacks one (before 5.x: no fast GGUF reader, no GGUF tokenizer builder)."""
     try:
         from transformers.integrations.ggml import GGUF_CONFIG_DEFAULTS_MAPPING, GGUF_CONFIG_MAPPING
-        from transformers.integrations.gguf import GgufHeader, read_gguf_metadata
+        from transformers.integrations.gguf import GgufHeader, read_gguf_metadata  # type: ignore[attr-defined]
         from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor
         from transformers.tokenization_utils_tokenizers import TokenizersBackend
     except ImportError as exc:
@@ -113,7 +113,11 @@ def _dequantize(raw: Any, qtype: Any, shape: tuple[int, ...]) -> Any:
     from gguf import GGMLQuantizationType, dequantize, quants
 
     kernel = getattr(quants, qtype.name, None)
-    if qtype in (GGMLQuantizationType.F32, GGMLQuantizationType.F16) or not hasattr(kernel, "dequantize_rows"):
+    if (
+        kernel is None
+        or qtype in (GGMLQuantizationType.F32, GGMLQuantizationType.F16)
+        or not hasattr(kernel, "dequantize_rows")
+    ):
         return dequantize(raw, qtype)
     kernel.init_grid()  # the lookup tables of the i-quants; nothing for the others
     rows = raw.reshape(-1, raw.shape[-1])
@@ -167,7 +171,7 @@ def convert(gguf: Path, dtype_name: str, folder: Path) -> None:
     raw = config_dict(metadata, tensor_names)
     config = CONFIG_MAPPING[raw["model_type"]].from_dict(dict(raw))
     with torch.device("meta"):  # the parameter names and the class, no memory
-        skeleton = AutoModelForCausalLM.from_config(config)
+        skeleton = AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]
     dtype = getattr(torch, dtype_name)
     weights = tensors(gguf, header, list(skeleton.state_dict()), raw, dtype)
     config.architectures = [type(skeleton).__name__]

@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header, metric
 from mcu_exp.evaluation.baselines import ALWAYS, RANDOM
+from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header, metric
 from mcu_exp.evaluation.report import AUC_PERMUTATION_P, baseline_key, format_value
 from mcu_exp.names import ALL_READERS, UNDEFINED, VS_REFERENCE_PREFIX
 from mcu_exp.report import ceiling
