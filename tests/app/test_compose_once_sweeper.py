@@ -14,7 +14,8 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.mcu_exp_sweeper.compose_once import ComposeOnceSweeper
+from hydra_plugins.mcu_exp_sweeper.compose_once import ComposeOnceSweeper, MergeOnceLoader
+from mcu_exp.config import register_configs
 from mcu_exp.redact import redact_text
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -66,3 +67,32 @@ def test_the_help_text_holds_nothing_the_secret_masking_rewrites() -> None:
     header = yaml.safe_load((CONF / "hydra" / "help" / "mcu_exp.yaml").read_text(encoding="utf-8"))["header"]
     assert redact_text(header) == header
     assert "mcu-exp -m name=a,b" in header
+
+
+def test_jobs_sharing_a_defaults_list_merge_its_files_once_into_hydras_own_config(tmp_path: Path) -> None:
+    """A sweep over values (ε) merges the project's config files once; a job choosing another
+    config group (``proxy=p0``) gets its own merge; every job's config, hydra node included, is
+    the one Hydra's own loader composes, whatever an earlier job did to its copy."""
+    register_configs()
+    plain = ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF)))
+    master = plain.load_configuration(
+        "config", overrides=[f"hydra.sweep.dir={tmp_path}", "quiet=true"], run_mode=RunMode.MULTIRUN
+    )
+    fast = MergeOnceLoader.wrapping(plain)
+    assert isinstance(fast, MergeOnceLoader)
+    jobs = [
+        ["decision.epsilon=0.1"],
+        ["decision.epsilon=0.2", "labels.group=phd"],
+        ["proxy=p0"],
+        ["decision.epsilon=0.3"],
+    ]
+    for overrides in jobs:
+        composed = fast.load_sweep_config(master, overrides)
+        assert OmegaConf.to_yaml(composed) == OmegaConf.to_yaml(plain.load_sweep_config(master, overrides))
+        assert OmegaConf.is_struct(composed)
+        composed.decision.epsilon = 0.9  # a job changing its own config leaves the others' alone
+    assert len(fast.merged) == 2
+    assert (
+        MergeOnceLoader.wrapping(CountingLoader(config_search_path=plain.config_search_path)).__class__
+        is CountingLoader
+    )

@@ -12,11 +12,15 @@ submitit, Ray) compose there, as before.
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Sequence
 from typing import Any
 
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra._internal.config_repository import IConfigRepository
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_loader import ConfigLoader
+from hydra.core.default_element import ResultDefault
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
@@ -24,12 +28,42 @@ IN_PROCESS = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"  # by n
 MAX_KEPT = 512  # composed configs held between the check and the launch; beyond that, composed again
 
 
+class MergeOnceLoader(ConfigLoaderImpl):
+    """Hydra's config loader whose merge of a defaults list's configs is done once per distinct
+    list (same files, packages and order) and deep-copied for each later job."""
+
+    merged: dict[tuple[tuple[Any, ...], ...], bytes]
+
+    @classmethod
+    def wrapping(cls, loader: ConfigLoader) -> ConfigLoader:
+        """The same loader (its search path and repository) with the merge memo; a loader of
+        another type is returned as it is."""
+        if type(loader) is not ConfigLoaderImpl:
+            return loader
+        found = cls.__new__(cls)
+        found.__dict__.update(vars(loader))
+        found.merged = {}
+        return found
+
+    def _compose_config_from_defaults_list(self, defaults: list[ResultDefault], repo: IConfigRepository) -> DictConfig:
+        key = tuple((d.config_path, d.package, d.parent, d.is_self, d.primary, d.override_key) for d in defaults)
+        kept = self.merged.get(key)
+        if kept is not None:
+            copied: DictConfig = pickle.loads(kept)  # a deep copy (flags, structured types), faster than deepcopy
+            return copied
+        config = super()._compose_config_from_defaults_list(defaults, repo)
+        if len(self.merged) >= MAX_KEPT:
+            self.merged.clear()
+        self.merged[key] = pickle.dumps(config)
+        return config
+
+
 class ComposedOnce:
     """A config loader that serves each job's config from the batch check, once, and passes
     everything else (and any job it did not keep) to Hydra's own loader."""
 
     def __init__(self, loader: ConfigLoader) -> None:
-        self.loader = loader
+        self.loader = MergeOnceLoader.wrapping(loader)
         self.kept: dict[tuple[str, ...], DictConfig] = {}
 
     def compose(self, master_config: DictConfig, sweep_overrides: Sequence[str]) -> None:
