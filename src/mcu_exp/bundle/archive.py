@@ -119,7 +119,7 @@ def write(
     _refuse_secrets({MANIFEST: text.encode(), **members})
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
-    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
         archive.writestr(MANIFEST, text)
         for name, blob in sorted(members.items()):
             archive.writestr(name, blob)

@@ -14,6 +14,7 @@ import platform
 import sys
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -83,18 +84,26 @@ class JobPart:
         }
 
 
+@cache
+def _package_versions() -> tuple[tuple[str, str], ...]:
+    """The installed versions of :data:`PACKAGES` (read once per process: a sweep's jobs share
+    one installation, and reading a distribution's metadata costs milliseconds)."""
+    found = []
+    for name in PACKAGES:
+        try:
+            found.append((name, metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            continue
+    return tuple(found)
+
+
 def environment() -> dict[str, Any]:
     """What the machine and the installation were: package versions, Python, the BLAS builds,
     CPU model and flags, thread counts, the git commit. torch's build is read only when the
     job imported torch (a cached rerun never does)."""
     from mcu_exp.tracking.conventions import GIT_COMMIT_TAG, source_tags
 
-    versions = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
+    versions = dict(_package_versions())
     env: dict[str, Any] = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),

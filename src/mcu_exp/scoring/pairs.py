@@ -19,6 +19,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,10 @@ def positions(texts: Iterable[str]) -> dict[str, int]:
     return {t: n for n, t in enumerate(dict.fromkeys(texts))}
 
 
+@cache
 def version(dist: str) -> str | None:
-    """The installed version of distribution `dist`, None when it is not installed."""
+    """The installed version of distribution `dist`, None when it is not installed (read once
+    per process: every job of a sweep names the versions in its scorer's spec)."""
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:

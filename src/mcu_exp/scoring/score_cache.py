@@ -16,6 +16,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +39,21 @@ def _json_text(text: str) -> str:
     return json.dumps(text, ensure_ascii=True)
 
 
+KEYS_KEPT = 1 << 17  # keys remembered per process: a sweep's jobs look up the same pairs
+
+
+@lru_cache(maxsize=KEYS_KEPT)
 def pair_key(spec_hash: str, a: str, b: str, symmetric: bool = True) -> bytes:
-    """Cache key of the F1 of texts `a` and `b` under the scorer `spec_hash`."""
+    """Cache key of the F1 of texts `a` and `b` under the scorer `spec_hash` (remembered: each
+    job of a sweep over cached samples asks for the same keys, and hashing them cost more
+    than looking them up)."""
     if symmetric and b < a:
         a, b = b, a
     payload = f'{{"a":{_json_text(a)},"b":{_json_text(b)},"spec":{_json_text(spec_hash)}}}'
     return hashlib.sha256(payload.encode("ascii")).digest()
 
 
+@lru_cache(maxsize=KEYS_KEPT)
 def text_key(spec_hash: str, text: str) -> bytes:
     """Cache key of one text's token count under the scorer `spec_hash`."""
     payload = f'{{"spec":{_json_text(spec_hash)},"text":{_json_text(text)}}}'
