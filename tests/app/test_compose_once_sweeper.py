@@ -70,7 +70,7 @@ def test_the_help_text_holds_nothing_the_secret_masking_rewrites() -> None:
 
 
 def test_jobs_sharing_a_defaults_list_merge_its_files_once_into_hydras_own_config(tmp_path: Path) -> None:
-    """A sweep over values (ε) merges the project's config files once; a job choosing another
+    """A sweep over values (ε) reads and merges the project's config files once; a job choosing another
     config group (``proxy=p0``) gets its own merge; every job's config, hydra node included, is
     the one Hydra's own loader composes, whatever an earlier job did to its copy."""
     register_configs()
@@ -92,6 +92,7 @@ def test_jobs_sharing_a_defaults_list_merge_its_files_once_into_hydras_own_confi
         assert OmegaConf.is_struct(composed)
         composed.decision.epsilon = 0.9  # a job changing its own config leaves the others' alone
     assert len(fast.merged) == 2
+    assert len(fast.repos) == 1  # the files were read once for all four jobs
     assert (
         MergeOnceLoader.wrapping(CountingLoader(config_search_path=plain.config_search_path)).__class__
         is CountingLoader
