@@ -125,10 +125,17 @@ def run_job(raw: DictConfig) -> float:
         outcome.metrics.update(generators.stats())
         outcome.metrics.update(generators.usage())
         relabel = relabeller(proxy, outcome, cfg.evaluation)
-        reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel)
+        reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel, ctx.cache_dir)
         reports = attach_ceilings(reports, dataset, cfg.labels, cfg.evaluation, results, ctx.cache_dir)
         vs_ref = reference_report(
-            proxy, reference, outcome, cfg.evaluation, relabel, cfg.generation.max_failed_share, labels.labels
+            proxy,
+            reference,
+            outcome,
+            cfg.evaluation,
+            relabel,
+            cfg.generation.max_failed_share,
+            labels.labels,
+            ctx.cache_dir,
         )
         small = class_warnings(reports, vs_ref, cfg.evaluation.min_per_class)
         artifacts = write_outputs(cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports)

@@ -96,12 +96,21 @@ def calibrated_resamples(
     """One :class:`Calibration` draw: (the (resamples, m) indices of the drawn scored programs
     among the m scored programs, their (resamples, m) labels with τ recalibrated on every
     drawn program of the row)."""
+    drawn, indices = _calibrated_draw(truth, calibration, resamples, rng)
+    labels = np.asarray(calibration.relabel(drawn), dtype=int)[:, : truth.size]
+    return indices, labels
+
+
+def _calibrated_draw(
+    truth: np.ndarray, calibration: Calibration, resamples: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """One :class:`Calibration` draw: the (resamples, all) positions drawn among the
+    calibration programs, and the (resamples, m) indices of the drawn scored programs."""
     drawn = _draw(calibration_groups(truth, calibration), resamples, rng)
     m = truth.size
     inverse = np.full(np.asarray(calibration.strata).size, -1, dtype=np.int64)
     inverse[np.asarray(calibration.scored, dtype=np.int64)] = np.arange(m)
-    labels = np.asarray(calibration.relabel(drawn), dtype=int)[:, :m]
-    return inverse[drawn[:, :m]], labels
+    return drawn, inverse[drawn[:, :m]]
 
 
 def resample_metrics(
@@ -111,11 +120,13 @@ def resample_metrics(
     score: ArrayLike | None = None,
     human: ArrayLike | None = None,
     relabel: Relabel | None = None,
+    part: bool | None = None,
 ) -> dict[str, np.ndarray]:
     """Every registered rate, AUC and correlation (score metrics only when ``score`` is
     given, correlations only with ``human`` too) of every resample row of ``indices``,
     vectorised; any index matrix works. ``relabel`` gives each row's labels (recalibrated);
-    without it a program keeps its ``y_pred``."""
+    without it a program keeps its ``y_pred``. ``part`` True/False: the score/label metrics
+    only (the score metrics never depend on the labels, hence on the decision)."""
     truth, pred = check_pair(y_true, y_pred)
     idx = np.asarray(indices)
     if idx.ndim != 2:
@@ -125,8 +136,10 @@ def resample_metrics(
     if score is not None:
         values = as_score(score, "score", truth.size)
         ranking = Ranking(values, idx, t, None if human is None else as_score(human, "human", truth.size))
+    if part:
+        return compute(None, ranking, kinds=INTERVAL_KINDS, score=True)
     labels = pred[idx] if relabel is None else np.asarray(relabel(idx), dtype=int)
-    return compute(Counts.from_labels(t, labels), ranking, kinds=INTERVAL_KINDS)
+    return compute(Counts.from_labels(t, labels), ranking, kinds=INTERVAL_KINDS, score=part)
 
 
 def bootstrap_distribution(
@@ -138,12 +151,14 @@ def bootstrap_distribution(
     human: ArrayLike | None = None,
     relabel: Relabel | None = None,
     calibration: Calibration | None = None,
+    part: bool | None = None,
 ) -> dict[str, np.ndarray]:
     """Each metric over ``resamples`` stratified resamples (seeded NumPy Generator); see
-    :func:`resample_metrics` for ``human`` and ``relabel``. With ``calibration`` (scored
-    programs that are a subset of those τ is calibrated on) each resample draws every
+    :func:`resample_metrics` for ``human``, ``relabel`` and ``part``. With ``calibration``
+    (scored programs that are a subset of those τ is calibrated on) each resample draws every
     calibration program and recalibrates on all of them (module docstring); ``relabel`` is
-    then not used."""
+    then not used. The draws depend on the seed, the human labels and ``calibration`` only, so
+    ``part=True`` and ``part=False`` split the full result exactly."""
     if resamples < MIN_RESAMPLES:
         raise ValueError(
             f"evaluation.bootstrap_resamples must be at least {MIN_RESAMPLES} "
@@ -160,10 +175,14 @@ def bootstrap_distribution(
         rows = min(chunk, resamples - start)
         if calibration is None:
             indices = stratified_indices(truth, rows, rng)
-            parts.append(resample_metrics(truth, pred, indices, score, human, relabel))
+            parts.append(resample_metrics(truth, pred, indices, score, human, relabel, part))
+            continue
+        if part:  # the score metrics need the draw, not the labels recalibrated on it
+            indices = _calibrated_draw(truth, calibration, rows, rng)[1]
+            parts.append(resample_metrics(truth, pred, indices, score, human, None, part))
             continue
         indices, labels = calibrated_resamples(truth, calibration, rows, rng)
-        parts.append(resample_metrics(truth, pred, indices, score, human, _fixed(labels)))
+        parts.append(resample_metrics(truth, pred, indices, score, human, _fixed(labels), part))
     return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
 
 

@@ -294,13 +294,18 @@ def headline_names() -> list[str]:
     return [m.name for m in registered() if m.headline]
 
 
-def compute(counts: Counts, ranking: Ranking | None = None, kinds: tuple[Kind, ...] = KINDS) -> dict[str, np.ndarray]:
+def compute(
+    counts: Counts | None, ranking: Ranking | None = None, kinds: tuple[Kind, ...] = KINDS, score: bool | None = None
+) -> dict[str, np.ndarray]:
     """Every registered metric of ``kinds``, in order: label metrics from ``counts``, score
     metrics from ``ranking`` (left out when it is None, and those needing the humans'
-    continuous value when the ranking has none)."""
+    continuous value when the ranking has none). ``score`` True/False: the score/label
+    metrics only (``counts`` may then be None: score metrics never read it)."""
     out: dict[str, np.ndarray] = {}
-    for m in registered(kinds):
+    for m in registered(kinds, score=score):
         if not m.uses_score:
+            if counts is None:
+                raise ValueError("label metrics need the counts; pass score=True for the score metrics alone")
             out[m.name] = m.compute(counts)  # type: ignore[arg-type]
         elif ranking is not None and (ranking.human is not None or not m.uses_human):
             out[m.name] = m.compute(ranking)  # type: ignore[arg-type]

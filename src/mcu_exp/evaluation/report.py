@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
@@ -29,6 +32,10 @@ from mcu_exp.evaluation.registry import DEFAULT_FORMAT, INTERVAL_KINDS, header, 
 from mcu_exp.evaluation.significance import auc_permutation_p
 from mcu_exp.evaluation.verdict import verdict
 from mcu_exp.names import UNDEFINED
+
+Reuse = Callable[[str, tuple[Any, ...], Callable[[], Any]], Any]
+"""How :func:`evaluate` may reuse its decision-free parts across calls: ``(name, key parts,
+compute) -> value`` (e.g. :func:`mcu_exp.result_cache.cached_result` on a cache folder)."""
 
 BASELINE_SHORT = {ALWAYS: "always", RANDOM: "random"}  # in the MLflow keys
 CI_LOW, CI_HIGH = "_ci_low", "_ci_high"  # suffixes of a metric's interval bounds in MLflow
@@ -123,6 +130,7 @@ def evaluate(
     relabel: Relabel | None = None,
     permutations: int = 10_000,
     calibration: Calibration | None = None,
+    reuse: Reuse | None = None,
 ) -> AlignmentReport:
     """Metrics, stratified bootstrap CIs and baselines of ``y_pred`` (and ``score``, higher =
     more understandable; ``human``, the humans' continuous per-program value for the rank
@@ -130,11 +138,26 @@ def evaluate(
     0: none). With ``relabel`` the CIs recalibrate the decision in every resample
     (:mod:`mcu_exp.evaluation.bootstrap`); with ``calibration`` they recalibrate on all the
     programs it names and score these, a subset of them. Degenerate-input warnings are emitted once each and
-    kept in the report."""
+    kept in the report. With ``reuse``, the score metrics' bootstrap distributions and the
+    permutation test, which do not depend on ``y_pred`` (the decision), go through it: a sweep
+    over ε computes them once (the same numbers; :func:`score_part_key`)."""
     with unique_warnings() as messages:
         metrics = alignment_metrics(y_true, y_pred, score, human)
         baselines = {ALWAYS: always_positive(y_true, human), RANDOM: random_expected(y_true)}
-    dist = bootstrap_distribution(y_true, y_pred, score, resamples, seed, human, relabel, calibration)
+    if reuse is None or score is None:
+        dist = bootstrap_distribution(y_true, y_pred, score, resamples, seed, human, relabel, calibration)
+    else:
+        key = score_part_key(y_true, score, human, resamples, seed, calibration)
+        scored = reuse(
+            "score_bootstrap",
+            key,
+            lambda: bootstrap_distribution(y_true, y_pred, score, resamples, seed, human, None, calibration, part=True),
+        )
+        labelled = bootstrap_distribution(
+            y_true, y_pred, score, resamples, seed, human, relabel, calibration, part=False
+        )
+        merged = {**labelled, **scored}
+        dist = {name: merged[name] for name in metric_names(INTERVAL_KINDS) if name in merged}  # compute()'s order
     ci = {key: percentile_interval(values, confidence) for key, values in dist.items()}
     notes = list(messages)
     for name, share in undefined_shares(dist).items():
@@ -144,7 +167,11 @@ def evaluate(
             )
     tests = {}
     if score is not None and permutations:
-        tests[AUC_PERMUTATION_P] = auc_permutation_p(y_true, score, permutations, seed)
+        if reuse is None:
+            tests[AUC_PERMUTATION_P] = auc_permutation_p(y_true, score, permutations, seed)
+        else:
+            key = (np.asarray(y_true), np.asarray(score, dtype=float), permutations, seed)
+            tests[AUC_PERMUTATION_P] = reuse("auc_permutation_p", key, lambda: auc_permutation_p(*key))
     return AlignmentReport(
         metrics=metrics,
         ci=ci,
@@ -158,6 +185,22 @@ def evaluate(
         tests=tests,
         permutations=permutations if tests else 0,
     )
+
+
+def score_part_key(
+    y_true: ArrayLike,
+    score: ArrayLike,
+    human: ArrayLike | None,
+    resamples: int,
+    seed: int,
+    calibration: Calibration | None,
+) -> tuple[Any, ...]:
+    """Everything the score metrics' bootstrap distributions are a function of: the labels and
+    the score, the humans' values, the resamples and seed, and the calibration draw's programs
+    (never the proxy's labels or how they were recalibrated)."""
+    draw = None if calibration is None else (np.asarray(calibration.strata), np.asarray(calibration.scored))
+    values = None if human is None else np.asarray(human, dtype=float)
+    return (np.asarray(y_true), np.asarray(score, dtype=float), values, resamples, seed, draw)
 
 
 def format_value(name: str, value: float | None, expected: bool = False) -> str:

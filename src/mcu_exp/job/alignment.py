@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,7 @@ from mcu_exp.data.labels import class_size_warning
 from mcu_exp.evaluation import AlignmentReport, DegenerateMetricWarning, evaluate
 from mcu_exp.evaluation.bootstrap import Calibration, Relabel
 from mcu_exp.evaluation.groups_table import class_counts
-from mcu_exp.evaluation.report import CI_RECALIBRATE
+from mcu_exp.evaluation.report import CI_RECALIBRATE, Reuse
 from mcu_exp.proxies.base import Proxy, ProxyOutcome
 from mcu_exp.proxies.stages import Generators, run_stages
 
@@ -44,6 +45,31 @@ def relabeller(proxy: Proxy, outcome: ProxyOutcome, ev: EvaluationConfig) -> Rel
     return lambda positions: relabel(scores, decision, positions)
 
 
+SCORE_CODE = (
+    "mcu_exp.evaluation.report",
+    "mcu_exp.evaluation.bootstrap",
+    "mcu_exp.evaluation.registry",
+    "mcu_exp.evaluation.definitions",
+    "mcu_exp.evaluation.metrics",
+    "mcu_exp.evaluation.significance",
+)  # the score metrics' bootstrap and permutation test (and any plugin metric's module, added)
+
+
+def score_reuse(cache_dir: Path | None) -> Reuse | None:
+    """The result cache under ``cache_dir`` for :func:`~mcu_exp.evaluation.evaluate`'s
+    decision-free parts (None: computed in every job), keyed also on the registered score
+    metrics and the source of the modules that define them."""
+    if cache_dir is None:
+        return None
+    from mcu_exp.evaluation.registry import INTERVAL_KINDS, registered
+    from mcu_exp.result_cache import cached_result
+
+    chosen = registered(INTERVAL_KINDS, score=True)
+    code = tuple(dict.fromkeys([*SCORE_CODE, *sorted({m.compute.__module__ for m in chosen})]))
+    names = tuple(m.name for m in chosen)
+    return lambda name, key, compute: cached_result(cache_dir, name, (names, *key), compute, code=code)
+
+
 def alignment(
     table: pd.DataFrame,
     labels: pd.Series,
@@ -51,13 +77,16 @@ def alignment(
     relabel: Relabel | None = None,
     human: pd.Series | None = None,
     panel: pd.Series | None = None,
+    cache_dir: Path | None = None,
 ) -> AlignmentReport | None:
     """Metrics, CIs, baselines and tests of the proxy's labels against ``labels`` (None: no
     overlap). ``relabel`` works on positions in ``table``: each resample recalibrates τ on a
     draw of *all* the table's programs (stratified by ``panel``, the whole panel's labels;
     ``labels`` when not given) and scores the drawn programs that ``labels`` covers, so a
     subgroup's or a reference's interval belongs to the estimator its point value comes from.
-    ``human`` is the humans' continuous per-program value for the rank correlations."""
+    ``human`` is the humans' continuous per-program value for the rank correlations. With
+    ``cache_dir`` the score metrics' intervals and test, which the decision does not change,
+    are computed once per input (:func:`score_reuse`)."""
     y_true, y_pred, score = align(table, labels)
     if len(y_true) == 0:
         return None
@@ -83,18 +112,24 @@ def alignment(
             human=continuous,
             calibration=calibration,
             permutations=ev.permutations,
+            reuse=score_reuse(cache_dir),
         )
 
 
 def evaluate_groups(
-    outcome: ProxyOutcome, groups: dict[str, HumanLabels], ev: EvaluationConfig, relabel: Relabel | None = None
+    outcome: ProxyOutcome,
+    groups: dict[str, HumanLabels],
+    ev: EvaluationConfig,
+    relabel: Relabel | None = None,
+    cache_dir: Path | None = None,
 ) -> dict[str, AlignmentReport]:
     """The alignment report against each human label set (all readers and each subgroup);
-    recalibrating intervals draw τ from all programs, stratified by all readers' labels."""
+    recalibrating intervals draw τ from all programs, stratified by all readers' labels. With
+    ``cache_dir`` the decision-free parts are computed once per input (:func:`alignment`)."""
     panel = groups[names.ALL_READERS].labels if names.ALL_READERS in groups else None
     reports = {}
     for name, labels in groups.items():
-        report = alignment(outcome.table, labels.labels, ev, relabel, labels.correctness, panel)
+        report = alignment(outcome.table, labels.labels, ev, relabel, labels.correctness, panel, cache_dir)
         if report is None:
             log.warning("label set %r shares no program with the proxy's output; skipped", name)
             continue
@@ -110,6 +145,7 @@ def reference_report(
     relabel: Relabel | None = None,
     max_failed_share: float = 0.0,
     panel: pd.Series | None = None,
+    cache_dir: Path | None = None,
 ) -> AlignmentReport | None:
     """The proxy's labels scored against the reference proxy's (cross-proxy reliability, P0 by
     default), when the reference applies to these programs; None otherwise. What generating
@@ -120,7 +156,7 @@ def reference_report(
     generators = Generators(reference.ctx.cache_dir, reference.ctx.progress, max_failed_share, reference.ctx.cache_url)
     labels = reference.outcome(run_stages(reference, generators)).table[names.LABEL]
     outcome.metrics.update({f"reference.{k}": v for k, v in {**generators.stats(), **generators.usage()}.items()})
-    report = alignment(outcome.table, labels, ev, relabel, panel=panel)
+    report = alignment(outcome.table, labels, ev, relabel, panel=panel, cache_dir=cache_dir)
     if report is None:
         log.warning(
             "no program has both %s labels and %s labels; cross-proxy report skipped", reference.name, proxy.name
