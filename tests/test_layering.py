@@ -65,6 +65,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("data.reliability_cli", 6),
     ("llm.model_cli", 6),
     ("app", 7),
+    ("entry", 7),
     ("__main__", 7),
 )
 

@@ -1,5 +1,5 @@
 """``python -m mcu_exp`` = the ``mcu-exp`` command."""
 
-from mcu_exp.app import main
+from mcu_exp.entry import main
 
 main()
