@@ -216,3 +216,32 @@ def test_an_unchanged_folder_is_parsed_once_a_changed_one_again(
         assert changed is not first
         assert "LOC" not in changed.programs[0].meta["dataset_metrics"]
     assert "LOC" in first.programs[0].meta["dataset_metrics"]
+
+
+def test_a_sweeps_jobs_share_one_dataset_and_its_label_sets(
+    scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any
+) -> None:
+    """Loading an unchanged folder again gives the same dataset, hence the same label sets
+    (made once); another limit or an edited file gives new ones, with their own labels."""
+    from mcu_exp.config import LabelsConfig
+    from mcu_exp.data import human_labels, subgroup_labels
+
+    root = _small_copy(scalabrino_dir, tmp_path / "small", {"1-K9", "2-Pom", "3-Phoenix"})
+    cfg = dataset_cfg(format="scalabrino", root=str(root))
+    first = load_dataset(cfg)
+    assert load_dataset(cfg) is first
+    labels = human_labels(first, LabelsConfig())
+    assert human_labels(load_dataset(cfg), LabelsConfig()) is labels
+    assert human_labels(first, LabelsConfig(min_fraction=0.9)) is not labels
+    groups = subgroup_labels(first, LabelsConfig(), ["bachelor"])
+    assert subgroup_labels(first, LabelsConfig(), ["bachelor"])["bachelor"] is groups["bachelor"]
+
+    assert load_dataset(dataset_cfg(format="scalabrino", root=str(root), limit=2)).program_ids == ["1-K9", "2-Pom"]
+    rows = _read(root / "evaluations.csv")
+    au = rows[0].index("AU")
+    for row in rows[1:]:
+        row[au] = "0"  # nobody answered a question correctly any more
+    _write(root / "evaluations.csv", rows)
+    changed = load_dataset(cfg)
+    assert changed is not first
+    assert human_labels(changed, LabelsConfig()).labels.sum() == 0 < labels.labels.sum()

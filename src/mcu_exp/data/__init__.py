@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -109,8 +110,36 @@ def load_dataset(cfg: DatasetConfig) -> Dataset:
     if limit is not None and int(limit) <= 0:
         raise DatasetError(f"dataset.limit is {limit}, expected a positive number or null")
     dataset = loader(cfg.format)(cfg)
+    key = (_file_state(cfg.questions), None if limit is None else int(limit))
+    known = _FINISHED.get(dataset)
+    if known is not None and known[0] == key:  # the loader served its memo: so do we
+        return known[1]
+    finished = _finish(dataset, cfg.questions, limit)
+    _FINISHED[dataset] = (key, finished)
+    return finished
+
+
+# The dataset load_dataset finished from each loaded one, while the loader keeps that alive
+# (the Scalabrino loader's memo): the same object to every job of a sweep, so the label memo
+# (:mod:`mcu_exp.data.labels`) applies too.
+_FINISHED: weakref.WeakKeyDictionary[Dataset, tuple[Any, Dataset]] = weakref.WeakKeyDictionary()
+
+
+def _file_state(path: str | None) -> tuple[Any, ...] | None:
+    """A questions file's path, size and mtime (None without one; the path alone when missing:
+    reading it reports that)."""
+    if not path:
+        return None
+    try:
+        found = Path(path).stat()
+    except OSError:
+        return (str(path),)
+    return (str(Path(path).resolve()), found.st_size, found.st_mtime_ns, found.st_ino)
+
+
+def _finish(dataset: Dataset, extra_path: str | None, limit: Any) -> Dataset:
+    """The loaded dataset with the extra questions, in natural id order, first ``limit`` kept."""
     questions = list(dataset.questions)
-    extra_path = cfg.questions
     if extra_path:
         seen = {(q.program_id, q.question_id) for q in questions}
         for q in read_questions(Path(extra_path), set(dataset.program_ids)):

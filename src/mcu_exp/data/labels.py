@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -156,8 +157,21 @@ def label_evaluations(dataset: Dataset, group: str = ALL, readers: str = ALL) ->
     return evaluations
 
 
+# Label sets already made from each dataset object (frozen, compared by identity): the jobs of
+# a sweep share one dataset (:func:`mcu_exp.data.load_dataset`) and ask for the same sets.
+_MADE: weakref.WeakKeyDictionary[Dataset, dict[tuple[str, float, str, str], HumanLabels]] = weakref.WeakKeyDictionary()
+
+
 def _labels(dataset: Dataset, rule: str, min_fraction: float, group: str, readers: str = ALL) -> HumanLabels:
     check_settings(rule, min_fraction, group, readers)
+    made = _MADE.setdefault(dataset, {})
+    key = (rule, min_fraction, group, readers)
+    if key not in made:
+        made[key] = _make_labels(dataset, rule, min_fraction, group, readers)
+    return made[key]
+
+
+def _make_labels(dataset: Dataset, rule: str, min_fraction: float, group: str, readers: str) -> HumanLabels:
     evaluations = label_evaluations(dataset, group, readers)
     score = RULES[rule](evaluations)
     by_program = evaluations["program_id"]
