@@ -80,3 +80,24 @@ def test_ctrl_c_prints_one_line_exits_130_and_marks_the_run_killed(outputs: Path
     assert run.info.status == "KILLED"
     assert run.data.metrics["interrupted.samples_saved"] == 0
     assert "generation_cache_misses" in run.data.metrics
+
+
+def test_ctrl_c_while_starting_is_one_line_and_130(outputs: Path) -> None:
+    """A Ctrl-C in the first moments (the application still importing, or Hydra composing):
+    one line on stderr, exit 130, no traceback."""
+    job = subprocess.Popen(
+        [sys.executable, "-m", "mcu_exp", STANDIN, "quiet=true"],
+        cwd=REPO,
+        env=app_env(outputs),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    time.sleep(0.3)  # importing MLflow, Hydra and pandas takes longer than this
+    job.send_signal(signal.SIGINT)
+    _, err = job.communicate(timeout=120)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert job.returncode == 130, err[-2000:]
+    assert "Traceback" not in err
+    assert lines[-1].startswith("mcu-exp: interrupted") and sum(line.startswith("mcu-exp:") for line in lines) == 1
