@@ -27,6 +27,7 @@ from mcu_exp.pid_space import pid_space
 from mcu_exp.redact import is_secret_key, redact_text
 from mcu_exp.tracking import headline, shared
 from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location, is_local_store
+from mcu_exp.tracking.batch import DeferredClient
 from mcu_exp.tracking.naming import unique_name
 from mcu_exp.tracking.reserve import Reserve, release_stale
 from mcu_exp.tracking.sweep import PARENT_TAG, job_parent
@@ -228,6 +229,20 @@ class RunLogger:
         self.uri = uri
         self.artifacts = artifacts
         self.scorer = scorer  # named in the threshold charts' keys (headline.chart_key)
+
+    @contextmanager
+    def batched(self) -> Iterator[None]:
+        """Metrics, params and tags logged inside reach the store together at the end, in as
+        few ``log_batch`` calls as MLflow allows (:class:`~mcu_exp.tracking.batch.DeferredClient`)."""
+        if not self.active or isinstance(self.client, DeferredClient):
+            yield
+            return
+        client, self.client = self.client, DeferredClient(self.client, str(self.run_id))
+        try:
+            yield
+        finally:
+            deferred, self.client = self.client, client
+            deferred.flush()
 
     @property
     def active(self) -> bool:
