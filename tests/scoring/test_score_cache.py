@@ -90,3 +90,23 @@ def test_unusable_cache_file_fails_clearly(tmp_path: Path) -> None:
     (tmp_path / "bertscore.sqlite").write_text("not a database")
     with pytest.raises(ValueError, match="bertscore.sqlite: not a usable score cache"):
         ScoreCache.in_dir(tmp_path)
+
+
+def test_scores_read_once_come_from_memory_until_the_file_is_replaced(tmp_path: Path) -> None:
+    """A sweep's jobs read the same pairs: once read, a score is served from memory (an entry
+    never changes once stored), while a cache file moved aside and made again is read afresh."""
+    import shutil
+    import sqlite3
+
+    path = tmp_path / "bertscore.sqlite"
+    keys = [pair_key("spec", "a", "b"), pair_key("spec", "a", "c")]
+    with ScoreCache(path) as cache:
+        cache.put_scores([(keys[0], 0.5), (keys[1], 0.25)])
+        assert cache.get_scores(keys) == {keys[0]: 0.5, keys[1]: 0.25}
+    with sqlite3.connect(path) as db:  # behind the cache's back: not how entries ever change
+        db.execute("DELETE FROM pair_scores")
+    with ScoreCache(path) as cache:
+        assert cache.get_scores(keys) == {keys[0]: 0.5, keys[1]: 0.25}  # no query for what was read
+    shutil.move(path, tmp_path / "aside.sqlite")
+    with ScoreCache(path) as cache:
+        assert cache.get_scores(keys) == {}

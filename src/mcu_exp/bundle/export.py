@@ -146,11 +146,47 @@ def _cpu() -> dict[str, Any]:
     return {"cpu_model": fields.get("model name", platform.processor()), "cpu_flags": fields.get("flags", "").split()}
 
 
+_ROWS_KEPT: dict[tuple[Any, ...], RowSet] = {}  # this process's last reads of the cache files, by what they read
+
+
 def cache_rows(
     keys: Mapping[str, Collection[Any]], spec_hashes: Sequence[str], cache_dir: str | Path, cache_url: str | None = None
 ) -> RowSet:
     """The rows of ``keys`` (``{table: keys}`` as recorded) from a job's caches, with the
-    requests their samples name and the scorer specs; copied as ``mcu-exp cache`` copies."""
+    requests their samples name and the scorer specs; copied as ``mcu-exp cache`` copies.
+
+    Rows never change once stored, so a sweep's jobs that read the same keys of the same
+    SQLite files (path, device, inode) share one read (the caller only copies from it)."""
+    files = None if cache_url else _file_ids(Path(cache_dir))
+    memo = None
+    if files is not None:
+        memo = (files, tuple(spec_hashes), *((t, frozenset(k)) for t, k in sorted(keys.items())))
+        if memo in _ROWS_KEPT:
+            return _ROWS_KEPT[memo]
+    rows = _read_rows(keys, spec_hashes, cache_dir, cache_url)
+    if memo is not None:
+        _ROWS_KEPT.clear()
+        _ROWS_KEPT[memo] = rows
+    return rows
+
+
+def _file_ids(cache_dir: Path) -> tuple[Any, ...] | None:
+    """Path, device and inode of the generation and score cache files (None if one is missing)."""
+    from mcu_exp.llm.cache import CACHE_FILE
+
+    found = []
+    for path in (cache_dir / CACHE_FILE, cache_dir / "bertscore.sqlite"):
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        found.append((str(path.resolve()), stat.st_dev, stat.st_ino))
+    return tuple(found)
+
+
+def _read_rows(
+    keys: Mapping[str, Collection[Any]], spec_hashes: Sequence[str], cache_dir: str | Path, cache_url: str | None
+) -> RowSet:
     from mcu_exp.llm.cache import open_generation_cache
     from mcu_exp.scoring.score_cache import ScoreCache
     from mcu_exp.store.cli import copy_tables

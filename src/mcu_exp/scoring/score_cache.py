@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -58,6 +59,9 @@ def text_key(spec_hash: str, text: str) -> bytes:
     """Cache key of one text's token count under the scorer `spec_hash`."""
     payload = f'{{"spec":{_json_text(spec_hash)},"text":{_json_text(text)}}}'
     return hashlib.sha256(payload.encode("ascii")).digest()
+
+
+_READ: dict[tuple[str, int, int], dict[bytes, float]] = {}  # per store: the pair scores this process has read
 
 
 _SCHEMA = """
@@ -121,10 +125,32 @@ class ScoreCache:
         return cls(cache_dir if is_url(cache_dir) else Path(cache_dir) / "bertscore.sqlite")
 
     def get_scores(self, keys: Sequence[bytes]) -> dict[bytes, float]:
-        """The cached F1 of each key that has one."""
-        found = dict(self._select("SELECT key, f1 FROM pair_scores", keys))
+        """The cached F1 of each key that has one. Values this process already read come from
+        memory: an entry never changes once stored (content-addressed, first write kept), and a
+        sweep's jobs read the same pairs."""
+        store = self._identity()
+        known = _READ.setdefault(store, {}) if store is not None else {}
+        found = {k: known[k] for k in keys if k in known}
+        rest = [k for k in keys if k not in found]
+        if rest:
+            fetched = dict(self._select("SELECT key, f1 FROM pair_scores", rest))
+            if len(known) + len(fetched) > KEYS_KEPT * 8:
+                known.clear()
+            known.update(fetched)
+            found.update(fetched)
         reads.note(reads.PAIRS, found)
         return found
+
+    def _identity(self) -> tuple[str, int, int] | None:
+        """The SQLite file this cache reads (path, device, inode: a file moved aside and made
+        again is another); None for a database server or memory, whose reads are not kept."""
+        if self._db.dialect != SQLITE or self.path == ":memory:":
+            return None
+        try:
+            found = os.stat(self.path)
+        except OSError:
+            return None
+        return (self.path, found.st_dev, found.st_ino)
 
     def put_scores(self, items: Iterable[tuple[bytes, float]]) -> None:
         """Store F1 values (a key already present keeps its value)."""
