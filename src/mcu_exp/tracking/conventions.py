@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import weakref
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,18 @@ VERSION_TAG = "mcu.version"
 
 
 def dataset_digest(dataset: Dataset) -> str:
-    """A short hex digest of the programs and the evaluations."""
+    """A short hex digest of the programs and the evaluations (once per dataset object, which
+    is frozen: a sweep's jobs share one)."""
+    found = _DIGESTS.get(dataset)
+    if found is None:
+        found = _DIGESTS[dataset] = _digest(dataset)
+    return found
+
+
+_DIGESTS: weakref.WeakKeyDictionary[Dataset, str] = weakref.WeakKeyDictionary()
+
+
+def _digest(dataset: Dataset) -> str:
     import pandas as pd
 
     h = hashlib.sha256()
@@ -66,16 +79,24 @@ def source_tags() -> dict[str, str]:
         tags[VERSION_TAG] = metadata.version("mcu_exp")
     except metadata.PackageNotFoundError:
         pass
+    commit = _git_commit()
+    if commit:
+        tags[GIT_COMMIT_TAG] = commit
+    return tags
+
+
+@cache
+def _git_commit() -> str | None:
+    """The commit of the checkout this code runs from (None outside git), asked of git once per
+    process: every job of a sweep tags it, and its bundle names it."""
     here = Path(__file__).resolve().parent
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10, check=False
         )
     except (OSError, subprocess.SubprocessError):
-        return tags
-    if commit.returncode == 0 and commit.stdout.strip():
-        tags[GIT_COMMIT_TAG] = commit.stdout.strip()
-    return tags
+        return None
+    return commit.stdout.strip() if commit.returncode == 0 and commit.stdout.strip() else None
 
 
 def description(title: str, verdict: str, facts: dict[str, Any]) -> str:
