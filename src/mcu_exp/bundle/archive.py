@@ -34,6 +34,9 @@ _BINARY_KEYS = ("pair_scores", "text_lengths")  # first column is bytes: stored 
 _RESULT_SUFFIXES = (".csv", ".json", ".yaml")
 
 
+_ROW_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))  # json.dumps's text, one encoder
+
+
 class BundleError(ValueError):
     """A bundle that cannot be read, was changed after export, or does not replay."""
 
@@ -65,7 +68,7 @@ class RowSet:
             row = list(self.tables[table][key])
             if table in _BINARY_KEYS:
                 row[0] = bytes(row[0]).hex()
-            lines.append(json.dumps(row, ensure_ascii=True, separators=(",", ":")))
+            lines.append(_ROW_ENCODER.encode(row))
         return ("\n".join(lines) + "\n").encode() if lines else b""
 
     @classmethod
