@@ -101,7 +101,25 @@ def write_rejection(
 
 def render_measures(table: pd.DataFrame) -> str:
     """The measure table as printed: the proxy's measures and the code metrics; how many of
-    the dataset's own metrics are in ``measures.csv``."""
+    the dataset's own metrics are in ``measures.csv``. The table is decision-free, so a sweep's
+    jobs print the same text: rendered once per content in a process."""
+    from mcu_exp.result_cache import content_hash
+
+    try:
+        key = content_hash(table, dict(table.attrs))
+    except TypeError:  # attrs a plugin's measure left that have no content hash
+        return _render_measures(table)
+    if key not in _RENDERED:
+        if len(_RENDERED) >= 16:
+            _RENDERED.clear()
+        _RENDERED[key] = _render_measures(table)
+    return _RENDERED[key]
+
+
+_RENDERED: dict[str, str] = {}  # rendered measure tables by content
+
+
+def _render_measures(table: pd.DataFrame) -> str:
     from mcu_exp.evaluation.measure_table import render_measure_table
 
     shown = table[[str(i).startswith(SHOWN_PREFIXES) for i in table.index]]
