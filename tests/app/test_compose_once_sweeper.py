@@ -52,7 +52,10 @@ def sweep(sweeper: Sweeper, tmp_path: Path) -> tuple[int, list[dict]]:
 
 
 def test_each_job_is_composed_once_with_its_overrides(tmp_path: Path) -> None:
-    composed, seen = sweep(ComposeOnceSweeper(), tmp_path / "once")
+    # The classes as Hydra's plugin scan last loaded them: a job run earlier in this process
+    # re-executed their modules, and BasicSweeper.__init__ names its class through the module.
+    once = Plugins.instance().class_name_to_class[f"{ComposeOnceSweeper.__module__}.ComposeOnceSweeper"]
+    composed, seen = sweep(once(), tmp_path / "once")
     assert composed == 3
     assert seen == [{"x": 1, "y": 5}, {"x": 2, "y": 5}, {"x": 3, "y": 5}]
     basic = Plugins.instance().class_name_to_class["hydra._internal.core_plugins.basic_sweeper.BasicSweeper"]
