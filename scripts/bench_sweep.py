@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.profile:
         print(hotspots(args.profile, args.top))
     verdict = "PASS" if cpu_per_job <= args.target else "FAIL"
-    print(f"{verdict}: {cpu_per_job:.2f} s of CPU added per decision-only job (target <= {args.target:g} s)")
+    print(f"{verdict}: {cpu_per_job:.3f} s of CPU added per decision-only job (target <= {args.target:g} s)")
     tmp.cleanup()
     if verdict == "FAIL":
         raise SystemExit(1)
