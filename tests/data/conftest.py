@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 
 from mcu_exp.data import Dataset, DatasetWarning, load_dataset
+from support.datasets import write_csv, write_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -82,15 +82,6 @@ def dataset_cfg(**overrides: Any) -> SimpleNamespace:
     }
     fields.update(overrides)
     return SimpleNamespace(**fields)
-
-
-def write_csv(path: Path, rows: list[list[Any]]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        csv.writer(handle).writerows(rows)
-
-
-def write_jsonl(path: Path, objects: list[Any]) -> None:
-    path.write_text("".join(json.dumps(o) + "\n" for o in objects), encoding="utf-8")
 
 
 GOOD_CODE = 'int add(int a, int b) {\n    // sum, "quoted"\n    return a + b;\n}'

@@ -12,7 +12,6 @@ from typing import Any
 import krippendorff
 import numpy as np
 import pytest
-from conftest import write_csv
 from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
 
@@ -21,6 +20,7 @@ from mcu_exp.data import Dataset, Program
 from mcu_exp.data.reliability import MIN_PROGRAMS, split_half
 from mcu_exp.data.reliability_cli import main as reliability_main
 from mcu_exp.data.types import evaluations_frame
+from support.datasets import write_csv
 
 QUESTIONS = 3
 

@@ -3,10 +3,8 @@ job read, not the other jobs' rows in the store, and replays on a machine withou
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 import zipfile
 from pathlib import Path
 
@@ -17,14 +15,10 @@ from mcu_exp.bundle.cli import main as bundle_main
 from mcu_exp.config import register_configs
 from mcu_exp.llm.cache import GenerationCache
 from mcu_exp.pipeline import run_job
+from support import fake_api
 from support.postgres import PostgresCluster
 
 REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("fake_api", REPO / "tests" / "llm" / "remote" / "conftest.py")
-assert _spec is not None and _spec.loader is not None
-fake_api = sys.modules.setdefault("fake_api", importlib.util.module_from_spec(_spec))
-if not hasattr(fake_api, "FakeServer"):
-    _spec.loader.exec_module(fake_api)
 QUICK = [
     "model=gpt-4o",
     "debug=quick",

@@ -8,7 +8,6 @@ tests/llm/remote, driven by the real ``openai`` client."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import itertools
 import json
 import multiprocessing as mp
@@ -30,14 +29,11 @@ from mcu_exp.llm import CachedGenerator, GenerationRequest, Message
 from mcu_exp.llm.cache import CACHE_FILE, ClaimOwner, GenerationCache, request_parts, sample_keys
 from mcu_exp.llm.contract import Sample
 from mcu_exp.scoring.score_cache import ScoreCache
+from support import fake_api
 from support.postgres import PostgresCluster
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("cache_worker.py")
-_spec = importlib.util.spec_from_file_location("fake_api", REPO / "tests" / "llm" / "remote" / "conftest.py")
-assert _spec is not None and _spec.loader is not None
-fake_api = sys.modules["fake_api"] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fake_api)
 _names = itertools.count()
 
 

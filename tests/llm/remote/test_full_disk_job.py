@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PLANTED_KEY, FakeServer  # type: ignore[import-not-found]
 from mlflow.tracking import MlflowClient
 
+from support.fake_api import PLANTED_KEY, FakeServer
 from support.mlflow_store import seed_store
 from support.small_disk import fill, small_disk
 

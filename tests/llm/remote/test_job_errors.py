@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PLANTED_KEY, Action, FakeServer, error_body  # type: ignore[import-not-found]
 from mlflow.tracking import MlflowClient
 
+from support.fake_api import PLANTED_KEY, Action, FakeServer, error_body
 from support.mlflow_store import seed_store
 
 pytestmark = pytest.mark.slow  # jobs in subprocesses

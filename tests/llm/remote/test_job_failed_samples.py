@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import Action, FakeServer  # type: ignore[import-not-found]
 from test_job_errors import assert_one_line, job, runs
 
+from support.fake_api import Action, FakeServer
 from support.mlflow_store import seed_store
 
 pytestmark = pytest.mark.slow  # jobs in subprocesses

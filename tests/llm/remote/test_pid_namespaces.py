@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FAST, PLANTED_KEY, Action, FakeServer  # type: ignore[import-not-found]
 
 from mcu_exp.pid_space import pid_alive, pid_space
+from support.fake_api import FAST, PLANTED_KEY, Action, FakeServer
 
 pytestmark = [
     pytest.mark.slow,  # a peer process in its own PID namespace

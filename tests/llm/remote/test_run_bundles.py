@@ -13,7 +13,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import PLANTED_KEY, FakeServer  # type: ignore[import-not-found]
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
@@ -21,6 +20,7 @@ from mcu_exp.bundle.cli import main as bundle_main
 from mcu_exp.bundle.replay import VOLATILE
 from mcu_exp.config import register_configs
 from mcu_exp.pipeline import run_job
+from support.fake_api import PLANTED_KEY, FakeServer
 from support.mlflow_store import seed_store
 from support.tiny_llama import model_overrides
 

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PLANTED_KEY, FakeServer, _received_key  # type: ignore[import-not-found]
 from mlflow.tracking import MlflowClient
 
+from support.fake_api import PLANTED_KEY, FakeServer, _received_key
 from support.mlflow_store import seed_store
 
 pytestmark = pytest.mark.slow  # jobs in subprocesses: tens of seconds on 2 cores

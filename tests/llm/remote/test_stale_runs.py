@@ -11,12 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import PLANTED_KEY, FakeServer  # type: ignore[import-not-found]
 from mlflow.tracking import MlflowClient
 
 from mcu_exp.config import TrackingConfig
 from mcu_exp.names import TAG_DEBUG
 from mcu_exp.tracking import mlflow_run
+from support.fake_api import PLANTED_KEY, FakeServer
 from support.mlflow_store import seed_store
 
 pytestmark = pytest.mark.slow  # a job in a subprocess
