@@ -9,7 +9,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from mcu_exp import names
+from mcu_exp import console, names
 from mcu_exp.bundle import reads
 from mcu_exp.bundle.export import (
     BUNDLE_DIR,
@@ -56,5 +56,5 @@ def finish_job(cfg: Any, tracker: Any, run_dir: Path, dataset: Any, title: str) 
         return None
     tracker.log_artifacts(folder, BUNDLE_DIR)
     where = f" (MLflow artifact {BUNDLE_DIR}/{BUNDLE_FILE})" if tracker.active else ""
-    log.info("run bundle %s: %d bytes", out, size)
+    console.to_log_files(log, f"run bundle {out}: {size} bytes")  # the log file; the caller prints where it is
     return f"Run bundle: {out}{where}; `mcu-exp bundle replay FILE` prints this table again on any machine"
