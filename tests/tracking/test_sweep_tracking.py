@@ -58,6 +58,8 @@ def test_single_run_prints_table_and_logs_artifacts(outputs: Path) -> None:
     assert "understandable" in res.stdout  # the class balance line
     (run,) = runs_in(outputs)
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
+    address = f"  then: http://127.0.0.1:5000/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}"
+    assert address in res.stdout.splitlines()  # the run's page in the UI, once it is open
     names = RunArtifacts(client, run.info.run_id, run.info.artifact_uri).list()
     assert {
         "config.yaml",

@@ -15,6 +15,7 @@ from mcu_exp.job.measures import render_measures
 from mcu_exp.job.record import JobResults
 from mcu_exp.proxies.base import Proxy
 from mcu_exp.tracking import RunLogger, ui_command
+from mcu_exp.tracking.artifacts import run_address
 
 
 def print_inputs(dataset: Dataset, labels: HumanLabels, class_warning: str | None) -> None:
@@ -60,6 +61,8 @@ def print_where(run_dir: Path, tracker: RunLogger, bundle_line: str | None) -> N
     if tracker.active and tracker.uri is not None:
         print(f"MLflow run {tracker.run_id} in {tracker.uri}")
         print(f"  open the UI: {ui_command(tracker.uri)}")
+        if tracker.experiment_id is not None:
+            print(f"  then: {run_address(tracker.uri, tracker.experiment_id, str(tracker.run_id))}")
     if bundle_line:
         print(bundle_line)
 

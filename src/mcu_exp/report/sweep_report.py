@@ -21,13 +21,13 @@ import pandas as pd
 
 from mcu_exp import names
 from mcu_exp.report import sweep_summary
+from mcu_exp.tracking.artifacts import run_address
 from mcu_exp.tracking.conventions import NOTE_TAG
 from mcu_exp.tracking.sweep import SweepCallback
 
 log = logging.getLogger(__name__)
 
 DEFAULT_EXPERIMENT = "mcu_exp"  # what `mcu-exp report` reads without --experiment
-UI_ADDRESS = "http://127.0.0.1:5000"  # where `mlflow ui` serves by default
 
 
 def report_command(sweep: str, experiment: str, debug: bool, uri: str) -> str:
@@ -44,13 +44,6 @@ def report_command(sweep: str, experiment: str, debug: bool, uri: str) -> str:
     if uri != default_tracking_uri():
         parts.append(f"--tracking-uri {uri}")
     return " ".join(parts)
-
-
-def run_address(uri: str, experiment_id: str, run_id: str) -> str:
-    """The run's page in the MLflow UI: on the tracking server for an HTTP store, else where
-    ``mlflow ui`` serves by default."""
-    base = uri.rstrip("/") if uri.startswith(("http://", "https://")) else UI_ADDRESS
-    return f"{base}/#/experiments/{experiment_id}/runs/{run_id}"
 
 
 class SweepReport(SweepCallback):

@@ -157,6 +157,16 @@ def mlflow_executable() -> str:
     return shutil.which("mlflow") or "mlflow"
 
 
+UI_ADDRESS = "http://127.0.0.1:5000"  # where `mlflow ui` serves by default
+
+
+def run_address(uri: str, experiment_id: str, run_id: str) -> str:
+    """The run's page in the MLflow UI: on the tracking server for an HTTP store, else where
+    ``mlflow ui`` serves by default."""
+    base = uri.rstrip("/") if uri.startswith(("http://", "https://")) else UI_ADDRESS
+    return f"{base}/#/experiments/{experiment_id}/runs/{run_id}"
+
+
 def ui_command(uri: str) -> str:
     """The shell command that opens the MLflow UI on this store (with its artifacts)."""
     if uri.startswith("http://") or uri.startswith("https://"):

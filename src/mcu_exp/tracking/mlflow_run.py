@@ -229,6 +229,7 @@ class RunLogger:
         self.uri = uri
         self.artifacts = artifacts
         self.scorer = scorer  # named in the threshold charts' keys (headline.chart_key)
+        self.experiment_id: str | None = None  # the run's experiment (its UI address), once created
 
     @contextmanager
     def batched(self) -> Iterator[None]:
@@ -370,6 +371,7 @@ def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str, tags: Mapp
     room.name(run.info.run_id)
     artifacts = RunArtifacts(client, run.info.run_id, run.info.artifact_uri)
     logger = RunLogger(client, run.info.run_id, uri, artifacts, scorer=tags.get("mcu.scorer"))
+    logger.experiment_id = str(exp_id)
     monitor = system_monitor(run.info.run_id, uri) if getattr(tracking, "system_metrics", False) else None
     try:
         yield logger
