@@ -183,7 +183,9 @@ def test_decision_sweep_ran_as_slurm_jobs_on_the_tracking_server(launched: Launc
     stored = dict(launched.postgres.query("slurm_tracking", "SELECT run_uuid, status FROM runs"))
     assert {r.info.run_id: "FINISHED" for r in (parent, *runs)}.items() <= stored.items()
     # The submitting process summed the sweep up from the server's runs.
-    assert f"--sweep {parent.data.tags['mcu.sweep']} --tracking-uri {launched.url}" in launched.results["slurm"].stdout
+    printed = launched.results["slurm"].stdout
+    assert f"mcu-exp report --sweep {parent.data.tags['mcu.sweep']}" in printed
+    assert f"sweep run {parent.info.run_id} in {launched.url}" in printed
 
 
 def test_slurm_sweep_equals_the_local_sweep(launched: Launched) -> None:

@@ -111,6 +111,7 @@ def print_lead(item: Lead, width: int = 160) -> None:
     """The ranked table, what its rows share and the answer on the terminal (rich; ``width``
     when the output is no terminal)."""
     import shutil
+    import sys
 
     from rich.console import Console
     from rich.table import Table
@@ -120,7 +121,8 @@ def print_lead(item: Lead, width: int = 160) -> None:
         table.add_column(str(column), justify="left" if column in ("configuration", "verdict") else "right")
     for row in item.table.itertuples(index=False):
         table.add_row(*(str(v) for v in row))
-    console = Console(width=max(100, min(200, shutil.get_terminal_size((width, 24)).columns)), highlight=False)
+    columns = shutil.get_terminal_size((width, 24)).columns if sys.stdout.isatty() else width
+    console = Console(width=max(100, min(200, columns)), highlight=False)
     if not item.table.empty:
         console.print(table)
     if item.caption.startswith("Every row: "):

@@ -15,11 +15,14 @@ metrics (:func:`log_best_child`) and the job runs show when it is expanded.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Sequence
 from typing import Any
 
 from mcu_exp.tracking.headline import SORT_BY, SORT_KEYS
+
+log = logging.getLogger(__name__)
 
 VIEW_KEY = "headline"
 VIEW_TAG = "mlflow.sharedViewState."  # MLflow's prefix of a shared view's experiment tag
@@ -61,8 +64,13 @@ def set_headline_view(client: Any, experiment_id: str) -> None:
     """Give the experiment the shared view :data:`VIEW_KEY` (once; an unchanged tag is not rewritten)."""
     value = json.dumps(headline_view())
     tag = VIEW_TAG + VIEW_KEY
-    if client.get_experiment(experiment_id).tags.get(tag) != value:
+    if client.get_experiment(experiment_id).tags.get(tag) == value:
+        return
+    try:
         client.set_experiment_tag(experiment_id, tag, value)
+    except Exception as exc:  # jobs starting together on one server: another stored it first (a unique key)
+        if client.get_experiment(experiment_id).tags.get(tag) != value:
+            log.warning("the experiment's headline view was not stored: %s", str(exc).splitlines()[0][:200])
 
 
 def view_url(ui: str, experiment_id: str) -> str:
