@@ -151,7 +151,11 @@ def slurm_job_of(run: object, url: str, cluster: Cluster) -> dict[str, str]:
         (folder,) = [f for f in submitit.iterdir() if f.is_dir()]
         records = [r for r in cluster.completed() if r["JobId"] == folder.name]
     (log,) = folder.glob("*_0_log.out")
-    assert f"MLflow run {run.info.run_id} in {url}" in log.read_text()  # type: ignore[attr-defined]
+    # SLURM's log holds the job's one line (a quiet sweep job); the job's own log file, in its
+    # output folder, names the run and the tracking server.
+    assert f"[job {tags['mcu.job_num']}] {run.info.run_name}:" in log.read_text()  # type: ignore[attr-defined]
+    job_log = Path(tags["mcu.output_dir"]) / "app.log"
+    assert f"MLflow run {run.info.run_id} in {url}" in job_log.read_text()  # type: ignore[attr-defined]
     assert len(records) == 1, f"SLURM recorded no (or several) jobs for submitit's job {folder.name}"
     (row,) = cluster.sacct(records[0]["JobId"])
     return {**row, "submitit": folder.name}
