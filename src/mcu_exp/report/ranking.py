@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from mcu_exp.evaluation.registry import CHANCE_AUC, PRIMARY, header, metric
 from mcu_exp.evaluation.report import CI_HIGH, CI_LOW
-from mcu_exp.evaluation.versus_always import ALWAYS_F1, KEY, f1_minus_always
+from mcu_exp.evaluation.versus_always import ALWAYS_F1, KEY, f1_minus_always, rank_key
 from mcu_exp.names import UNDEFINED
 
 SCORE_AUC, LABEL_AUC = "auc_score", "auc_binary"
@@ -103,13 +103,9 @@ def headline(metrics: Mapping[str, object]) -> Headline:
 
 
 def sort_key(item: Headline) -> tuple[float, float]:
-    """Ascending key for the best first: ΔF1's lower bound, then the AUC's, descending
-    (undefined bounds last)."""
-
-    def desc(number: float) -> float:
-        return -number if math.isfinite(number) else math.inf
-
-    return desc(item.delta_f1.low), desc(item.auc.low)
+    """Ascending key for the best first (:func:`mcu_exp.evaluation.versus_always.rank_key`):
+    ΔF1's lower bound, then the AUC's, descending (undefined bounds last)."""
+    return rank_key(item.delta_f1.low, item.auc.low)
 
 
 def ranked(items: Sequence[Headline]) -> list[int]:

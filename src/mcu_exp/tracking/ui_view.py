@@ -20,6 +20,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from mcu_exp.evaluation.versus_always import rank_key
 from mcu_exp.tracking.headline import SORT_BY, SORT_KEYS
 
 log = logging.getLogger(__name__)
@@ -79,19 +80,14 @@ def view_url(ui: str, experiment_id: str) -> str:
 
 
 def _rank(metrics: dict[str, float]) -> tuple[float, float]:
-    """A run's place in the headline order: ΔF1's lower bound, then AUC (score)'s (NaN last)."""
-
-    def number(key: str) -> float:
-        value = metrics.get(key, math.nan)
-        return -math.inf if math.isnan(value) else value
-
-    return number(SORT_BY), number(THEN_BY)
+    """A run's place in the headline order (ascending, best first; undefined last)."""
+    return rank_key(metrics.get(SORT_BY, math.nan), metrics.get(THEN_BY, math.nan))
 
 
 def best_child(children: Sequence[Any]) -> Any | None:
     """The finished job run first in the headline order (None when none finished with one)."""
     done = [r for r in children if r.info.status == "FINISHED" and SORT_BY in r.data.metrics]
-    return max(done, key=lambda r: _rank(r.data.metrics), default=None)
+    return min(done, key=lambda r: _rank(r.data.metrics), default=None)
 
 
 def log_best_child(client: Any, parent_id: str, children: Sequence[Any]) -> Any | None:
