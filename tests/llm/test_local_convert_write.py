@@ -5,6 +5,7 @@ one-line error."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -16,10 +17,19 @@ from typing import Any
 
 import pytest
 
+from mcu_exp.config import ModelConfig
 from mcu_exp.llm import LocalBackend, converted
 from mcu_exp.llm.converted import CACHE_ENV, CONVERT_ENV, CONVERTED_DIR, HASH_MEMO_DIR, MANIFEST, TMP_PREFIX
 from mcu_exp.llm.local import Weights
 from support.local_llm import worker_env
+
+
+@pytest.fixture(scope="module")
+def plain(tiny_cfg: ModelConfig) -> LocalBackend:
+    """The tiny Llama with its own linear layers (a packed model keeps no weights to write)."""
+    backend = LocalBackend(dataclasses.replace(tiny_cfg, settings={"packed_linear": False}))
+    backend.load()
+    return backend
 
 
 @pytest.fixture
@@ -38,13 +48,13 @@ class InterruptedTokenizer:
         raise KeyboardInterrupt
 
 
-def test_a_written_folder_is_found_and_loads_as_the_same_model(tiny: LocalBackend, gguf: Weights, tmp_path: Path):
+def test_a_written_folder_is_found_and_loads_as_the_same_model(plain: LocalBackend, gguf: Weights, tmp_path: Path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     root = tmp_path / "converted"
     assert converted.find(gguf, "float32", root) is None
-    folder = converted.write(tiny.model, tiny.tokenizer, gguf, "float32", root)
+    folder = converted.write(plain.model, plain.tokenizer, gguf, "float32", root)
     sha = hashlib.sha256((gguf.folder / str(gguf.gguf_file)).read_bytes()).hexdigest()
     assert folder == root / f"tiny.Q4_1-{sha}-float32"
     assert converted.find(gguf, "float32", root) == folder
@@ -59,23 +69,24 @@ def test_a_written_folder_is_found_and_loads_as_the_same_model(tiny: LocalBacken
         "package_version": "1.0",
     }
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, local_files_only=True)
-    ours = tiny.model.state_dict()
+    ours = plain.model.state_dict()
+    assert ours.keys() == model.state_dict().keys()
     assert all(torch.equal(model.state_dict()[k], v) for k, v in ours.items())
     assert (
         AutoTokenizer.from_pretrained(folder, local_files_only=True)("int x;").input_ids
-        == tiny.tokenizer("int x;").input_ids
+        == plain.tokenizer("int x;").input_ids
     )
 
 
 def test_ctrl_c_during_the_write_leaves_nothing_that_a_load_would_take(
-    tiny: LocalBackend, gguf: Weights, tmp_path: Path
+    plain: LocalBackend, gguf: Weights, tmp_path: Path
 ):
     root = tmp_path / "converted"
     with pytest.raises(KeyboardInterrupt):
-        converted.write(tiny.model, InterruptedTokenizer(), gguf, "float32", root)
+        converted.write(plain.model, InterruptedTokenizer(), gguf, "float32", root)
     assert converted.find(gguf, "float32", root) is None
     assert sorted(p.name for p in root.iterdir()) == [HASH_MEMO_DIR]  # no final folder, no temporary one
-    assert converted.write(tiny.model, tiny.tokenizer, gguf, "float32", root) == converted.find(gguf, "float32", root)
+    assert converted.write(plain.model, plain.tokenizer, gguf, "float32", root) == converted.find(gguf, "float32", root)
 
 
 def test_an_incomplete_or_foreign_folder_is_not_loaded(gguf: Weights, tmp_path: Path):
@@ -90,14 +101,21 @@ def test_an_incomplete_or_foreign_folder_is_not_loaded(gguf: Weights, tmp_path: 
     assert converted.find(gguf, "float32", root) == folder
 
 
-def test_temporary_folders_of_dead_conversions_are_removed(tiny: LocalBackend, gguf: Weights, tmp_path: Path):
+def test_a_packed_model_is_not_written(tiny: LocalBackend, gguf: Weights, tmp_path: Path):
+    assert tiny.packed_layers > 0
+    with pytest.raises(ValueError, match="packed"):
+        converted.write(tiny.model, tiny.tokenizer, gguf, "float32", tmp_path / "converted")
+    assert converted.find(gguf, "float32", tmp_path / "converted") is None
+
+
+def test_temporary_folders_of_dead_conversions_are_removed(plain: LocalBackend, gguf: Weights, tmp_path: Path):
     root = tmp_path / "converted"
     old, recent = root / f"{TMP_PREFIX}old", root / f"{TMP_PREFIX}recent"
     for folder in (old, recent):
         folder.mkdir(parents=True)
     two_days_ago = time.time() - 2 * 86400
     os.utime(old, (two_days_ago, two_days_ago))
-    converted.write(tiny.model, tiny.tokenizer, gguf, "float32", root)
+    converted.write(plain.model, plain.tokenizer, gguf, "float32", root)
     assert not old.exists() and recent.exists()  # a running conversion's folder is left alone
 
 

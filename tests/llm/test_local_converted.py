@@ -10,6 +10,7 @@ truly cold.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import subprocess
@@ -47,17 +48,24 @@ def request_(smollm_cfg: ModelConfig) -> GenerationRequest:
 
 
 @pytest.fixture(scope="module")
-def from_gguf(user_cache: Path, smollm_cfg: ModelConfig) -> LocalBackend:
+def plain_cfg(smollm_cfg: ModelConfig) -> ModelConfig:
+    """SmolLM2 with PyTorch's own linear layers: the loaded model's weights stay in its state dict,
+    to compare with transformers' load and the written folder."""
+    return dataclasses.replace(smollm_cfg, settings={"packed_linear": False})
+
+
+@pytest.fixture(scope="module")
+def from_gguf(user_cache: Path, plain_cfg: ModelConfig) -> LocalBackend:
     """The first load: de-quantised from the GGUF, then written to the user cache."""
-    backend = LocalBackend(smollm_cfg)
+    backend = LocalBackend(plain_cfg)
     backend.load()
     return backend
 
 
 @pytest.fixture(scope="module")
-def reference(smollm_cfg: ModelConfig) -> LocalBackend:
+def reference(plain_cfg: ModelConfig) -> LocalBackend:
     """transformers' own GGUF load (conversion off): what the converted folder must reproduce."""
-    backend = LocalBackend(smollm_cfg)
+    backend = LocalBackend(plain_cfg)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(CONVERT_ENV, "0")
         backend.load()
@@ -65,9 +73,9 @@ def reference(smollm_cfg: ModelConfig) -> LocalBackend:
 
 
 @pytest.fixture(scope="module")
-def from_folder(from_gguf: LocalBackend, smollm_cfg: ModelConfig) -> LocalBackend:
+def from_folder(from_gguf: LocalBackend, plain_cfg: ModelConfig) -> LocalBackend:
     """A later load, in the same user cache: from the converted folder."""
-    backend = LocalBackend(smollm_cfg)
+    backend = LocalBackend(plain_cfg)
     backend.load()
     return backend
 

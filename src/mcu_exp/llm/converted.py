@@ -240,7 +240,12 @@ def convert(weights: Weights, dtype: str, root: Path | None = None) -> Path:
 
 def write(model: Any, tokenizer: Any, weights: Weights, dtype: str, root: Path | None = None) -> Path:
     """Write the loaded (de-quantised) ``model`` and its ``tokenizer`` as the converted folder of
-    ``weights`` and return it (atomic, as :func:`convert`)."""
+    ``weights`` and return it (atomic, as :func:`convert`). ``model`` must still have its own
+    linear layers: packed ones (:mod:`mcu_exp.llm.packed_linear`) keep no weights to write."""
+    from mcu_exp.llm.packed_linear import PackedLinear
+
+    if any(isinstance(module, PackedLinear) for module in model.modules()):
+        raise ValueError("cannot write a model whose linear layers are packed: write it before packing")
 
     def fill(tmp: Path) -> None:
         from safetensors.torch import save_file

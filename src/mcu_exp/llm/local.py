@@ -220,6 +220,7 @@ class LocalBackend:
         self.device = "cpu"
         self.loaded_from: Path | None = None  # the folder (or GGUF file) the weights came from
         self.converted_folder: Path | None = None  # the converted folder this load wrote
+        self.packed_layers = 0  # linear layers running through oneDNN's packed kernel
 
     @property
     def model_loaded(self) -> bool:
@@ -344,6 +345,7 @@ class LocalBackend:
         from mcu_exp.llm import shared_prefix
         from mcu_exp.llm.decode import PrefixDecoder
 
+        self.packed_layers = self._pack(model)
         eos = {tokenizer.eos_token_id, *_as_list(getattr(model.generation_config, "eos_token_id", None))}
         cache_kwarg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
         use_shared = self._want_shared_prefix and getattr(model, "_supports_attention_backend", False)
@@ -357,12 +359,24 @@ class LocalBackend:
             model.set_attn_implementation("sdpa")
             self.decoder.shared_prefix = False
         log.debug(
-            "loaded %s on %s (%s, shared prefix: %s)",
+            "loaded %s on %s (%s, shared prefix: %s, packed linear layers: %d)",
             self.cfg.model_id,
             self.device,
             model.dtype,
             self.decoder.shared_prefix,
+            self.packed_layers,
         )
+
+    def _pack(self, model: Any) -> int:
+        """oneDNN packed linear layers for a float32 CPU model (:mod:`mcu_exp.llm.packed_linear`)
+        unless ``model.settings.packed_linear`` is false; how many layers were packed."""
+        from mcu_exp.llm import packed_linear
+        from mcu_exp.llm.factory import settings
+
+        own = settings(self.cfg)
+        if self.device != "cpu" or (own is not None and not own.packed_linear):
+            return 0
+        return packed_linear.pack_linears(model)
 
     def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
         """Token ids of the prompt: the chat template when enabled and present, else :func:`plain_prompt`."""

@@ -10,6 +10,7 @@ instead of loading the weights again.
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.providers._spec import Provider
@@ -20,6 +21,15 @@ if TYPE_CHECKING:
 
 KEPT = 2  # loaded local models kept per process (most recently used)
 _loaded: OrderedDict[str, Backend] = OrderedDict()
+
+
+@dataclass
+class Settings:
+    """The local backend's own settings (``model.settings``)."""
+
+    # float32 linear layers on a CPU through oneDNN with weights packed at load
+    # (:mod:`mcu_exp.llm.packed_linear`): 2-3x PyTorch's own on the decode steps; false keeps PyTorch's.
+    packed_linear: bool = True
 
 
 def identity(cfg: ModelConfig) -> dict[str, Any]:
@@ -41,6 +51,7 @@ def create_backend(cfg: ModelConfig, *, progress: bool = True) -> Backend:
             "device": str(cfg.device),
             "max_batch_size": cfg.max_batch_size,
             "num_threads": cfg.num_threads,
+            "settings": dict(cfg.settings or {}),
         }
     )
     backend = _loaded.pop(key, None) or LocalBackend(cfg)
@@ -57,4 +68,5 @@ PROVIDER = Provider(
     in_process=True,
     extra="",  # torch and transformers are base dependencies
     sdk=("torch", "transformers"),
+    settings=Settings,
 )
