@@ -18,6 +18,7 @@ take this path; any other file, or a transformers without the fast reader, raise
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -141,10 +142,8 @@ def tensors(gguf: Path, header: Any, parameters: list[str], raw_config: dict[str
     # A plain array over the mapped file: NumPy's memmap subclass costs a second per load in
     # bookkeeping on the kernels' many small slices.
     blob = np.asarray(np.memmap(gguf, mode="r", dtype=np.uint8))
-    out: dict[str, Any] = {}
-    for info in header.tensors:
-        if info.name not in mapping:
-            continue
+
+    def one(info: Any) -> Any:
         qtype = GGMLQuantizationType(info.ggml_type)
         block, block_bytes = GGML_QUANT_SIZES[qtype]
         start = header.data_start + info.offset
@@ -154,8 +153,12 @@ def tensors(gguf: Path, header: Any, parameters: list[str], raw_config: dict[str
         if np.may_share_memory(weights, blob):  # a plain F32 tensor is a view of the file: copy it once
             weights = weights.copy()
         tensor = torch.from_numpy(weights)
-        out[mapping[info.name]] = tensor if dtype == torch.float32 else tensor.to(dtype)
-    return out
+        return tensor if dtype == torch.float32 else tensor.to(dtype)
+
+    # NumPy's kernels release the GIL: the tensors de-quantise on torch's threads (one on a busy machine).
+    wanted = [info for info in header.tensors if info.name in mapping]
+    with ThreadPoolExecutor(max_workers=max(1, torch.get_num_threads())) as pool:
+        return {mapping[info.name]: tensor for info, tensor in zip(wanted, pool.map(one, wanted))}
 
 
 def convert(gguf: Path, dtype_name: str, folder: Path) -> None:
