@@ -100,3 +100,41 @@ def test_jobs_sharing_a_defaults_list_merge_its_files_once_into_hydras_own_confi
         MergeOnceLoader.wrapping(CountingLoader(config_search_path=plain.config_search_path)).__class__
         is CountingLoader
     )
+
+
+def test_the_defaults_list_is_built_once_per_group_choices_and_configs_stay_hydras(tmp_path: Path) -> None:
+    """Jobs differing only in values (ε, the reader group) share one defaults list; choosing a
+    group (``proxy=p0``, ``experiment=paper_p0``) builds another; the choices
+    Hydra records and every job's config are those of Hydra's own loader, and a mistaken group
+    option still fails as it does there."""
+    import pytest
+    from hydra.errors import ConfigCompositionException
+
+    from hydra_plugins.mcu_exp_sweeper import compose_once
+
+    register_configs()
+    plain = ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF)))
+    master = plain.load_configuration(
+        "config", overrides=[f"hydra.sweep.dir={tmp_path}", "quiet=true"], run_mode=RunMode.MULTIRUN
+    )
+    fast = MergeOnceLoader.wrapping(plain)
+    jobs = [
+        ["decision.epsilon=0.1"],
+        ["decision.epsilon=0.2", "labels.group=phd"],
+        ["proxy=p0", "decision.epsilon=0.3"],
+        ["decision.epsilon=0.4"],
+        ["proxy=p0"],
+        ["experiment=paper_p0"],
+    ]
+    for overrides in jobs:
+        composed = fast.load_sweep_config(master, overrides)
+        own = plain.load_sweep_config(master, overrides)
+        assert OmegaConf.to_yaml(composed) == OmegaConf.to_yaml(own)
+        assert composed.hydra.runtime.choices == own.hydra.runtime.choices
+        assert composed.hydra.overrides.task == own.hydra.overrides.task
+    (built,) = [v for k, v in compose_once._DEFAULTS_LISTS.items() if k in fast.repos.values()]
+    assert len(built) == 3  # no group override, proxy=p0, experiment=paper_p0
+    with pytest.raises(ConfigCompositionException, match="nope"):
+        fast.load_sweep_config(master, ["proxy=nope"])
+    with pytest.raises(ConfigCompositionException, match="nope"):
+        plain.load_sweep_config(master, ["proxy=nope"])
