@@ -34,9 +34,10 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES, Relabel, percentile_interval, stratified_indices
+from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES, Relabel, percentile_interval
 from mcu_exp.evaluation.metrics import ArrayLike, as_binary, as_score
 from mcu_exp.evaluation.paired_recalibration import LABELS_FIXED, Arm, RunCalibration, arm, fixed
+from mcu_exp.evaluation.paired_scores import resample_rows, score_point, score_resamples
 from mcu_exp.evaluation.paired_tests import (
     CHI2_CC,
     EXACT,
@@ -73,7 +74,6 @@ __all__ = [  # pairing.py and paired_tests.py hold parts of this; importing them
     "paired_bootstrap",
     "paired_bootstrap_distribution",
 ]
-_CELLS_PER_CHUNK = 2_000_000  # resamples × n cells scored at once, as in bootstrap.py
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,10 +91,21 @@ def accuracy_score(truth: np.ndarray, label: np.ndarray) -> float:
 
 
 def auc_score(truth: np.ndarray, score: np.ndarray | None) -> float:
-    """The registry's rank-sum AUC(score) (NaN without a score or with one human class)."""
+    """The registry's rank-sum AUC(score) (NaN without a score or with one human class), once
+    per distinct (labels, score): the runs of a sweep over ε share their score."""
     if score is None:
         return UNDEFINED
-    return float(metric("auc_score").compute(Ranking.single(score, truth))[0])  # type: ignore[arg-type]
+    auc = cast(Callable[[Ranking], np.ndarray], metric("auc_score").compute)
+    return score_point(truth, score, "auc_score", lambda: float(auc(Ranking.single(score, truth))[0]))
+
+
+def prr_score(truth: np.ndarray, score: np.ndarray | None) -> float:
+    """The prediction rejection ratio of ``score`` (NaN without one), once per distinct (labels, score)."""
+    from mcu_exp.evaluation.rejection import prediction_rejection_ratio
+
+    if score is None:
+        return UNDEFINED
+    return score_point(truth, score, "prr", lambda: prediction_rejection_ratio(truth, score))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,7 +140,9 @@ def paired_bootstrap_distribution(
     """ΔF1, Δaccuracy, ΔAUC(score) and ΔPRR (A − B) over ``resamples`` stratified resamples
     of the programs, the same rows for both runs. ``relabel_a``/``relabel_b`` give a run's
     labels of each resample row (recalibrated on it); without one the run's labels stay
-    fixed. ``delta_auc`` and ``delta_prr`` are all NaN unless both scores are given."""
+    fixed. ``delta_auc`` and ``delta_prr`` are all NaN unless both scores are given; each run's
+    side of them is computed once per distinct score (:mod:`mcu_exp.evaluation.paired_scores`):
+    two equal scores differ by exactly 0 in every resample where they are defined."""
     if resamples < MIN_RESAMPLES:
         raise ValueError(
             f"resamples must be at least {MIN_RESAMPLES} for a stable percentile interval, got {resamples}"
@@ -146,24 +159,21 @@ def paired_bootstrap_distribution(
     f1 = cast(Callable[[Counts], np.ndarray], metric("f1").compute)
     accuracy = cast(Callable[[Counts], np.ndarray], metric("accuracy").compute)
     auc = cast(Callable[[Ranking], np.ndarray], metric("auc_score").compute)
-    rng = np.random.default_rng(seed)
-    chunk = max(1, _CELLS_PER_CHUNK // t.size)
-    parts: dict[str, list[np.ndarray]] = {key: [] for key in DIFFERENCES}
-    for start in range(0, resamples, chunk):
-        idx = stratified_indices(t, min(chunk, resamples - start), rng)
+    parts: dict[str, list[np.ndarray]] = {"delta_f1": [], "delta_accuracy": []}
+    for idx in resample_rows(t, resamples, seed):
         rows = t[idx]
         counts_a = Counts.from_labels(rows, la[idx] if relabel_a is None else np.asarray(relabel_a(idx), dtype=int))
         counts_b = Counts.from_labels(rows, lb[idx] if relabel_b is None else np.asarray(relabel_b(idx), dtype=int))
         parts["delta_f1"].append(np.asarray(f1(counts_a)) - np.asarray(f1(counts_b)))
         parts["delta_accuracy"].append(np.asarray(accuracy(counts_a)) - np.asarray(accuracy(counts_b)))
-        if sa is not None and sb is not None:
-            auc_a = np.asarray(auc(Ranking(sa, idx, rows)))
-            parts["delta_auc"].append(auc_a - np.asarray(auc(Ranking(sb, idx, rows))))
-            parts["delta_prr"].append(prr_many(sa[idx], rows) - prr_many(sb[idx], rows))
-        else:
-            parts["delta_auc"].append(np.full(idx.shape[0], UNDEFINED))
-            parts["delta_prr"].append(np.full(idx.shape[0], UNDEFINED))
-    return {key: np.concatenate(values) for key, values in parts.items()}
+    out = {key: np.concatenate(values) for key, values in parts.items()}
+    if sa is not None and sb is not None:
+        auc_a, prr_a = score_resamples(t, sa, resamples, seed, auc, prr_many)
+        auc_b, prr_b = score_resamples(t, sb, resamples, seed, auc, prr_many)
+        out["delta_auc"], out["delta_prr"] = auc_a - auc_b, prr_a - prr_b
+    else:
+        out["delta_auc"], out["delta_prr"] = np.full(resamples, UNDEFINED), np.full(resamples, UNDEFINED)
+    return out
 
 
 def paired_bootstrap(
@@ -181,17 +191,13 @@ def paired_bootstrap(
     """ΔF1, Δaccuracy, ΔAUC(score) and ΔPRR (A − B): point values on all programs (each run's
     own labels) and paired stratified bootstrap percentile intervals (see
     :func:`paired_bootstrap_distribution`)."""
-    from mcu_exp.evaluation.rejection import prediction_rejection_ratio
-
     t = as_binary(truth, "truth")
     la, lb = as_binary(label_a, "label_a"), as_binary(label_b, "label_b")
     both = score_a is not None and score_b is not None
     sa = as_score(score_a, "score_a", t.size) if both else None  # type: ignore[arg-type]
     sb = as_score(score_b, "score_b", t.size) if both else None  # type: ignore[arg-type]
     dist = paired_bootstrap_distribution(t, la, lb, sa, sb, resamples, seed, relabel_a, relabel_b)
-    prr = (
-        UNDEFINED if sa is None or sb is None else prediction_rejection_ratio(t, sa) - prediction_rejection_ratio(t, sb)
-    )
+    prr = UNDEFINED if sa is None or sb is None else prr_score(t, sa) - prr_score(t, sb)
     points = {
         "delta_f1": f1_score(t, la) - f1_score(t, lb),
         "delta_accuracy": accuracy_score(t, la) - accuracy_score(t, lb),
@@ -292,8 +298,6 @@ def compare_paired(
     """Every paired statistic of two runs already paired by :func:`pair`; ``arm_a``/``arm_b``
     (:func:`~mcu_exp.evaluation.paired_recalibration.arm`) recalibrate a run in the resamples,
     None keeps its labels fixed."""
-    from mcu_exp.evaluation.rejection import prediction_rejection_ratio
-
     a, b = arm_a or fixed("no calibration scores"), arm_b or fixed("no calibration scores")
     t = data.truth
     boot = paired_bootstrap(
@@ -302,10 +306,6 @@ def compare_paired(
     delong = None
     if data.score_a is not None and data.score_b is not None:
         delong = delong_test(t, data.score_a, data.score_b)
-
-    def prr(score: np.ndarray | None) -> float:
-        return UNDEFINED if score is None else prediction_rejection_ratio(t, score)
-
     return Comparison(
         n=data.n,
         n_pos=int(t.sum()),
@@ -320,8 +320,8 @@ def compare_paired(
         delta_auc=boot["delta_auc"],
         delong=delong,
         mcnemar=mcnemar_test(t, data.label_a, data.label_b),
-        prr_a=prr(data.score_a),
-        prr_b=prr(data.score_b),
+        prr_a=prr_score(t, data.score_a),
+        prr_b=prr_score(t, data.score_b),
         delta_prr=boot["delta_prr"],
         resamples=resamples,
         seed=seed,
