@@ -153,15 +153,45 @@ def _protect_secrets(cfg: DictConfig) -> None:
     from hydra.types import RunMode
 
     try:
-        remember(secret_values(OmegaConf.to_container(cfg, resolve=True)))
+        found = secret_values(OmegaConf.to_container(cfg, resolve=True))
     except OmegaConfBaseException:  # an unresolvable value: run_job reports it in one line
-        remember(secret_values(OmegaConf.to_container(cfg, resolve=False)))
+        found = secret_values(OmegaConf.to_container(cfg, resolve=False))
+    remember(found)
+    _remembered.update(found)
     hc = HydraConfig.get()
     if hc.output_subdir is not None:
         for name in HYDRA_FILES:
             redact_yaml_file(Path(hc.runtime.output_dir) / str(hc.output_subdir) / name)
     if hc.mode == RunMode.MULTIRUN:
-        redact_yaml_file(Path(str(hc.sweep.dir)) / "multirun.yaml")
+        redact_shared_file(Path(str(hc.sweep.dir)) / "multirun.yaml")
+
+
+# The secrets _protect_secrets remembered in this process, and the shared files it checked:
+# path -> (inode, size, mtime in ns) after the check, with the secrets remembered by then.
+_remembered: set[str] = set()
+_checked: dict[Path, tuple[tuple[int, int, int], frozenset[str]]] = {}
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def redact_shared_file(path: Path) -> None:
+    """:func:`redact_yaml_file` for a file every job of a sweep checks (``multirun.yaml``), once
+    per process while it stays as it was after the last check (same inode, size and mtime) and
+    no new secret was remembered since: a sweep's jobs read it once, not once each."""
+    before = _identity(path)
+    secrets_now = frozenset(_remembered)
+    if before is not None and _checked.get(path) == (before, secrets_now):
+        return
+    redact_yaml_file(path)
+    after = _identity(path)
+    if after is not None:
+        _checked[path] = (after, secrets_now)
 
 
 def _single_run() -> bool:

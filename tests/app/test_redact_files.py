@@ -34,3 +34,31 @@ def test_a_date_sends_the_file_to_the_full_check(tmp_path: Path) -> None:
         assert "2031-05-17" not in path.read_text()
     finally:
         redact._known.discard("2031-05-17")  # other tests' log lines stay as written
+
+
+def test_a_shared_file_is_checked_once_until_it_changes_or_a_new_secret_is_remembered(tmp_path: Path) -> None:
+    """Every job of a sweep checks its ``multirun.yaml``; a process checks it again only when the
+    file was replaced or edited, or when a job remembered a secret the last check did not know."""
+    from mcu_exp import app
+
+    path = tmp_path / "multirun.yaml"
+    path.write_text("task:\n- decision.epsilon=0.1,0.2\nurl: http://host/v1\nnote: swordfish-1234\n")
+    app.redact_shared_file(path)
+    assert path in app._checked and "swordfish-1234" in path.read_text()  # clean: left as written
+    checked = app._checked[path]
+    app.redact_shared_file(path)
+    assert app._checked[path] == checked
+    try:
+        remember(["swordfish-1234"])
+        app._remembered.add("swordfish-1234")  # what _protect_secrets does with a job's secrets
+        app.redact_shared_file(path)
+        assert "swordfish-1234" not in path.read_text()  # checked again, now masked
+    finally:
+        redact._known.discard("swordfish-1234")
+        app._remembered.discard("swordfish-1234")
+    replaced = tmp_path / "new.yaml"
+    replaced.write_text("api_key: sk-abcdefghijklmnop\n")
+    replaced.replace(path)  # another file at the same path
+    app.redact_shared_file(path)
+    assert "sk-abcdefghijklmnop" not in path.read_text()
+    app._checked.pop(path)
