@@ -79,8 +79,12 @@ def _feed(h: Any, value: Any) -> None:
     elif isinstance(value, np.ndarray):
         h.update(f"ndarray:{value.dtype.str}:{value.shape}:".encode())
         if value.dtype.kind == "O":
-            for item in value.ravel():
-                _feed(h, item)
+            items = value.ravel().tolist()
+            if all(type(item) is str for item in items):  # ids, names: the bytes _feed gives each, at once
+                h.update(b"".join(b"str:%d:%s" % (len(item), item.encode()) for item in items))
+            else:
+                for item in items:
+                    _feed(h, item)
         else:
             h.update(np.ascontiguousarray(value).tobytes())
     elif isinstance(value, pd.Index):

@@ -47,6 +47,20 @@ def test_content_hash_follows_values_dtypes_order_and_names() -> None:
         content_hash(object())
 
 
+def test_string_arrays_keep_their_digests_so_stored_entries_still_hit() -> None:
+    """Ids and names (object arrays of strings, hashed in one go) give the digests they gave
+    item by item, the same as mixed arrays: entries already in a cache keep being found."""
+    assert content_hash(np.array(["p1", "ε·x", ""], dtype=object)) == (
+        "cf36c7d71136bf6e0e3d56007ad560b1ea013d3bc1a0db84e86dd9f52c2e5f92"
+    )
+    assert content_hash(pd.Index(["a", "b"], name="program_id")) == (
+        "ab4b9455bf0783625a3f6b58479f791f85341949b09effaddcf49fcda927625a"
+    )
+    assert content_hash(np.array(["a", 1, None], dtype=object)) == (
+        "cd417b279bceb124bd45f942634c61b140e7d39f4a3a14485e36dc0f33adfacf"
+    )
+
+
 def test_computed_once_then_read_back(tmp_path: Path) -> None:
     calls: list[int] = []
 
