@@ -35,6 +35,8 @@ _RESULT_SUFFIXES = (".csv", ".json", ".yaml")
 
 
 _ROW_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))  # json.dumps's text, one encoder
+_JSONL_KEPT = 2 * (len(GENERATION_TABLES) + len(SCORE_TABLES))  # encoded tables kept (RowSet.jsonl)
+_JSONL_MEMO: dict[tuple[str, frozenset[tuple[Any, tuple[Any, ...]]]], bytes] = {}
 
 
 class BundleError(ValueError):
@@ -62,14 +64,24 @@ class RowSet:
         return len(new)
 
     def jsonl(self, table: str) -> bytes:
-        """The table as JSON lines in key order (bytes keys as hex)."""
-        lines = []
-        for key in sorted(self.tables.get(table, {})):
-            row = list(self.tables[table][key])
-            if table in _BINARY_KEYS:
-                row[0] = bytes(row[0]).hex()
-            lines.append(_ROW_ENCODER.encode(row))
-        return ("\n".join(lines) + "\n").encode() if lines else b""
+        """The table as JSON lines in key order (bytes keys as hex). The jobs of a sweep bundle
+        the same rows: the text of the last few row sets is kept per process (compared by
+        content, so another set of rows is encoded anew)."""
+        found = self.tables.get(table, {})
+        memo_key = (table, frozenset(found.items()))
+        text = _JSONL_MEMO.pop(memo_key, None)
+        if text is None:
+            lines = []
+            for key in sorted(found):
+                row = list(found[key])
+                if table in _BINARY_KEYS:
+                    row[0] = bytes(row[0]).hex()
+                lines.append(_ROW_ENCODER.encode(row))
+            text = ("\n".join(lines) + "\n").encode() if lines else b""
+        _JSONL_MEMO[memo_key] = text
+        while len(_JSONL_MEMO) > _JSONL_KEPT:
+            _JSONL_MEMO.pop(next(iter(_JSONL_MEMO)))
+        return text
 
     @classmethod
     def from_jsonl(cls, members: Mapping[str, bytes]) -> RowSet:
