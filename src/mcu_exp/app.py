@@ -19,9 +19,10 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from mcu_exp import console
+from mcu_exp import console, interrupts
 from mcu_exp.config import register_configs
 from mcu_exp.config.suggest import composition_message
+from mcu_exp.entry import exit_interrupted, interrupted_by
 from mcu_exp.llm.errors import BackendError
 from mcu_exp.redact import install_log_redaction, redact_text, redact_yaml_file, remember, secret_values
 from mcu_exp.store.faults import disk_full_message, quiet_disk_full_traces
@@ -68,6 +69,7 @@ def _job(cfg: DictConfig) -> float:
     freeze_registries()
 
     try:
+        interrupts.check()
         _protect_secrets(cfg)
         with console.job_console(
             progress=not bool(cfg.get("quiet", False)), verbose=_hydra_verbose(), quiet_job=_quiet_job(cfg)
@@ -76,11 +78,14 @@ def _job(cfg: DictConfig) -> float:
     except KeyboardInterrupt as exc:  # Ctrl-C: one line, no traceback, the shell's 130
         message = console.interrupted_line(exc)
         console.to_log_files(log, message, logging.ERROR)
-        print(f"mcu-exp: {message}", file=sys.stderr)
-        raise SystemExit(130) from None
+        exit_interrupted(message)
     except USER_ERRORS as exc:
+        if interrupted_by(exc):
+            raise KeyboardInterrupt from None
         return _stop(one_line(exc))
     except Exception as exc:  # a full disk under the cache or the outputs, whatever reported it
+        if interrupted_by(exc):  # a library's clean-up that failed under a Ctrl-C
+            raise KeyboardInterrupt from None
         full = disk_full_message(exc)
         if full is None:
             raise
@@ -234,8 +239,7 @@ def main() -> None:
             return
         _compose_and_run()
     except KeyboardInterrupt as exc:  # a Ctrl-C outside a job (composing, a subcommand): one line, 130
-        print(f"mcu-exp: {console.interrupted_line(exc)}", file=sys.stderr)
-        raise SystemExit(130) from None
+        exit_interrupted(console.interrupted_line(exc))
 
 
 # Composition errors reach _compose_and_run as exceptions (not as Hydra's printed report) while
@@ -265,6 +269,8 @@ def _compose_and_run() -> None:
     try:
         _job()
     except CompactHydraException as exc:
+        if interrupted_by(exc):  # Hydra or OmegaConf stopped halfway by a Ctrl-C
+            raise KeyboardInterrupt from None
         if user == "1":
             raise
         message = composition_message(exc)
@@ -277,7 +283,9 @@ def _compose_and_run() -> None:
             sys.stderr.write(str(exc.__cause__) + os.linesep)
         sys.stderr.write("\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n")
         raise SystemExit(1) from None
-    except Exception:  # a job of another process that failed (its traceback, as Hydra shows it)
+    except Exception as exc:  # a job of another process that failed (its traceback, as Hydra shows it)
+        if interrupted_by(exc):
+            raise KeyboardInterrupt from None
         if user == "1":
             raise
         traceback.print_exc()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from mcu_exp import console, names
+from mcu_exp import console, interrupts, names
 from mcu_exp.bundle import reads
 from mcu_exp.bundle.job import finish_job
 from mcu_exp.config import Config
@@ -118,6 +118,7 @@ def run_job(raw: DictConfig) -> float:
         generators = Generators(ctx.cache_dir, ctx.progress, cfg.generation.max_failed_share, ctx.cache_url)
         try:
             outcome = proxy.outcome(run_stages(proxy, generators))
+            interrupts.check()
         except KeyboardInterrupt:  # Ctrl-C: the run ends KILLED with what this job saved
             saved = generators.saved()
             tracker.log_metrics_and_series({"interrupted.samples_saved": saved, **generators.stats()}, {})

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from mcu_exp import console
+from mcu_exp import console, interrupts
 from mcu_exp.llm.cache import CACHE_FILE as CACHE_FILE  # where it used to live
 from mcu_exp.llm.cache import GenerationCache, open_generation_cache
 from mcu_exp.llm.cache_keys import request_parts, sample_keys
@@ -305,6 +305,7 @@ class CachedGenerator:
                         filled += len(wanted)
                 received += len(batch)
                 bar.update(filled)
+                interrupts.check()  # a Ctrl-C that a library swallowed stops here, this batch saved
         finally:
             close = getattr(stream, "close", None)
             if close is not None:

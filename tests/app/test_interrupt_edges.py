@@ -1,0 +1,85 @@
+"""Ctrl-C at awkward moments: inside a string run by ``exec`` (dataclasses build methods that
+way while Hydra imports), inside a library that swallows it or turns it into another error."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mcu_exp import interrupts
+from mcu_exp.entry import INTERRUPTED_EXIT, interrupted_by
+
+CAUGHT_INSIDE_EXEC = """
+from mcu_exp.entry import exit_interrupted
+try:
+    exec("raise KeyboardInterrupt", {})
+except KeyboardInterrupt:
+    exit_interrupted("interrupted while starting; nothing ran")
+"""
+
+
+def test_an_interrupt_caught_after_an_exec_string_exits_130_not_by_sigint(tmp_path: Path) -> None:
+    """Run as ``python -m`` (how the tests and ``make`` start jobs), CPython would end such a
+    process by SIGINT (-2 to a parent) however it was caught."""
+    (tmp_path / "caught_inside_exec.py").write_text(CAUGHT_INSIDE_EXEC)
+    done = subprocess.run(
+        [sys.executable, "-m", "caught_inside_exec"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == INTERRUPTED_EXIT, done.stderr
+    assert done.stderr == "mcu-exp: interrupted while starting; nothing ran\n"
+
+
+def _interrupted_cleanup() -> None:
+    """A library's context manager whose clean-up fails while a Ctrl-C unwinds it."""
+    try:
+        raise KeyboardInterrupt
+    finally:
+        raise AttributeError("'NoneType' object has no attribute '_invalidate_flags_cache'")  # replaces it
+
+
+def test_an_error_raised_while_a_ctrl_c_unwound_counts_as_the_ctrl_c() -> None:
+    with pytest.raises(RuntimeError) as wrapped:
+        try:
+            _interrupted_cleanup()
+        except AttributeError as exc:
+            raise RuntimeError("composition failed") from exc
+    assert interrupted_by(wrapped.value)
+    with pytest.raises(RuntimeError) as plain:
+        try:
+            {}["key"]
+        except KeyError as exc:
+            raise RuntimeError("composition failed") from exc
+    assert not interrupted_by(plain.value)
+
+
+def test_a_swallowed_ctrl_c_is_raised_again_at_the_next_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(interrupts, "_requested", False)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        interrupts.watch()
+        interrupts.check()  # nothing asked yet: no-op
+        try:  # a library that catches everything
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except BaseException:  # noqa: BLE001, S110
+            pass
+        with pytest.raises(KeyboardInterrupt):
+            interrupts.check()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_a_process_that_ignores_sigint_keeps_ignoring_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(interrupts, "_requested", False)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        interrupts.watch()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
