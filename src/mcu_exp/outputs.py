@@ -73,9 +73,11 @@ def write_outputs(
     outcome: ProxyOutcome,
     groups: dict[str, HumanLabels],
     reports: dict[str, Any],
+    cache_dir: Path | None = None,
 ) -> Artifacts:
     """Write the job's result files; return them with the metric series to log (matplotlib is
-    imported only when ``evaluation.plots`` asks for figures: about 1.5 s of a job's start)."""
+    imported only when ``evaluation.plots`` asks for figures: about 1.5 s of a job's start).
+    ``cache_dir``: where the ε grid, which the decision does not change, is kept per input."""
     folder = run_dir / names.RESULTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     per_program_table(outcome, groups[names.ALL_READERS]).to_csv(folder / names.PER_PROGRAM_FILE)
@@ -106,6 +108,7 @@ def write_outputs(
                 epsilons=ev.epsilon_grid,
                 quantile_rule=outcome.quantile,
                 tau=None if tau is None else float(tau),
+                cache_dir=cache_dir,
             )
         thr.to_csv(folder / names.sensitivity_file(names.THRESHOLD_GRID), index=False)
         eps.to_csv(folder / names.sensitivity_file(names.EPSILON_GRID), index=False)

@@ -139,7 +139,7 @@ def run_job(raw: DictConfig) -> float:
             ctx.cache_dir,
         )
         small = class_warnings(reports, vs_ref, cfg.evaluation.min_per_class)
-        artifacts = write_outputs(cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports)
+        artifacts = write_outputs(cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports, ctx.cache_dir)
         measures = measures_and_baselines(outcome, dataset, labels, cfg.evaluation, ctx.cache_dir)
         if measures is not None:
             measures.to_csv(results / names.MEASURES_FILE)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -209,6 +210,52 @@ def _stamped(frame: pd.DataFrame, group: str, n: int) -> pd.DataFrame:
     return frame
 
 
+EPSILON_CODE = (
+    "mcu_exp.evaluation.sensitivity",
+    "mcu_exp.calibration.threshold",
+    "mcu_exp.evaluation.metrics",
+    "mcu_exp.evaluation.registry",
+    "mcu_exp.evaluation.definitions",
+)  # what the ε grid is computed by (and any plugin label metric's module, added)
+
+
+def epsilon_grid(
+    cache_dir: str | Path | None,
+    alpha_cal: ArrayLike,
+    alpha_test: np.ndarray,
+    y_true: np.ndarray,
+    epsilons: Sequence[float],
+    quantile_rule: str,
+) -> pd.DataFrame:
+    """:func:`epsilon_sweep` with labels, computed once per input under ``cache_dir``
+    (:func:`mcu_exp.result_cache.cached_result`; None: computed every time). It depends on the
+    calibration and test scores, the labels, the ε grid and the quantile rule, not on the
+    job's ε, threshold or reader group, so a decision-only sweep's jobs share it; the key also
+    holds the registered label metrics and the source of the modules that define them."""
+    if cache_dir is None:
+        return epsilon_sweep(alpha_cal, alpha_test, epsilons, quantile_rule, y_true=y_true)
+    from mcu_exp.evaluation.registry import registered
+    from mcu_exp.result_cache import cached_result
+
+    chosen = registered(INTERVAL_KINDS, score=False)
+    code = tuple(dict.fromkeys([*EPSILON_CODE, *sorted({m.compute.__module__ for m in chosen})]))
+    key = [
+        [m.name for m in chosen],
+        np.asarray(alpha_cal, dtype=float),
+        np.asarray(alpha_test, dtype=float),
+        np.asarray(y_true),
+        [float(e) for e in epsilons],
+        quantile_rule,
+    ]
+    return cached_result(
+        cache_dir,
+        "epsilon_grid",
+        key,
+        lambda: epsilon_sweep(alpha_cal, alpha_test, epsilons, quantile_rule, y_true=y_true),
+        code=code,
+    )
+
+
 def decision_grids(
     alpha_cal: ArrayLike,
     alpha_test: pd.Series,
@@ -218,13 +265,15 @@ def decision_grids(
     epsilons: Sequence[float],
     quantile_rule: str,
     tau: float | None = None,
+    cache_dir: str | Path | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """F1/precision/recall/AUC over a threshold grid and coverage over an ε grid, per group
     (``labels``: each group's 0/1 labels by program id; ``alpha_test`` by program id).
 
     The threshold grid is ``threshold_points`` values spanning the observed α_test range plus
     the calibrated ``tau`` (when finite), the same for every group, so a metric series' step
-    means the same threshold everywhere.
+    means the same threshold everywhere. The ε grid does not depend on ``tau``: with
+    ``cache_dir`` each group's is computed once per input (:func:`epsilon_grid`).
     """
     lo, hi = float(alpha_test.min()), float(alpha_test.max())
     points = np.linspace(lo, hi, threshold_points)
@@ -235,7 +284,7 @@ def decision_grids(
         frame = threshold_sweep(y, a, grid=points, n_points=2)
         frame = frame[np.isin(frame[names.THRESHOLD_GRID].to_numpy(), points)].reset_index(drop=True)
         thresholds.append(_stamped(frame, name, len(y)))
-        eps = epsilon_sweep(alpha_cal, a, list(epsilons), quantile_rule, y_true=y)
+        eps = epsilon_grid(cache_dir, alpha_cal, a, y, list(epsilons), quantile_rule)
         coverages.append(_stamped(eps, name, len(y)))
     return pd.concat(thresholds, ignore_index=True), pd.concat(coverages, ignore_index=True)
 
