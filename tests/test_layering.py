@@ -22,6 +22,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("redact", 0),
     ("registry", 0),
     ("console", 0),
+    ("interrupts", 0),
     ("config", 0),
     ("config.schema", 0),
     ("config.suggest", 0),
