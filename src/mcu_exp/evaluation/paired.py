@@ -36,7 +36,7 @@ import pandas as pd
 
 from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES, Relabel, percentile_interval
 from mcu_exp.evaluation.metrics import ArrayLike, as_binary, as_score
-from mcu_exp.evaluation.paired_recalibration import LABELS_FIXED, Arm, RunCalibration, arm, fixed
+from mcu_exp.evaluation.paired_recalibration import LABELS_FIXED, Arm, RunCalibration, arm, arm_builder, fixed
 from mcu_exp.evaluation.paired_scores import resample_rows, score_point, score_resamples
 from mcu_exp.evaluation.paired_tests import (
     CHI2_CC,
@@ -49,7 +49,7 @@ from mcu_exp.evaluation.paired_tests import (
     holm,
     mcnemar_test,
 )
-from mcu_exp.evaluation.pairing import Paired, PairingError, pair
+from mcu_exp.evaluation.pairing import Paired, PairingError, Pairings, pair
 from mcu_exp.evaluation.registry import UNDEFINED, Counts, Ranking, metric
 
 __all__ = [  # pairing.py and paired_tests.py hold parts of this; importing them from here keeps working
@@ -374,25 +374,31 @@ def compare_many(
     seed: int = 0,
     confidence: float = 0.95,
     calibrations: Mapping[str, RunCalibration] | None = None,
+    pairings: Pairings | None = None,
 ) -> pd.DataFrame:
     """Every pair (in the order of ``frames``) as :meth:`Comparison.row` with columns
     ``run_a`` and ``run_b`` in front, plus ``delong_p_holm`` and ``mcnemar_p_holm``: each
     test's p-values Holm-adjusted over all the pairs (the family; undefined p-values left
     out of it). ``calibrations`` (by name) recalibrate those runs in the resamples. A pair
-    that cannot be paired raises :class:`PairingError`."""
+    that cannot be paired raises :class:`PairingError`. ``pairings``: pairs already built of
+    these tables (see :class:`~mcu_exp.evaluation.pairing.Pairings`); each run's arm is
+    prepared once per set of shared programs, whatever the number of pairs it is in."""
     found = calibrations or {}
+    if pairings is None or not pairings.serves(frames):
+        pairings = Pairings(frames)
+    builders: dict[tuple[str, tuple[object, ...], bytes], Callable[[int], Arm]] = {}
+
+    def side(name: str, data: Paired, labels: np.ndarray, arm_seed: int) -> Arm:
+        key = (name, tuple(data.program_ids.tolist()), labels.tobytes())
+        if key not in builders:
+            builders[key] = arm_builder(found.get(name), data.program_ids, labels, "no calibration scores")
+        return builders[key](arm_seed)
+
     rows = []
     for name_a, name_b in itertools.combinations(frames, 2):
-        cmp = compare_runs(
-            frames[name_a],
-            frames[name_b],
-            resamples,
-            seed,
-            confidence,
-            (name_a, name_b),
-            found.get(name_a),
-            found.get(name_b),
-        )
+        data = pairings(name_a, name_b)
+        arm_a, arm_b = side(name_a, data, data.label_a, seed * 2 + 1), side(name_b, data, data.label_b, seed * 2 + 2)
+        cmp = compare_paired(data, resamples, seed, confidence, arm_a, arm_b)
         rows.append({"run_a": name_a, "run_b": name_b, **cmp.row()})
     table = pd.DataFrame(rows, columns=None if rows else ["run_a", "run_b", "delong_p", "mcnemar_p"])
     table["delong_p_holm"] = holm(table["delong_p"].to_numpy(dtype=float))

@@ -22,7 +22,7 @@ fixed, and the comparison says why.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,25 +104,37 @@ def arm(
     bootstrap's order) are ``labels``: recalibrated on each resample when the run's rule
     calibrates, its scores cover every shared program and recalibrating on all its programs
     gives back ``labels``; else labels fixed, ``missing`` or the reason as the note."""
+    return arm_builder(calibration, program_ids, labels, missing)(seed)
+
+
+def arm_builder(
+    calibration: RunCalibration | None,
+    program_ids: Sequence[Any] | np.ndarray,
+    labels: np.ndarray,
+    missing: str = "no calibration scores",
+) -> Callable[[int], Arm]:
+    """:func:`arm` less the seed: the checks and the run's scores are prepared once, and each
+    call with a seed gives an arm with its own random draws. A run compared with several
+    others on the same programs (a sweep's report) is prepared once, not once per pair."""
     if calibration is None:
-        return fixed(missing)
+        return _fixed_builder(fixed(missing))
     cfg = calibration.decision
     try:
         rule = get_rule(cfg.rule)
     except ValueError:
-        return fixed(f"unknown decision rule {cfg.rule!r}")
+        return _fixed_builder(fixed(f"unknown decision rule {cfg.rule!r}"))
     if rule.relabel is None:
-        return fixed(f"rule {cfg.rule} calibrates no threshold")
+        return _fixed_builder(fixed(f"rule {cfg.rule} calibrates no threshold"))
     lacking = [name for name in rule.needs if name not in calibration.scores.columns]
     if lacking:
-        return fixed(f"its scores lack {', '.join(lacking)}")
+        return _fixed_builder(fixed(f"its scores lack {', '.join(lacking)}"))
     values = calibration.scores[list(rule.needs)].apply(pd.to_numeric, errors="coerce")
     values = values[np.isfinite(values.to_numpy(dtype=float)).all(axis=1)]
     values.index = values.index.astype(str)
     ids = pd.Index([str(i) for i in program_ids])
     pos = values.index.get_indexer(ids)
     if (pos < 0).any():
-        return fixed(f"no calibration scores for {int((pos < 0).sum())} of {ids.size} shared programs")
+        return _fixed_builder(fixed(f"no calibration scores for {int((pos < 0).sum())} of {ids.size} shared programs"))
     others = np.setdiff1d(np.arange(len(values)), pos)
     human = pd.Series(np.nan, index=values.index)
     if HUMAN_LABEL in calibration.scores.columns:
@@ -136,14 +148,26 @@ def arm(
     again = relabel_rule(scores, cfg, np.concatenate([pos, others])[None, :])[0, :n]
     differ = int((again != np.asarray(labels, dtype=int)).sum())
     if differ:
-        return fixed(
-            f"recalibrating with its settings ({calibration.describe()}) gives other labels than "
-            f"the run's on {differ} of {n} programs"
+        return _fixed_builder(
+            fixed(
+                f"recalibrating with its settings ({calibration.describe()}) gives other labels than "
+                f"the run's on {differ} of {n} programs"
+            )
         )
-    rng = np.random.default_rng(seed)
+    described = calibration.describe()
 
-    def relabel(idx: np.ndarray) -> np.ndarray:
-        extra = [g[rng.integers(0, g.size, size=(idx.shape[0], g.size))] for g in groups]
-        return relabel_rule(scores, cfg, np.hstack([pos[idx], *extra]))[:, :n]
+    def build(seed: int) -> Arm:
+        rng = np.random.default_rng(seed)
 
-    return Arm(relabel, RECALIBRATED, calibration.describe())
+        def relabel(idx: np.ndarray) -> np.ndarray:
+            extra = [g[rng.integers(0, g.size, size=(idx.shape[0], g.size))] for g in groups]
+            return relabel_rule(scores, cfg, np.hstack([pos[idx], *extra]))[:, :n]
+
+        return Arm(relabel, RECALIBRATED, described)
+
+    return build
+
+
+def _fixed_builder(found: Arm) -> Callable[[int], Arm]:
+    """A builder of an arm with fixed labels (the seed draws nothing)."""
+    return lambda seed: found

@@ -4,7 +4,7 @@ of them would have no meaning). :mod:`mcu_exp.evaluation.paired` compares what t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,3 +101,26 @@ def pair(a: pd.DataFrame, b: pd.DataFrame, names_ab: tuple[str, str] = ("A", "B"
         only_a=only_a,
         only_b=only_b,
     )
+
+
+class Pairings:
+    """:func:`pair` of named per-program tables, each ordered pair built once: a sweep's report
+    pairs its runs to put them in groups of equal human labels, then compares the same pairs
+    (:func:`mcu_exp.evaluation.paired.compare_many`). A pair that fails is not kept (it raises
+    again)."""
+
+    def __init__(self, frames: Mapping[str, pd.DataFrame]) -> None:
+        self.frames = frames
+        self.built: dict[tuple[str, str], Paired] = {}
+
+    def __call__(self, name_a: str, name_b: str) -> Paired:
+        """The pair of ``frames[name_a]`` and ``frames[name_b]`` (:func:`pair`)."""
+        found = self.built.get((name_a, name_b))
+        if found is None:
+            found = pair(self.frames[name_a], self.frames[name_b], (name_a, name_b))
+            self.built[(name_a, name_b)] = found
+        return found
+
+    def serves(self, frames: Mapping[str, pd.DataFrame]) -> bool:
+        """Whether these are the tables it pairs (the same objects under the same names)."""
+        return all(self.frames.get(name) is frame for name, frame in frames.items())

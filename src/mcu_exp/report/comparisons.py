@@ -30,6 +30,7 @@ from mcu_exp.report.identity import row_label
 
 if TYPE_CHECKING:
     from mcu_exp.evaluation.paired_recalibration import RunCalibration
+    from mcu_exp.evaluation.pairing import Pairings
     from mcu_exp.report.sources import RunFiles
 
 TITLE = "Paired comparisons"
@@ -94,20 +95,26 @@ def unique_labels(rows: pd.DataFrame, keys: Sequence[str]) -> dict[str, str]:
     }
 
 
-def label_groups(frames: Mapping[str, pd.DataFrame]) -> tuple[list[list[str]], dict[str, str]]:
+def label_groups(
+    frames: Mapping[str, pd.DataFrame], pairings: Pairings | None = None
+) -> tuple[list[list[str]], dict[str, str]]:
     """The names of ``frames`` in groups whose human labels agree: each joins the first group
     with whose every member :func:`~mcu_exp.evaluation.paired.pair` pairs it (shared programs,
     equal human labels on them), else starts a group. Returns the groups and, for each name
-    that could not join the first group, why (the first :class:`PairingError`'s message)."""
-    from mcu_exp.evaluation.paired import PairingError, pair
+    that could not join the first group, why (the first :class:`PairingError`'s message).
+    ``pairings`` keeps the pairs it builds, for the comparisons of the same runs."""
+    from mcu_exp.evaluation.paired import PairingError
+    from mcu_exp.evaluation.pairing import Pairings
+
+    pairings = pairings if pairings is not None and pairings.serves(frames) else Pairings(frames)
 
     groups: list[list[str]] = []
     why: dict[str, str] = {}
-    for name, frame in frames.items():
+    for name in frames:
         for group in groups:
             try:
                 for member in group:
-                    pair(frames[member], frame, (member, name))
+                    pairings(member, name)
             except PairingError as exc:
                 why.setdefault(name, str(exc))
                 continue
@@ -167,14 +174,15 @@ def compare_group(
     seed: int,
     notes: list[str],
     calibrations: Mapping[str, RunCalibration] | None = None,
+    pairings: Pairings | None = None,
 ) -> pd.DataFrame:
-    """:func:`~mcu_exp.evaluation.paired.compare_many` of one group; should a pair still not
-    pair (program ids repeated in a table…), every pair on its own, the failing ones skipped
-    with a note."""
+    """:func:`~mcu_exp.evaluation.paired.compare_many` of one group (``pairings``: pairs
+    already built, see :func:`label_groups`); should a pair still not pair (program ids
+    repeated in a table…), every pair on its own, the failing ones skipped with a note."""
     from mcu_exp.evaluation.paired import PairingError, compare_many
 
     try:
-        return compare_many(frames, resamples, seed, CONFIDENCE, calibrations)
+        return compare_many(frames, resamples, seed, CONFIDENCE, calibrations, pairings)
     except PairingError:
         pass
     names = list(frames)
@@ -201,6 +209,7 @@ def comparison_part(
     order) and their runs' per-program tables ``found`` by run id (``calibrations``: the runs to
     recalibrate in the resamples, by run id); None when fewer than two configurations have a score."""
     from mcu_exp.evaluation.paired import holm
+    from mcu_exp.evaluation.pairing import Pairings
 
     labels = unique_labels(rows, keys)
     scored = [r for r in rows.index if r in found and has_score(found[r])]
@@ -223,7 +232,8 @@ def comparison_part(
         )
     frames = {labels[r]: found[r] for r in compared}
     run_ids = {labels[r]: r for r in compared}
-    groups, why = label_groups(frames)
+    pairings = Pairings(frames)  # each pair built once, for the groups and the comparisons
+    groups, why = label_groups(frames, pairings)
     if len(groups) > 1:
         listing = "; ".join(f"labels {i}: {', '.join(g)}" for i, g in enumerate(groups, 1))
         notes.append(
@@ -242,7 +252,7 @@ def comparison_part(
             notes.append(f"{group[0]}: no other configuration shares its human labels; not compared.")
             continue
         by_name = {n: by_run[run_ids[n]] for n in group if run_ids[n] in by_run}
-        table = compare_group({n: frames[n] for n in group}, resamples, seed, notes, by_name)
+        table = compare_group({n: frames[n] for n in group}, resamples, seed, notes, by_name, pairings)
         if not table.empty:
             parts.append(table.assign(labels=i))
     numbers = (
