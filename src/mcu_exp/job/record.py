@@ -6,6 +6,8 @@ recorder here and to what it prints (:mod:`mcu_exp.job.screen`)."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +27,7 @@ from mcu_exp.outputs import Artifacts
 from mcu_exp.proxies.base import OPTIONAL_SECTIONS, Proxy, ProxyOutcome
 from mcu_exp.redact import redact_tree
 from mcu_exp.tracking import RunLogger
+from mcu_exp.tracking.artifacts import JsonTable
 from mcu_exp.tracking.conventions import NOTE_TAG
 from mcu_exp.tracking.headline import metric_table
 
@@ -124,12 +127,33 @@ def log_tables(tracker: RunLogger, metrics: dict[str, Any], results: Path) -> No
     """The run's long tables as MLflow tables, which the UI's artifact view shows and filters:
     every metric (group, metric, value), the per-program table and the proxy's records
     (summaries, judgments, answers…), listed in one update of the run."""
-    tables = [(metric_table(metrics), f"{names.TABLES_DIR}/metrics.json")]
+    tables: list[tuple[Any, str]] = [(metric_table(metrics), f"{names.TABLES_DIR}/metrics.json")]
     for csv in sorted(results.glob("*.csv")):
         if csv.name.startswith("sensitivity_"):
             continue  # charted as series and figures
-        tables.append((pd.read_csv(csv, keep_default_na=False, na_values=[""]), f"{names.TABLES_DIR}/{csv.stem}.json"))
+        tables.append((csv_table(csv), f"{names.TABLES_DIR}/{csv.stem}.json"))
     tracker.log_tables(tables)
+
+
+# CSV bytes (by SHA-256) -> their table and its MLflow text, for the jobs of a sweep in this process
+_TABLES: dict[bytes, JsonTable] = {}
+MAX_TABLES = 64
+
+
+def csv_table(path: Path) -> JsonTable:
+    """A result CSV as an MLflow table (empty cells missing, "NA" and the like kept as text),
+    read and converted once per content in this process: a decision-only sweep's jobs write
+    the same proxy records (``summaries.csv``, hundreds of kB) and measure tables, which are
+    neither parsed nor converted again. Another content (an edited file) is read afresh."""
+    data = path.read_bytes()
+    key = hashlib.sha256(data).digest()
+    found = _TABLES.get(key)
+    if found is None:
+        found = JsonTable(pd.read_csv(io.BytesIO(data), keep_default_na=False, na_values=[""]))
+        if len(_TABLES) >= MAX_TABLES:
+            _TABLES.clear()
+        _TABLES[key] = found
+    return found
 
 
 def unused_sections(proxy: Proxy, reference: Proxy | None) -> tuple[str, ...]:

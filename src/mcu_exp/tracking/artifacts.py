@@ -60,6 +60,21 @@ def local_path(uri: str, artifact_uri: str) -> Path | None:
     return artifact_root(uri) / relative
 
 
+def table_json(frame: Any) -> str:
+    """The text of ``frame`` as an MLflow table: JSON, "split" orientation, no index."""
+    return str(frame.to_json(None, orient="split", index=False, date_format="iso"))
+
+
+class JsonTable:
+    """A table with its MLflow JSON text already made (:func:`table_json`): a sweep's jobs log
+    some of the same tables (the proxy's records), and :meth:`RunArtifacts.put_tables` writes
+    the text as it is instead of converting the frame again."""
+
+    def __init__(self, frame: Any, text: str | None = None) -> None:
+        self.frame = frame
+        self.text = table_json(frame) if text is None else text
+
+
 class RunArtifacts:
     """Write and read one run's artifacts: straight into the local folder when the run's
     location is relative to a local store, through MLflow's client otherwise."""
@@ -82,16 +97,18 @@ class RunArtifacts:
         self.put_tables([(frame, artifact_file)])
 
     def put_tables(self, tables: list[tuple[Any, str]]) -> None:
-        """Several ``(frame, artifact_file)`` tables as :meth:`put_table` writes each; in a local
-        store with one read and one write of the run's tag for all of them."""
+        """Several ``(frame, artifact_file)`` tables as :meth:`put_table` writes each (a
+        :class:`JsonTable` in place of a frame: its text as it is); in a local store with one
+        read and one write of the run's tag for all of them."""
         if self.local is None:
-            for frame, artifact_file in tables:
+            for item, artifact_file in tables:
+                frame = item.frame if isinstance(item, JsonTable) else item
                 self.client.log_table(self.run_id, data=frame, artifact_file=artifact_file)
             return
-        for frame, artifact_file in tables:
+        for item, artifact_file in tables:
             target = self.local / artifact_file
             target.parent.mkdir(parents=True, exist_ok=True)
-            frame.to_json(target, orient="split", index=False, date_format="iso")
+            target.write_text(item.text if isinstance(item, JsonTable) else table_json(item), encoding="utf-8")
         tags = self.client.get_run(self.run_id).data.tags
         logged = json.loads(tags.get(LOGGED_ARTIFACTS, "[]"))
         added = [entry for _, path in tables if (entry := {"path": path, "type": "table"}) not in logged]

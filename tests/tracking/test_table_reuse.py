@@ -1,0 +1,50 @@
+"""A result CSV is logged as an MLflow table from its text once per content: the jobs of a
+sweep that write the same proxy records reuse the table and its JSON; a changed file is read
+again; the JSON written is the one pandas writes for the table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+from mlflow.tracking import MlflowClient
+
+from mcu_exp.job.record import csv_table
+from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location
+from support.mlflow_store import seed_store
+
+RECORDS = 'program_id,summary,note\np1,adds two numbers,NA\np2,"sorts, then prints",\np3,None,ok\n'
+
+
+def test_the_same_csv_content_is_read_and_converted_once(tmp_path: Path) -> None:
+    first, second = tmp_path / "job0" / "summaries.csv", tmp_path / "job1" / "summaries.csv"
+    for path in (first, second):
+        path.parent.mkdir()
+        path.write_text(RECORDS)
+    table = csv_table(first)
+    assert csv_table(second) is table  # another job's file, the same bytes: not parsed again
+    assert table.frame["note"].tolist()[0] == "NA" and pd.isna(table.frame["note"].iloc[1])
+    second.write_text(RECORDS.replace("adds two numbers", "adds three numbers"))
+    changed = csv_table(second)
+    assert changed is not table and changed.frame.at[0, "summary"] == "adds three numbers"
+    assert '"adds three numbers"' in changed.text and '"adds two numbers"' in table.text
+
+
+def test_a_reused_table_is_stored_as_pandas_writes_it(tmp_path: Path) -> None:
+    outputs = seed_store(tmp_path / "outputs")
+    client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
+    exp = client.create_experiment("tables", artifact_location=experiment_location("tables"))
+    run = client.create_run(exp)
+    art = RunArtifacts(client, run.info.run_id, run.info.artifact_uri)
+    path = tmp_path / "summaries.csv"
+    path.write_text(RECORDS)
+    art.put_tables([(csv_table(path), "tables/summaries.json"), (csv_table(path), "tables/again.json")])
+    expected = tmp_path / "expected.json"
+    pd.read_csv(path, keep_default_na=False, na_values=[""]).to_json(
+        expected, orient="split", index=False, date_format="iso"
+    )
+    for name in ("summaries", "again"):
+        stored = art.get(f"tables/{name}.json", tmp_path)
+        assert stored is not None and stored.read_bytes() == expected.read_bytes()
+    assert json.loads(expected.read_text())["columns"] == ["program_id", "summary", "note"]
