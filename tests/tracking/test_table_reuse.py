@@ -1,6 +1,7 @@
 """A result CSV is logged as an MLflow table from its text once per content: the jobs of a
 sweep that write the same proxy records reuse the table and its JSON; a changed file is read
-again; the JSON written is the one pandas writes for the table."""
+again; the JSON written is the one pandas writes for the table. A job's run lists its tables
+without reading the run back, in the same store write as its other tags."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from mlflow.tracking import MlflowClient
 
+from mcu_exp.config import TrackingConfig
 from mcu_exp.job.record import csv_table
-from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location
+from mcu_exp.tracking.artifacts import LOGGED_ARTIFACTS, RunArtifacts, experiment_location
+from mcu_exp.tracking.mlflow_run import mlflow_run
 from support.mlflow_store import seed_store
 
 RECORDS = 'program_id,summary,note\np1,adds two numbers,NA\np2,"sorts, then prints",\np3,None,ok\n'
@@ -48,3 +52,23 @@ def test_a_reused_table_is_stored_as_pandas_writes_it(tmp_path: Path) -> None:
         stored = art.get(f"tables/{name}.json", tmp_path)
         assert stored is not None and stored.read_bytes() == expected.read_bytes()
     assert json.loads(expected.read_text())["columns"] == ["program_id", "summary", "note"]
+
+
+def test_a_jobs_table_list_is_written_with_its_other_tags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    outputs = seed_store(tmp_path / "outputs")
+    reader = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
+    frame = pd.DataFrame({"x": [1, 2]})
+    with mlflow_run(TrackingConfig(), str(outputs), "job", {}) as tracker:
+        assert tracker.artifacts is not None and tracker.artifacts.tables_listed == []  # a new run: no read needed
+        run_id = str(tracker.run_id)
+        with tracker.batched():
+            tracker.set_tags({"verdict": "x"})
+            tracker.log_tables([(frame, "tables/a.json"), (frame, "tables/b.json")])
+            assert LOGGED_ARTIFACTS not in reader.get_run(run_id).data.tags  # waits for the batch
+        tags = reader.get_run(run_id).data.tags
+        assert tags["verdict"] == "x"
+        assert [e["path"] for e in json.loads(tags[LOGGED_ARTIFACTS])] == ["tables/a.json", "tables/b.json"]
+        tracker.log_tables([(frame, "tables/c.json"), (frame, "tables/a.json")])
+    listed = json.loads(reader.get_run(run_id).data.tags[LOGGED_ARTIFACTS])
+    assert [e["path"] for e in listed] == ["tables/a.json", "tables/b.json", "tables/c.json"]

@@ -114,13 +114,13 @@ def record_results(tracker: RunLogger, done: JobResults, note: str) -> None:
     folder = done.artifacts.folder
     (folder / names.METRICS_FILE).write_text(json.dumps(json_safe(done.metrics), indent=2, sort_keys=True))
     drew = any(folder.glob("*.png"))  # evaluation.plots: the headline figure joins the job's figures
-    with tracker.batched():  # headline metrics and series, result params and tags: one or two store writes
+    with tracker.batched():  # metrics, series, params and tags (the table list too) in one or two store writes
         tracker.log_headline(done.metrics, list(done.reports), done.artifacts.series, figure=folder if drew else None)
         if done.outcome.params:
             tracker.log_params({f"result.{k}": str(v) for k, v in done.outcome.params.items()})
         tracker.set_tags(result_tags(done, note))
-    tracker.log_artifacts(folder)
-    log_tables(tracker, done.metrics, folder)
+        tracker.log_artifacts(folder)
+        log_tables(tracker, done.metrics, folder)
 
 
 def log_tables(tracker: RunLogger, metrics: dict[str, Any], results: Path) -> None:

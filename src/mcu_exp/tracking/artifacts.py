@@ -16,6 +16,7 @@ import json
 import re
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -83,6 +84,9 @@ class RunArtifacts:
         self.client = client
         self.run_id = run_id
         self.local = local_path(str(client.tracking_uri), artifact_uri)
+        # The run's table list (its LOGGED_ARTIFACTS tag) when this object is the run's only
+        # writer of it (a run it saw created); None: read from the run before each update.
+        self.tables_listed: list[dict[str, str]] | None = None
 
     def put_folder(self, folder: Path, artifact_path: str | None = None) -> None:
         """Every file under ``folder``, under ``artifact_path`` (the root when None)."""
@@ -96,10 +100,12 @@ class RunArtifacts:
         ``mlflow.loggedArtifacts`` tag), which the UI's artifact and evaluation views show."""
         self.put_tables([(frame, artifact_file)])
 
-    def put_tables(self, tables: list[tuple[Any, str]]) -> None:
+    def put_tables(self, tables: list[tuple[Any, str]], set_tag: Callable[[str, str], None] | None = None) -> None:
         """Several ``(frame, artifact_file)`` tables as :meth:`put_table` writes each (a
         :class:`JsonTable` in place of a frame: its text as it is); in a local store with one
-        read and one write of the run's tag for all of them."""
+        read and one write of the run's tag for all of them, no read when
+        :attr:`tables_listed` is known. ``set_tag(key, value)`` writes the tag (default: the
+        client's ``set_tag``; a job passes its batched writer)."""
         if self.local is None:
             for item, artifact_file in tables:
                 frame = item.frame if isinstance(item, JsonTable) else item
@@ -109,12 +115,19 @@ class RunArtifacts:
             target = self.local / artifact_file
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(item.text if isinstance(item, JsonTable) else table_json(item), encoding="utf-8")
-        tags = self.client.get_run(self.run_id).data.tags
-        logged = json.loads(tags.get(LOGGED_ARTIFACTS, "[]"))
+        logged = self.tables_listed
+        if logged is None:
+            logged = json.loads(self.client.get_run(self.run_id).data.tags.get(LOGGED_ARTIFACTS, "[]"))
         added = [entry for _, path in tables if (entry := {"path": path, "type": "table"}) not in logged]
         added = [entry for i, entry in enumerate(added) if entry not in added[:i]]
         if added:
-            self.client.set_tag(self.run_id, LOGGED_ARTIFACTS, json.dumps([*logged, *added]))
+            text = json.dumps([*logged, *added])
+            if set_tag is None:
+                self.client.set_tag(self.run_id, LOGGED_ARTIFACTS, text)
+            else:
+                set_tag(LOGGED_ARTIFACTS, text)
+            if self.tables_listed is not None:
+                self.tables_listed = [*logged, *added]
 
     def list(self, artifact_path: str = "") -> set[str]:
         """The artifact paths directly under ``artifact_path`` (the root by default)."""

@@ -26,7 +26,7 @@ from mcu_exp.names import TAG_DEBUG
 from mcu_exp.pid_space import pid_space
 from mcu_exp.redact import is_secret_key, redact_text
 from mcu_exp.tracking import headline, shared
-from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location, is_local_store
+from mcu_exp.tracking.artifacts import LOGGED_ARTIFACTS, RunArtifacts, experiment_location, is_local_store
 from mcu_exp.tracking.batch import DeferredClient
 from mcu_exp.tracking.naming import unique_name
 from mcu_exp.tracking.reserve import Reserve, release_stale
@@ -321,9 +321,10 @@ class RunLogger:
             self.artifacts.put_table(frame, artifact_file)
 
     def log_tables(self, tables: list[tuple[Any, str]]) -> None:
-        """Several ``(frame, artifact_file)`` tables in one update of the run's table list."""
+        """Several ``(frame, artifact_file)`` tables in one update of the run's table list (a
+        tag, written with the others inside :meth:`batched`)."""
         if self.artifacts is not None:
-            self.artifacts.put_tables(tables)
+            self.artifacts.put_tables(tables, set_tag=lambda key, value: self.set_tags({key: value}))
 
 
 def open_experiment(tracking: Any, outputs: str, debug: bool = False) -> tuple[Any, str, str, str]:
@@ -370,6 +371,7 @@ def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str, tags: Mapp
         raise
     room.name(run.info.run_id)
     artifacts = RunArtifacts(client, run.info.run_id, run.info.artifact_uri)
+    artifacts.tables_listed = json.loads(run.data.tags.get(LOGGED_ARTIFACTS, "[]"))  # this job writes the list
     logger = RunLogger(client, run.info.run_id, uri, artifacts, scorer=tags.get("mcu.scorer"))
     logger.experiment_id = str(exp_id)
     monitor = system_monitor(run.info.run_id, uri) if getattr(tracking, "system_metrics", False) else None
