@@ -44,6 +44,8 @@ from hydra.core.override_parser.types import Override
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
+from hydra_plugins.mcu_exp_sweeper import job_start
+
 IN_PROCESS = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"  # by name: Hydra's plugin scan reloads it
 MAX_KEPT = 512  # composed configs held between the check and the launch; beyond that, composed again
 
@@ -174,7 +176,9 @@ class ComposedOnce:
 
 class ComposeOnceSweeper(BasicSweeper):
     """:class:`BasicSweeper` (same settings, same batches, same early check of every job's
-    config) whose in-process launcher reuses the configs the check composed."""
+    config) whose in-process launcher reuses the configs the check composed and starts each
+    job through :func:`~hydra_plugins.mcu_exp_sweeper.job_start.run_job` (cheaper copies and
+    YAML files, the same files)."""
 
     def __init__(self, max_batch_size: int | None = None, params: dict[str, str] | None = None) -> None:
         super().__init__(max_batch_size=max_batch_size, params=params)
@@ -187,6 +191,7 @@ class ComposeOnceSweeper(BasicSweeper):
             self.composed = ComposedOnce(hydra_context.config_loader)
             context = HydraContext(config_loader=self.composed, callbacks=hydra_context.callbacks)  # type: ignore[arg-type]
             self.launcher.hydra_context = context  # type: ignore[attr-defined]
+            self.launcher.launch = types.MethodType(job_start.launch, self.launcher)  # type: ignore[method-assign]
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         """Compose every job's config of ``batch`` (a mistake stops the sweep before any job

@@ -190,12 +190,9 @@ def run_facts(cfg: Config, proxy: Proxy, dataset: str, n: int) -> dict[str, Any]
 def save_config(raw: DictConfig, path: Path) -> None:
     """The resolved config as YAML, secrets masked (secret-looking keys, URL user-info): the
     text ``OmegaConf.save`` writes, dumped from the masked container without building a new
-    config from it (a third of the cost, paid by every job of a sweep)."""
-    import yaml
-    from omegaconf._utils import get_omega_conf_dumper
+    config from it (a third of the cost, paid by every job of a sweep), the parts a sweep's
+    jobs share emitted once (:func:`~mcu_exp.job.config_yaml.config_yaml`)."""
+    from mcu_exp.job.config_yaml import config_yaml
 
     masked = redact_tree(OmegaConf.to_container(raw, resolve=True, enum_to_str=True))
-    text = yaml.dump(
-        masked, default_flow_style=False, allow_unicode=True, sort_keys=False, Dumper=get_omega_conf_dumper()
-    )
-    path.write_text(text, encoding="utf-8")
+    path.write_text(config_yaml(masked), encoding="utf-8")
