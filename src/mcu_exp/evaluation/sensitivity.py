@@ -198,8 +198,8 @@ def _grouped(labels: Mapping[str, pd.Series], values: pd.Series) -> list[tuple[s
     labels for (in ``values``' order); groups sharing no program are left out."""
     found = []
     for name, group in labels.items():
-        common = [p for p in values.index if p in group.index]
-        if common:
+        common = values.index[values.index.isin(group.index)]
+        if len(common):
             found.append((name, group.loc[common].to_numpy(), values.loc[common].to_numpy(dtype=float)))
     return found
 
