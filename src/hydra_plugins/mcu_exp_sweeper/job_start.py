@@ -68,15 +68,14 @@ def save_config(cfg: DictConfig, filename: str, output_dir: Path) -> None:
 # ``copy`` as run_job uses it (``copy.deepcopy``), with configs copied by config_copy.
 _copying = types.SimpleNamespace(deepcopy=config_copy)
 
-run_job = types.FunctionType(
-    hydra_utils.run_job.__code__,
-    {**vars(hydra_utils), "copy": _copying, "_save_config": save_config},
-    "run_job",
-    hydra_utils.run_job.__defaults__,
-)
-launch = types.FunctionType(
-    basic_launcher.BasicLauncher.launch.__code__,
-    {**vars(basic_launcher), "run_job": run_job},
-    "launch",
-    basic_launcher.BasicLauncher.launch.__defaults__,
-)
+
+def _rebuilt(function: Any, name: str, names: dict[str, Any]) -> Any:
+    """``function`` (a plain module-level function) with some of its global ``names`` resolved
+    to other objects; ``function`` itself when something wrapped it (a closure: not Hydra's code)."""
+    if not isinstance(function, types.FunctionType) or function.__closure__ is not None:
+        return function
+    return types.FunctionType(function.__code__, {**function.__globals__, **names}, name, function.__defaults__)
+
+
+run_job = _rebuilt(hydra_utils.run_job, "run_job", {"copy": _copying, "_save_config": save_config})
+launch = _rebuilt(basic_launcher.BasicLauncher.launch, "launch", {"run_job": run_job})
