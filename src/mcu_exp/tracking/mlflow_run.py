@@ -30,6 +30,7 @@ from mcu_exp.tracking.artifacts import LOGGED_ARTIFACTS, RunArtifacts, experimen
 from mcu_exp.tracking.batch import DeferredClient
 from mcu_exp.tracking.naming import unique_name
 from mcu_exp.tracking.reserve import Reserve, release_stale
+from mcu_exp.tracking.sqlite_store import ensure_created
 from mcu_exp.tracking.sweep import PARENT_TAG, job_parent
 from mcu_exp.tracking.ui_view import set_headline_view
 
@@ -336,6 +337,7 @@ def open_experiment(tracking: Any, outputs: str, debug: bool = False) -> tuple[A
     uri = tracking_uri(tracking, outputs)
     name = experiment_name(tracking, debug=debug)
     with store_lock(uri):  # MlflowClient() itself creates the schema of a new SQLite store
+        ensure_created(uri, lambda at: MlflowClient(tracking_uri=at))  # whole or not at all
         client = MlflowClient(tracking_uri=uri)
         exp_id = shared.create_experiment(client, name, artifact_location(name, uri))
         set_headline_view(client, exp_id)
