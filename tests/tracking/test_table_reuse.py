@@ -13,7 +13,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from mcu_exp.config import TrackingConfig
-from mcu_exp.job.record import csv_table
+from mcu_exp.job.record import MAX_TABLES, csv_table
 from mcu_exp.tracking.artifacts import LOGGED_ARTIFACTS, RunArtifacts, experiment_location
 from mcu_exp.tracking.mlflow_run import mlflow_run
 from support.mlflow_store import seed_store
@@ -72,3 +72,15 @@ def test_a_jobs_table_list_is_written_with_its_other_tags(tmp_path: Path, monkey
         tracker.log_tables([(frame, "tables/c.json"), (frame, "tables/a.json")])
     listed = json.loads(reader.get_run(run_id).data.tags[LOGGED_ARTIFACTS])
     assert [e["path"] for e in listed] == ["tables/a.json", "tables/b.json", "tables/c.json"]
+
+
+def test_tables_shared_by_every_job_stay_while_each_jobs_own_ones_come_and_go(tmp_path: Path) -> None:
+    shared = tmp_path / "summaries.csv"
+    shared.write_text(RECORDS)
+    kept = csv_table(shared)
+    for job in range(3 * MAX_TABLES):  # each job: the shared records and a table of its own
+        assert csv_table(shared) is kept
+        own = tmp_path / f"per_program_{job}.csv"
+        own.write_text(f"program_id,label\np1,{job}\n")
+        assert csv_table(own).frame.at[0, "label"] == job
+    assert csv_table(shared) is kept

@@ -135,9 +135,10 @@ def log_tables(tracker: RunLogger, metrics: dict[str, Any], results: Path) -> No
     tracker.log_tables(tables)
 
 
-# CSV bytes (by SHA-256) -> their table and its MLflow text, for the jobs of a sweep in this process
+# CSV bytes (by SHA-256) -> their table and its MLflow text, for the jobs of a sweep in this
+# process, least recently used first (a job's own tables, per_program.csv…, leave first)
 _TABLES: dict[bytes, JsonTable] = {}
-MAX_TABLES = 64
+MAX_TABLES = 16
 
 
 def csv_table(path: Path) -> JsonTable:
@@ -147,12 +148,12 @@ def csv_table(path: Path) -> JsonTable:
     neither parsed nor converted again. Another content (an edited file) is read afresh."""
     data = path.read_bytes()
     key = hashlib.sha256(data).digest()
-    found = _TABLES.get(key)
+    found = _TABLES.pop(key, None)
     if found is None:
         found = JsonTable(pd.read_csv(io.BytesIO(data), keep_default_na=False, na_values=[""]))
-        if len(_TABLES) >= MAX_TABLES:
-            _TABLES.clear()
-        _TABLES[key] = found
+        while len(_TABLES) >= MAX_TABLES:
+            del _TABLES[next(iter(_TABLES))]
+    _TABLES[key] = found  # the most recently used last
     return found
 
 
