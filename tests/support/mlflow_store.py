@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 STORE = "mlflow.db"
 _template: Path | None = None
@@ -44,3 +45,16 @@ def all_metrics(client: object, run: object) -> dict[str, float]:
         path = RunArtifacts(client, info.run_id, info.artifact_uri).get(names.METRICS_FILE, Path(tmp))
         assert path is not None, f"run {info.run_id} has no {names.METRICS_FILE}"
         return {k: float("nan") if v is None else float(v) for k, v in json.loads(path.read_text()).items()}
+
+
+def table_run(tmp_path: Path) -> tuple[Any, str, Any]:
+    """A fresh local store with one run in an experiment ``tables``: its client, the run's id
+    and the run's :class:`~mcu_exp.tracking.artifacts.RunArtifacts`."""
+    from mlflow.tracking import MlflowClient
+
+    from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location
+
+    outputs = seed_store(tmp_path / "outputs")
+    client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
+    run = client.create_run(client.create_experiment("tables", artifact_location=experiment_location("tables")))
+    return client, run.info.run_id, RunArtifacts(client, run.info.run_id, run.info.artifact_uri)

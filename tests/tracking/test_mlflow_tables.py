@@ -7,22 +7,17 @@ import json
 from pathlib import Path
 
 import pandas as pd
-from mlflow.tracking import MlflowClient
 
-from mcu_exp.tracking.artifacts import LOGGED_ARTIFACTS, RunArtifacts, experiment_location
-from support.mlflow_store import seed_store
+from mcu_exp.tracking.artifacts import LOGGED_ARTIFACTS
+from support.mlflow_store import table_run
 
 
 def test_tables_written_at_once_are_listed_in_order_and_once(tmp_path: Path) -> None:
-    outputs = seed_store(tmp_path / "outputs")
-    client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
-    exp = client.create_experiment("tables", artifact_location=experiment_location("tables"))
-    run = client.create_run(exp)
-    art = RunArtifacts(client, run.info.run_id, run.info.artifact_uri)
+    client, run_id, art = table_run(tmp_path)
     art.put_table(pd.DataFrame({"a": [1]}), "tables/first.json")
     frames = [(pd.DataFrame({"x": [i, i + 1], "t": ["u", "v"]}), f"tables/t{i}.json") for i in range(3)]
     art.put_tables([*frames, (frames[0][0], "tables/first.json"), frames[1]])
-    listed = json.loads(client.get_run(run.info.run_id).data.tags[LOGGED_ARTIFACTS])
+    listed = json.loads(client.get_run(run_id).data.tags[LOGGED_ARTIFACTS])
     assert [e["path"] for e in listed] == ["tables/first.json", "tables/t0.json", "tables/t1.json", "tables/t2.json"]
     assert {e["type"] for e in listed} == {"table"}
     stored = json.loads(art.get("tables/t2.json", tmp_path).read_text())

@@ -14,9 +14,9 @@ from mlflow.tracking import MlflowClient
 
 from mcu_exp.config import TrackingConfig
 from mcu_exp.job.record import MAX_TABLES, csv_table
-from mcu_exp.tracking.artifacts import LOGGED_ARTIFACTS, RunArtifacts, experiment_location
+from mcu_exp.tracking.artifacts import LOGGED_ARTIFACTS
 from mcu_exp.tracking.mlflow_run import mlflow_run
-from support.mlflow_store import seed_store
+from support.mlflow_store import seed_store, table_run
 
 RECORDS = 'program_id,summary,note\np1,adds two numbers,NA\np2,"sorts, then prints",\np3,None,ok\n'
 
@@ -36,11 +36,7 @@ def test_the_same_csv_content_is_read_and_converted_once(tmp_path: Path) -> None
 
 
 def test_a_reused_table_is_stored_as_pandas_writes_it(tmp_path: Path) -> None:
-    outputs = seed_store(tmp_path / "outputs")
-    client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
-    exp = client.create_experiment("tables", artifact_location=experiment_location("tables"))
-    run = client.create_run(exp)
-    art = RunArtifacts(client, run.info.run_id, run.info.artifact_uri)
+    client, run_id, art = table_run(tmp_path)
     path = tmp_path / "summaries.csv"
     path.write_text(RECORDS)
     art.put_tables([(csv_table(path), "tables/summaries.json"), (csv_table(path), "tables/again.json")])
