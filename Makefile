@@ -34,6 +34,11 @@ UV_LOCAL_ARGS ?= $(if $(wildcard /opt/wheels/*.whl),--find-links /opt/wheels) \
   $(if $(LOCAL_INDEXES),--index-strategy unsafe-best-match) \
   $(if $(wildcard /etc/xdg/pip/constraints.txt),-c /etc/xdg/pip/constraints.txt)
 
+# uv installs without compiling bytecode (pip compiles it); where PYTHONDONTWRITEBYTECODE is set, as on
+# this project's machines, every process then compiles each module it imports again: `make test` on a
+# fresh clone took 393 s that way and 295 s with the bytecode compiled at install (~40 s more there).
+UV_COMPILE ?= --compile-bytecode
+
 # $(call uv_or_pip,<venv bin folder>,<pip subcommand and its arguments>): runs `uv pip ...` on that
 # venv, bootstrapping uv into it when none is on PATH, or the venv's own pip when uv is unusable.
 define uv_or_pip
@@ -43,7 +48,7 @@ if [ "$(INSTALLER)" = uv ] && ! $${uv:-false} --version >/dev/null 2>&1; then \
 fi; \
 if [ "$(INSTALLER)" = uv ] && $$uv --version >/dev/null 2>&1; then \
   echo "  uv pip $(2)"; $$uv pip $(word 1,$(2)) --quiet --python $(1)/python \
-    $(if $(filter install,$(word 1,$(2))),$(UV_LOCAL_ARGS)) $(wordlist 2,999,$(2)); \
+    $(if $(filter install,$(word 1,$(2))),$(UV_LOCAL_ARGS) $(UV_COMPILE)) $(wordlist 2,999,$(2)); \
 else \
   echo "  pip $(2)"; $(1)/python -m pip $(word 1,$(2)) -qq --disable-pip-version-check \
     $(if $(filter uninstall,$(word 1,$(2))),-y) $(wordlist 2,999,$(2)); \
