@@ -23,6 +23,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("registry", 0),
     ("console", 0),
     ("interrupts", 0),
+    ("recent", 0),
     ("config", 0),
     ("config.schema", 0),
     ("config.suggest", 0),

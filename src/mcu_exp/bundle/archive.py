@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcu_exp.recent import Recent
+
 FORMAT = "mcu-exp-bundle/1"
 MANIFEST = "manifest.json"
 GENERATION_TABLES = ("requests", "samples")
@@ -35,8 +37,7 @@ _RESULT_SUFFIXES = (".csv", ".json", ".yaml")
 
 
 _ROW_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))  # json.dumps's text, one encoder
-_JSONL_KEPT = 2 * (len(GENERATION_TABLES) + len(SCORE_TABLES))  # encoded tables kept (RowSet.jsonl)
-_JSONL_MEMO: dict[tuple[str, frozenset[tuple[Any, tuple[Any, ...]]]], bytes] = {}
+_JSONL_TEXTS: Recent[bytes] = Recent(2 * (len(GENERATION_TABLES) + len(SCORE_TABLES)))  # RowSet.jsonl's
 
 
 class BundleError(ValueError):
@@ -68,20 +69,17 @@ class RowSet:
         the same rows: the text of the last few row sets is kept per process (compared by
         content, so another set of rows is encoded anew)."""
         found = self.tables.get(table, {})
-        memo_key = (table, frozenset(found.items()))
-        text = _JSONL_MEMO.pop(memo_key, None)
-        if text is None:
+
+        def encode() -> bytes:
             lines = []
             for key in sorted(found):
                 row = list(found[key])
                 if table in _BINARY_KEYS:
                     row[0] = bytes(row[0]).hex()
                 lines.append(_ROW_ENCODER.encode(row))
-            text = ("\n".join(lines) + "\n").encode() if lines else b""
-        _JSONL_MEMO[memo_key] = text
-        while len(_JSONL_MEMO) > _JSONL_KEPT:
-            _JSONL_MEMO.pop(next(iter(_JSONL_MEMO)))
-        return text
+            return ("\n".join(lines) + "\n").encode() if lines else b""
+
+        return _JSONL_TEXTS.get((table, frozenset(found.items())), encode)
 
     @classmethod
     def from_jsonl(cls, members: Mapping[str, bytes]) -> RowSet:

@@ -25,6 +25,7 @@ from mcu_exp.evaluation.verdict import outcomes as verdict_outcomes
 from mcu_exp.evaluation.versus_always import f1_minus_always
 from mcu_exp.outputs import Artifacts
 from mcu_exp.proxies.base import OPTIONAL_SECTIONS, Proxy, ProxyOutcome
+from mcu_exp.recent import Recent
 from mcu_exp.redact import redact_tree
 from mcu_exp.tracking import RunLogger
 from mcu_exp.tracking.artifacts import JsonTable
@@ -136,9 +137,9 @@ def log_tables(tracker: RunLogger, metrics: dict[str, Any], results: Path) -> No
 
 
 # CSV bytes (by SHA-256) -> their table and its MLflow text, for the jobs of a sweep in this
-# process, least recently used first (a job's own tables, per_program.csv…, leave first)
-_TABLES: dict[bytes, JsonTable] = {}
+# process (a job's own tables, per_program.csv…, are the least recently used and leave first)
 MAX_TABLES = 16
+_TABLES: Recent[JsonTable] = Recent(MAX_TABLES)
 
 
 def csv_table(path: Path) -> JsonTable:
@@ -147,14 +148,10 @@ def csv_table(path: Path) -> JsonTable:
     the same proxy records (``summaries.csv``, hundreds of kB) and measure tables, which are
     neither parsed nor converted again. Another content (an edited file) is read afresh."""
     data = path.read_bytes()
-    key = hashlib.sha256(data).digest()
-    found = _TABLES.pop(key, None)
-    if found is None:
-        found = JsonTable(pd.read_csv(io.BytesIO(data), keep_default_na=False, na_values=[""]))
-        while len(_TABLES) >= MAX_TABLES:
-            del _TABLES[next(iter(_TABLES))]
-    _TABLES[key] = found  # the most recently used last
-    return found
+    return _TABLES.get(
+        hashlib.sha256(data).digest(),
+        lambda: JsonTable(pd.read_csv(io.BytesIO(data), keep_default_na=False, na_values=[""])),
+    )
 
 
 def unused_sections(proxy: Proxy, reference: Proxy | None) -> tuple[str, ...]:
