@@ -74,7 +74,9 @@ def _job(cfg: DictConfig) -> float:
         with console.job_console(
             progress=not bool(cfg.get("quiet", False)), verbose=_hydra_verbose(), quiet_job=_quiet_job(cfg)
         ):
-            return run_job(cfg)
+            primary = run_job(cfg)
+        console.job_finished()
+        return primary
     except KeyboardInterrupt as exc:  # Ctrl-C: one line, no traceback, the shell's 130
         message = console.interrupted_line(exc)
         console.to_log_files(log, message, logging.ERROR)

@@ -234,11 +234,28 @@ class JobInterrupted(KeyboardInterrupt):
         )
 
 
+_finished_jobs = 0  # jobs this process ran to their end (a sweep's, or the one job)
+
+
+def job_finished() -> None:
+    """Count a job that ran to its end, so a later Ctrl-C (between a sweep's jobs, after its
+    summary) does not say that nothing was generated."""
+    global _finished_jobs
+    _finished_jobs += 1
+
+
 def interrupted_line(exc: KeyboardInterrupt) -> str:
-    """The one line for a Ctrl-C: :meth:`JobInterrupted.line`, or, before the job's run
-    started, that nothing of it was generated yet."""
+    """The one line for a Ctrl-C: :meth:`JobInterrupted.line` inside a job's run; else what the
+    jobs that finished left (their runs, outputs and cached samples), or, before any job, that
+    nothing was generated yet."""
     if isinstance(exc, JobInterrupted):
         return exc.line()
+    if _finished_jobs:
+        jobs = f"{_finished_jobs} job{'' if _finished_jobs == 1 else 's'}"
+        return (
+            f"interrupted after {jobs} finished (their runs, outputs and generated samples are saved); "
+            "run the same command again: finished work comes back from the caches"
+        )
     return "interrupted before the job generated anything; run the same command again to start it"
 
 

@@ -119,39 +119,41 @@ def run_job(raw: DictConfig) -> float:
         try:
             outcome = proxy.outcome(run_stages(proxy, generators))
             interrupts.check()
-        except KeyboardInterrupt:  # Ctrl-C: the run ends KILLED with what this job saved
+            outcome.metrics.update(generators.stats())
+            outcome.metrics.update(generators.usage())
+            relabel = relabeller(proxy, outcome, cfg.evaluation)
+            reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel, ctx.cache_dir)
+            reports = attach_ceilings(reports, dataset, cfg.labels, cfg.evaluation, results, ctx.cache_dir)
+            vs_ref = reference_report(
+                proxy,
+                reference,
+                outcome,
+                cfg.evaluation,
+                relabel,
+                cfg.generation.max_failed_share,
+                labels.labels,
+                ctx.cache_dir,
+            )
+            small = class_warnings(reports, vs_ref, cfg.evaluation.min_per_class)
+            artifacts = write_outputs(cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports, ctx.cache_dir)
+            measures = measures_and_baselines(outcome, dataset, labels, cfg.evaluation, ctx.cache_dir)
+            if measures is not None:
+                measures.to_csv(results / names.MEASURES_FILE)
+            prr = write_rejection(outcome, labels, results, cfg.evaluation, ctx.cache_dir)
+
+            done = JobResults(title, outcome, reports, vs_ref, small, artifacts, measures)
+            done.metrics = job_metrics(done, labels, dataset, prr)
+            done.metrics["job_seconds"] = time.perf_counter() - started
+            facts = run_facts(cfg, proxy, dataset.name, done.main.n)
+            record_results(tracker, done, note=description(title, done.main.verdict, facts))
+            bundle_line = finish_job(cfg, tracker, run_dir, dataset, title)
+            print_results(done, cfg, reference)
+            print_where(run_dir, tracker, bundle_line)
+            console.job_line(f"{title}: {headline_text(done.metrics)}")
+        except KeyboardInterrupt as exc:  # Ctrl-C: the run ends KILLED with what this job saved
+            if isinstance(exc, console.JobInterrupted):
+                raise
             saved = generators.saved()
             tracker.log_metrics_and_series({"interrupted.samples_saved": saved, **generators.stats()}, {})
             raise console.JobInterrupted(saved, tracker.run_id, str(ctx.cache_dir)) from None
-        outcome.metrics.update(generators.stats())
-        outcome.metrics.update(generators.usage())
-        relabel = relabeller(proxy, outcome, cfg.evaluation)
-        reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel, ctx.cache_dir)
-        reports = attach_ceilings(reports, dataset, cfg.labels, cfg.evaluation, results, ctx.cache_dir)
-        vs_ref = reference_report(
-            proxy,
-            reference,
-            outcome,
-            cfg.evaluation,
-            relabel,
-            cfg.generation.max_failed_share,
-            labels.labels,
-            ctx.cache_dir,
-        )
-        small = class_warnings(reports, vs_ref, cfg.evaluation.min_per_class)
-        artifacts = write_outputs(cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports, ctx.cache_dir)
-        measures = measures_and_baselines(outcome, dataset, labels, cfg.evaluation, ctx.cache_dir)
-        if measures is not None:
-            measures.to_csv(results / names.MEASURES_FILE)
-        prr = write_rejection(outcome, labels, results, cfg.evaluation, ctx.cache_dir)
-
-        done = JobResults(title, outcome, reports, vs_ref, small, artifacts, measures)
-        done.metrics = job_metrics(done, labels, dataset, prr)
-        done.metrics["job_seconds"] = time.perf_counter() - started
-        facts = run_facts(cfg, proxy, dataset.name, done.main.n)
-        record_results(tracker, done, note=description(title, done.main.verdict, facts))
-        bundle_line = finish_job(cfg, tracker, run_dir, dataset, title)
-        print_results(done, cfg, reference)
-        print_where(run_dir, tracker, bundle_line)
-        console.job_line(f"{title}: {headline_text(done.metrics)}")
     return float(done.main.metrics[PRIMARY])
