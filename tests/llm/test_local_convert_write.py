@@ -20,7 +20,7 @@ import pytest
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import LocalBackend, converted
 from mcu_exp.llm.converted import CACHE_ENV, CONVERT_ENV, CONVERTED_DIR, HASH_MEMO_DIR, MANIFEST, TMP_PREFIX
-from mcu_exp.llm.local import Weights
+from mcu_exp.llm.weights import Weights
 from support.local_llm import worker_env
 
 

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm.factory import backend_identity
-from mcu_exp.llm.local import local_identity
+from mcu_exp.llm.weights import local_identity
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "model"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from mcu_exp.config import ModelConfig
-from mcu_exp.llm.local import locate_weights
+from mcu_exp.llm.weights import locate_weights
 
 SMOLLM = Path(__file__).resolve().parents[2] / "conf" / "model" / "smollm2-135m.yaml"
 TINY_SEED = 0

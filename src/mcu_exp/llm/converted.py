@@ -16,7 +16,7 @@ Where: ``<root>/converted/<GGUF stem>-<sha256 of the GGUF>-<dtype>/``, where ``<
 The folder is keyed by the GGUF's full content hash and the dtype, so a changed GGUF file
 never reuses an old folder. It is written in a temporary folder and renamed into place, so a
 crash or Ctrl-C never leaves a half-written folder that a later load would take. The model's
-identity in the generation cache stays the GGUF's (:func:`mcu_exp.llm.local.local_identity`):
+identity in the generation cache stays the GGUF's (:func:`mcu_exp.llm.weights.local_identity`):
 cached generations stay hits whichever way the weights were loaded.
 """
 
@@ -31,13 +31,14 @@ import logging
 import os
 import secrets
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mcu_exp.llm.local import Weights
+    from mcu_exp.llm.weights import Weights
 
 log = logging.getLogger(__name__)
 
@@ -201,31 +202,107 @@ def _remove_stale(root: Path) -> None:
             pass
 
 
-def _publish(weights: Weights, dtype: str, root: Path | None, fill: Callable[[Path], None], how: str) -> Path:
-    """Make the converted folder of ``weights``: ``fill`` writes the model files into a temporary
-    folder, renamed into place at the end with the manifest; when another process finished the
-    same folder first, its folder is kept."""
+def _claim(weights: Weights, dtype: str, root: Path | None) -> tuple[Path, Path, str]:
+    """A new temporary folder for the converted folder of ``weights``: ``(temporary, final,
+    sha256 of the GGUF)``."""
     root = root or converted_root()
     final, sha = folder_for(weights.folder / str(weights.gguf_file), dtype, root)
     root.mkdir(parents=True, exist_ok=True)
     _remove_stale(root)
     tmp = root / f"{TMP_PREFIX}{final.name}.{os.getpid()}.{secrets.token_hex(3)}"
+    tmp.mkdir()
+    return tmp, final, sha
+
+
+def _place(tmp: Path, final: Path, made: dict[str, Any]) -> None:
+    """Write the manifest into the filled ``tmp``, flush it all to disk and rename it to
+    ``final``; when another process finished the same folder first, its folder is kept."""
+    (tmp / MANIFEST).write_text(json.dumps(made, indent=2) + "\n", encoding="utf-8")
+    _fsync_all(tmp)
     try:
-        tmp.mkdir()
+        os.rename(tmp, final)
+    except OSError:
+        if not (final / MANIFEST).is_file():
+            raise
+        log.debug("%s was converted by another process meanwhile; keeping that one", final)
+
+
+def _publish(weights: Weights, dtype: str, root: Path | None, fill: Callable[[Path], None], how: str) -> Path:
+    """Make the converted folder of ``weights``: ``fill`` writes the model files into a temporary
+    folder, renamed into place at the end with the manifest."""
+    tmp, final, sha = _claim(weights, dtype, root)
+    try:
         fill(tmp)
-        made = {**manifest(weights, dtype, sha), "converter": how}
-        (tmp / MANIFEST).write_text(json.dumps(made, indent=2) + "\n", encoding="utf-8")
-        _fsync_all(tmp)
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            if not (final / MANIFEST).is_file():
-                raise
-            log.debug("%s was converted by another process meanwhile; keeping that one", final)
+        _place(tmp, final, {**manifest(weights, dtype, sha), "converter": how})
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+class Behind:
+    """A converted folder written behind the load that needs it: the small files (config,
+    tokenizer) are in :attr:`staging` already, :attr:`prepared` holds the de-quantised tensors
+    the caller builds its model from, and :meth:`start` writes the weights in a background
+    thread, then renames the folder into place. The thread is not a daemon: a process that
+    ends waits for it; one killed meanwhile leaves only a temporary folder, never a partial
+    converted one."""
+
+    def __init__(self, prepared: Any, staging: Path, final: Path, made: dict[str, Any]) -> None:
+        self.prepared = prepared
+        self.staging = staging
+        self.final = final
+        self._made = made
+        self._folder: Path | None = None
+        self._thread = threading.Thread(target=self._write, name="mcu-exp-convert-write")
+
+    def start(self) -> None:
+        """Write the weights and publish the folder in the background."""
+        self._thread.start()
+
+    def _write(self) -> None:
+        try:
+            self.prepared.write_weights(self.staging)
+            _place(self.staging, self.final, self._made)
+            self._folder = self.final
+            log.info("converted model: %s", self.final)
+        except Exception as exc:  # a full disk, a read-only cache: the next load converts again
+            log.warning(
+                "cannot write the converted model under %s (%s): the next load de-quantises the GGUF again",
+                self.final.parent,
+                f"{type(exc).__name__}: {exc}",
+            )
+        finally:
+            self.prepared = None  # the tensors: the model keeps what it still uses
+            if self.staging.exists():
+                shutil.rmtree(self.staging, ignore_errors=True)
+
+    def wait(self) -> Path | None:
+        """The converted folder once written (None when the write failed)."""
+        if self._thread.ident is not None:  # started
+            self._thread.join()
+        return self._folder
+
+    def abandon(self) -> None:
+        """Drop the staged folder (the caller could not use the tensors): nothing is written."""
+        self.prepared = None
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def convert_behind(weights: Weights, dtype: str, root: Path | None = None) -> Behind:
+    """De-quantise the GGUF of ``weights`` in memory and write all of its converted folder but
+    the weights (:class:`Behind`: the caller builds its model from the tensors, then starts the
+    weights' write). Raises :class:`~mcu_exp.llm.gguf_convert.Unsupported` as :func:`convert`."""
+    from mcu_exp.llm import gguf_convert
+
+    prepared = gguf_convert.prepare(weights.folder / str(weights.gguf_file), dtype)
+    tmp, final, sha = _claim(weights, dtype, root)
+    try:
+        prepared.write_small(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return Behind(prepared, tmp, final, {**manifest(weights, dtype, sha), "converter": "mcu_exp.gguf_convert"})
 
 
 def convert(weights: Weights, dtype: str, root: Path | None = None) -> Path:

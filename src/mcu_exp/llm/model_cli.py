@@ -66,8 +66,8 @@ def convert(cfg: ModelConfig) -> Path:
     """The converted folder of ``cfg``'s GGUF model, written now unless it exists."""
     from mcu_exp import console
     from mcu_exp.llm.errors import BackendError
-    from mcu_exp.llm.local import load_message, load_pretrained, locate_weights, resolve_device, resolve_dtype
     from mcu_exp.llm.threads import choose_threads
+    from mcu_exp.llm.weights import load_message, load_pretrained, locate_weights, resolve_device, resolve_dtype
 
     if str(cfg.backend) != "local" or not cfg.gguf_file:
         raise BackendError(

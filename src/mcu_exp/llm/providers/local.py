@@ -34,7 +34,7 @@ class Settings:
 
 def identity(cfg: ModelConfig) -> dict[str, Any]:
     """Backend, model id, weights (package, version, file hashes), dtype and prompt format."""
-    from mcu_exp.llm.local import local_identity
+    from mcu_exp.llm.weights import local_identity
 
     return local_identity(cfg)
 

@@ -103,7 +103,7 @@ def completion_prompt(request: GenerationRequest, cfg: ModelConfig) -> str:
 def gguf_dtype(cfg: ModelConfig) -> str:
     """The dtype a GGUF model is converted to and served in (``auto``: bfloat16 on a GPU,
     float32 on the CPU, as the local backend decides)."""
-    from mcu_exp.llm.local import resolve_device, resolve_dtype
+    from mcu_exp.llm.weights import resolve_device, resolve_dtype
 
     return resolve_dtype(cfg, "cpu" if str(cfg.dtype) != "auto" else resolve_device(cfg))
 
@@ -112,7 +112,7 @@ def converted_model(cfg: ModelConfig) -> Path:
     """The Hugging Face folder of ``cfg``'s GGUF weights (``mcu-exp model convert``'s folder),
     converted now when missing: vLLM reads that folder, not the GGUF."""
     from mcu_exp.llm import converted
-    from mcu_exp.llm.local import load_pretrained, locate_weights
+    from mcu_exp.llm.weights import load_pretrained, locate_weights
 
     weights = locate_weights(cfg)
     dtype = gguf_dtype(cfg)
@@ -263,7 +263,7 @@ def identity(cfg: ModelConfig) -> dict[str, Any]:
         "chat_template": bool(cfg.chat_template),
     }
     if cfg.gguf_file:
-        from mcu_exp.llm.local import file_identity, locate_weights
+        from mcu_exp.llm.weights import file_identity, locate_weights
 
         weights = locate_weights(cfg)
         ident.update(
