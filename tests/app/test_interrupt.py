@@ -42,13 +42,16 @@ def running_run(outputs: Path, deadline: float) -> str:
     raise AssertionError("the job never opened its MLflow run")
 
 
-def test_ctrl_c_prints_one_line_exits_130_and_marks_the_run_killed(outputs: Path) -> None:
-    ready = outputs / "inside-the-run"
-    env = app_env(outputs, MCU_STANDIN_SLEEP_S="120", MCU_STANDIN_READY=str(ready), PYTHONUNBUFFERED="1")
+def interrupt_job(
+    outputs: Path, ready: Path, settle_s: float, *args: str, **env: str
+) -> tuple[int, list[str], int, str]:
+    """Start the stand-in job, wait until it is inside its MLflow run and has created ``ready``,
+    ``settle_s`` more, then send it SIGINT as a terminal would: its exit status, its output lines,
+    how many of them came before the signal, and its run id."""
     job = subprocess.Popen(
-        [sys.executable, "-m", "mcu_exp", STANDIN, "quiet=true", "evaluation.bootstrap_resamples=1000"],
+        [sys.executable, "-m", "mcu_exp", STANDIN, "quiet=true", *args],
         cwd=REPO,
-        env=env,
+        env=app_env(outputs, MCU_STANDIN_READY=str(ready), PYTHONUNBUFFERED="1", **env),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -61,21 +64,30 @@ def test_ctrl_c_prints_one_line_exits_130_and_marks_the_run_killed(outputs: Path
     try:
         run_id = running_run(outputs, time.monotonic() + 120)
         deadline = time.monotonic() + 120
-        while not ready.exists() and time.monotonic() < deadline:  # in the proxy's stage, where generation runs
-            time.sleep(0.2)
-        time.sleep(0.5)
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(settle_s)
+        assert job.poll() is None, f"the job ended before the Ctrl-C: {lines[-5:]}"
         before = len(lines)
         job.send_signal(signal.SIGINT)
         try:
             code = job.wait(timeout=60)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"no exit after SIGINT: {lines[-5:]}") from None
-        assert code == 130
     finally:
         if job.poll() is None:
             job.kill()
     reader.join(timeout=10)
-    after = [line.rstrip("\n") for line in lines[before:]]
+    return code, [line.rstrip("\n") for line in lines], before, run_id
+
+
+def test_ctrl_c_prints_one_line_exits_130_and_marks_the_run_killed(outputs: Path) -> None:
+    # The stand-in sleeps in the proxy's stage, where generation runs.
+    code, lines, before, run_id = interrupt_job(
+        outputs, outputs / "inside-the-run", 0.5, "evaluation.bootstrap_resamples=1000", MCU_STANDIN_SLEEP_S="120"
+    )
+    assert code == 130
+    after = lines[before:]
     assert len(after) == 1, after
     match = LINE.match(after[0])
     assert match is not None, after[0]
@@ -90,34 +102,11 @@ def test_ctrl_c_prints_one_line_exits_130_and_marks_the_run_killed(outputs: Path
 def test_ctrl_c_while_the_job_evaluates_says_what_it_saved_and_marks_the_run_killed(outputs: Path) -> None:
     """A Ctrl-C after the proxy's stages, while the bootstrap runs: the same line as during
     generation (what the job saved, its run KILLED), never that nothing was generated."""
-    ready = outputs / "outcome-computed"
-    env = app_env(outputs, MCU_STANDIN_READY=str(ready), PYTHONUNBUFFERED="1")
-    job = subprocess.Popen(
-        [sys.executable, "-m", "mcu_exp", STANDIN, "quiet=true", f"evaluation.bootstrap_resamples={EVALUATING}"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    # 1 s after the stand-in's outcome: inside the evaluation's bootstrap, which takes far longer.
+    code, lines, _, run_id = interrupt_job(
+        outputs, outputs / "outcome-computed", 1.0, f"evaluation.bootstrap_resamples={EVALUATING}"
     )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(job.stdout or []), daemon=True)
-    reader.start()
-    try:
-        run_id = running_run(outputs, time.monotonic() + 120)
-        deadline = time.monotonic() + 120
-        while not ready.exists() and time.monotonic() < deadline:  # the stand-in's outcome is computed
-            time.sleep(0.05)
-        time.sleep(1.0)  # inside the evaluation's bootstrap, which takes far longer
-        assert job.poll() is None, "the job ended before the Ctrl-C: raise EVALUATING"
-        job.send_signal(signal.SIGINT)
-        code = job.wait(timeout=60)
-    finally:
-        if job.poll() is None:
-            job.kill()
-    reader.join(timeout=10)
-    shown = [line.rstrip("\n") for line in lines if line.startswith("mcu-exp:")]
+    shown = [line for line in lines if line.startswith("mcu-exp:")]
     assert code == 130, lines[-5:]
     match = LINE.match(shown[0]) if len(shown) == 1 else None
     assert match is not None, shown
