@@ -2,9 +2,10 @@
 
 Weights come from a package, a local folder or the local hub cache (:mod:`mcu_exp.llm.weights`;
 nothing is ever downloaded). The model loads on the first :meth:`LocalBackend.stream` call,
-once; a GGUF is de-quantised only the first time and kept as a plain model folder in the user cache (:mod:`mcu_exp.llm.converted`). Each
-request's prompt is computed once and its samples decode from it, as rows of a batch shared with
-other requests' samples, kept full by continuous batching (:mod:`mcu_exp.llm.decode`).
+once; a GGUF is de-quantised only the first time and kept as a plain model folder in the user
+cache (:mod:`mcu_exp.llm.converted`). Each request's prompt is computed once and its samples
+decode from it, as rows of a batch shared with other requests' samples, kept full by continuous
+batching (:mod:`mcu_exp.llm.decode`).
 """
 
 from __future__ import annotations
