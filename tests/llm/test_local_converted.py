@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -198,3 +199,19 @@ def test_model_convert_prints_the_folder_and_transformers_loads_it(from_gguf: Lo
     assert theirs.keys() == ours.keys()
     assert all(torch.equal(theirs[k], ours[k]) for k in ours)
     assert tokenizer.chat_template == from_gguf.tokenizer.chat_template
+
+
+def test_a_weights_write_that_fails_behind_the_load_publishes_nothing(
+    smollm_cfg: ModelConfig, tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    weights = locate_weights(smollm_cfg)
+    root = tmp_path / CONVERTED_DIR
+    behind = converted.convert_behind(weights, "float32", root)
+    # What a load builds its model from: the small files staged, the tensors in memory, no weights file yet.
+    assert (behind.staging / "config.json").is_file() and (behind.staging / "tokenizer.json").is_file()
+    assert not (behind.staging / WEIGHTS_FILE).exists() and "model.embed_tokens.weight" in behind.prepared.weights
+    shutil.rmtree(behind.staging)  # the weights' write below fails: its folder is gone
+    behind.start()
+    assert behind.wait() is None
+    assert converted.find(weights, "float32", root) is None and not list(root.glob(TMP_PREFIX + "*"))
+    assert any("cannot write the converted model" in r.getMessage() for r in caplog.records)
