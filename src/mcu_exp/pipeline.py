@@ -150,9 +150,7 @@ def run_job(raw: DictConfig) -> float:
             print_results(done, cfg, reference)
             print_where(run_dir, tracker, bundle_line)
             console.job_line(f"{title}: {headline_text(done.metrics)}")
-        except KeyboardInterrupt as exc:  # Ctrl-C: the run ends KILLED with what this job saved
-            if isinstance(exc, console.JobInterrupted):
-                raise
+        except KeyboardInterrupt:  # Ctrl-C: the run ends KILLED with what this job saved
             saved = generators.saved()
             tracker.log_metrics_and_series({"interrupted.samples_saved": saved, **generators.stats()}, {})
             raise console.JobInterrupted(saved, tracker.run_id, str(ctx.cache_dir)) from None

@@ -51,6 +51,7 @@ HASH_MEMO_DIR = ".sha256"
 TMP_PREFIX = ".tmp-"
 STALE_TMP_S = 24 * 3600  # a temporary folder this old belongs to a conversion that died
 FORMAT = 1
+FAST_CONVERTER = "mcu_exp.gguf_convert"  # the manifest's converter for mcu_exp.llm.gguf_convert
 _BLOCK = 1 << 22
 
 
@@ -302,7 +303,7 @@ def convert_behind(weights: Weights, dtype: str, root: Path | None = None) -> Be
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return Behind(prepared, tmp, final, {**manifest(weights, dtype, sha), "converter": "mcu_exp.gguf_convert"})
+    return Behind(prepared, tmp, final, {**manifest(weights, dtype, sha), "converter": FAST_CONVERTER})
 
 
 def convert(weights: Weights, dtype: str, root: Path | None = None) -> Path:
@@ -312,7 +313,7 @@ def convert(weights: Weights, dtype: str, root: Path | None = None) -> Path:
     from mcu_exp.llm import gguf_convert
 
     gguf = weights.folder / str(weights.gguf_file)
-    return _publish(weights, dtype, root, lambda tmp: gguf_convert.convert(gguf, dtype, tmp), "mcu_exp.gguf_convert")
+    return _publish(weights, dtype, root, lambda tmp: gguf_convert.convert(gguf, dtype, tmp), FAST_CONVERTER)
 
 
 def write(model: Any, tokenizer: Any, weights: Weights, dtype: str, root: Path | None = None) -> Path:
