@@ -28,8 +28,11 @@ the oneDNN packed linear layers (:mod:`mcu_exp.llm.packed_linear`, the backend's
 the programs through ``LocalBackend.stream``, which decodes the rows of several programs in one
 batch (up to ``model.max_batch_size``; continuous batching: the next programs' rows take the slots
 of rows that finish). The per-program runs take half of the programs before the batched run and
-half after, so a load that changes steadily during the run weighs on every way alike. Prints
-tokens/s of the three, two ratios with PASS/FAIL at 1.5x (batching alone, same kernels both ways;
+half after, so a load that changes steadily during the run weighs on every way alike. The packed
+ways run ``--rounds`` times (3 by default; PyTorch's layers in the first round only) and the ratios
+pool every round's tokens and seconds: on a shared 2-core VM one round's ratio moved by ±0.1 from
+run to run (1.46, 1.50 and 1.63 on one quiet morning); each round's ratio is printed too, and
+whether every round gave the same samples. Prints tokens/s of the three, two ratios with PASS/FAIL at 1.5x (batching alone, same kernels both ways;
 the default run's decoding against per-program decoding with PyTorch's layers), the decode steps
 (how many, their mean row count and the time per row-step: what batching can save) and how many
 texts differ (packed layers give a row the same numbers whatever else is in its batch, so
@@ -43,7 +46,7 @@ python), with the backend's own per-sample ``SamplingParams`` and end-of-sequenc
 printed: the engine's start-up, tokens/s of vLLM and of the local backend, and their ratio.
 
 Usage: python scripts/bench_generate.py [--k 25 50] [--new-tokens 48] [--target-prompt 500] [--threads N]
-[--programs 10] [--samples 20] [--load-only] [--no-baseline] [--vllm [--vllm-python PY]] (``--k`` with no
+[--programs 10] [--samples 20] [--rounds 3] [--load-only] [--no-baseline] [--vllm [--vllm-python PY]] (``--k`` with no
 value or ``--programs 0`` skips that part) (needs $MCU_EXP_DATA holding scalabrino/snippets; never
 downloads anything).
 """
@@ -75,6 +78,8 @@ COLD_TARGET_S = 5.0
 WARM_TARGET_S = 2.0
 BATCHING_TARGET = 1.5  # cross-program batching over per-program decoding, tokens/s
 RESULT = "vllm-result: "  # the worker's result line (vLLM logs to stdout too)
+# One way of decoding a workload: wall-clock seconds, CPU seconds, samples by (program, index).
+Way = tuple[float, float, dict[tuple[int, int], Sample]]
 
 
 def model_config(name: str) -> ModelConfig:
@@ -241,6 +246,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: automatic)")
     parser.add_argument("--programs", type=int, default=10, help="programs of the default-run workload (0: skip)")
     parser.add_argument("--samples", type=int, default=20, help="samples per program of that workload")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of that workload's packed ways, pooled (machine noise)"
+    )
     parser.add_argument("--load-only", action="store_true", help="measure the load times only")
     parser.add_argument(
         "--no-baseline",
@@ -283,7 +291,7 @@ def main() -> None:
                 f"shared-prefix attention {backend.decoder.shared_prefix}; peak RSS {peak_rss_gb():.2f} GB"
             )
             if args.programs > 0:
-                cross_program(backend, cfg, args.programs, args.samples)
+                cross_program(backend, cfg, args.programs, args.samples, args.rounds)
             if args.k:
                 decode(backend, cfg, args)
 
@@ -300,9 +308,7 @@ def decode_rows(backend: LocalBackend, steps: list[int]) -> Any:
     return backend.model.register_forward_pre_hook(hook, with_kwargs=True)
 
 
-def per_program(
-    backend: LocalBackend, requests: list[GenerationRequest]
-) -> tuple[float, float, dict[tuple[int, int], Sample]]:
+def per_program(backend: LocalBackend, requests: list[GenerationRequest]) -> Way:
     """Wall-clock and CPU seconds and texts of the requests decoded one program at a time (prompt
     once, its samples in batches of ``model.max_batch_size``): the backend's decoding before
     cross-program batching."""
@@ -318,9 +324,7 @@ def per_program(
     return time.perf_counter() - start, time.process_time() - cpu, texts
 
 
-def batched(
-    backend: LocalBackend, requests: list[GenerationRequest]
-) -> tuple[float, float, dict[tuple[int, int], Sample]]:
+def batched(backend: LocalBackend, requests: list[GenerationRequest]) -> Way:
     """Wall-clock and CPU seconds and texts of the requests through ``LocalBackend.stream`` (rows
     of several programs in one batch)."""
     start, cpu = time.perf_counter(), time.process_time()
@@ -329,11 +333,12 @@ def batched(
     return time.perf_counter() - start, time.process_time() - cpu, texts
 
 
-def cross_program(backend: LocalBackend, cfg: ModelConfig, programs: int, samples: int) -> None:
+def cross_program(backend: LocalBackend, cfg: ModelConfig, programs: int, samples: int, rounds: int) -> None:
     """The default run's workload three ways: per program with PyTorch's own linear layers (the
     backend before this benchmark's changes), per program with the packed ones, and batched across
     programs with the packed ones; tokens/s, the two ratios with PASS/FAIL, and how many texts
-    differ between them."""
+    differ between them. ``rounds`` repeats the packed ways (PyTorch's layers run in the first
+    round only); the ratios pool every round's tokens and seconds, and each round's is printed."""
     files = snippet_files()[:programs]
     requests = [
         request_for(cfg, summary_messages(unwrap(path.read_text(encoding="utf-8")), "Java"), n=samples, seed=j)
@@ -345,39 +350,51 @@ def cross_program(backend: LocalBackend, cfg: ModelConfig, programs: int, sample
         f"default-run workload: {len(requests)} programs x {samples} samples, temperature {cfg.temperature}, "
         f"top_p {cfg.top_p}, max {cfg.max_new_tokens} new tokens, stop {list(cfg.stop or [])}, "
         f"model.max_batch_size {backend.max_batch_size}; packed linear layers {backend.packed_layers}; "
-        f"load average {load_average()}",
+        f"{rounds} round(s); load average {load_average()}",
         flush=True,
     )
-    # The first half of the programs per program (PyTorch's layers, then packed ones), all of them
-    # batched, the second half per program (packed, then PyTorch's): a load that rises or falls
-    # steadily during the run weighs on every way alike, and the batched run streams the programs as
-    # the default run does (all at once, so its rows run down once at the end, not once per half).
+    # Each round: the first half of the programs per program (PyTorch's layers in round 1, then packed
+    # ones), all of them batched, the second half per program (packed, then PyTorch's): a load that
+    # rises or falls steadily during the round weighs on every way alike, and the batched run streams
+    # the programs as the default run does (all at once, so its rows run down once at the end, not
+    # once per half).
     half = (len(requests) + 1) // 2
     rows_one: list[int] = []
     rows_all: list[int] = []
-    p_a = per_program(plain, requests[:half])
-    with_hook = decode_rows(backend, rows_one)
-    a = per_program(backend, requests[:half])
-    with_hook.remove()
-    with_hook = decode_rows(backend, rows_all)
-    t_all, c_all, together = batched(backend, requests)
-    with_hook.remove()
-    with_hook = decode_rows(backend, rows_one)
-    d = per_program(backend, requests[half:])
-    with_hook.remove()
-    p_d = per_program(plain, requests[half:])
-    one = {**a[2], **{(position + half, index): s for (position, index), s in d[2].items()}}
-    old = {**p_a[2], **{(position + half, index): s for (position, index), s in p_d[2].items()}}
-    t_one, c_one, t_old, c_old = a[0] + d[0], a[1] + d[1], p_a[0] + p_d[0], p_a[1] + p_d[1]
-    n_one = sum(s.completion_tokens for s in one.values())
-    n_old = sum(s.completion_tokens for s in old.values())
-    n_all = sum(s.completion_tokens for s in together.values())
+    old: dict[tuple[int, int], Sample] = {}
+    t_old = c_old = 0.0
+    one_rounds: list[Way] = []
+    all_rounds: list[Way] = []
+    for number in range(rounds):
+        if number == 0:
+            p_a = per_program(plain, requests[:half])
+        with_hook = decode_rows(backend, rows_one)
+        a = per_program(backend, requests[:half])
+        with_hook.remove()
+        with_hook = decode_rows(backend, rows_all)
+        all_rounds.append(batched(backend, requests))
+        with_hook.remove()
+        with_hook = decode_rows(backend, rows_one)
+        d = per_program(backend, requests[half:])
+        with_hook.remove()
+        if number == 0:
+            p_d = per_program(plain, requests[half:])
+            old = {**p_a[2], **{(position + half, index): s for (position, index), s in p_d[2].items()}}
+            t_old, c_old = p_a[0] + p_d[0], p_a[1] + p_d[1]
+        texts = {**a[2], **{(position + half, index): s for (position, index), s in d[2].items()}}
+        one_rounds.append((a[0] + d[0], a[1] + d[1], texts))
+        ratio = tokens(all_rounds[-1][2]) / all_rounds[-1][0] / (tokens(texts) / one_rounds[-1][0])
+        print(f"round {number + 1}: batching alone {ratio:.2f}x; load average {load_average()}", flush=True)
+    one, together = one_rounds[0][2], all_rounds[0][2]
+    n_old, t_one, c_one = tokens(old), sum(w[0] for w in one_rounds), sum(w[1] for w in one_rounds)
+    n_one, n_all = sum(tokens(w[2]) for w in one_rounds), sum(tokens(w[2]) for w in all_rounds)
+    t_all, c_all = sum(w[0] for w in all_rounds), sum(w[1] for w in all_rounds)
     rate_old, rate_one, rate_all = n_old / t_old, n_one / t_one, n_all / t_all
     print(
         f"per program, PyTorch's linear layers: {len(old)} samples in {t_old:.1f} s = {rate_old:.1f} tok/s | "
-        f"per program, packed: {len(one)} samples in {t_one:.1f} s = {rate_one:.1f} tok/s | "
-        f"batched across programs, packed: {len(together)} samples in {t_all:.1f} s = {rate_all:.1f} tok/s; "
-        f"load average {load_average()}"
+        f"per program, packed: {rounds} x {len(one)} samples in {t_one:.1f} s = {rate_one:.1f} tok/s | "
+        f"batched across programs, packed: {rounds} x {len(together)} samples in {t_all:.1f} s = "
+        f"{rate_all:.1f} tok/s; load average {load_average()}"
     )
     print(
         f"per CPU second (what the decoding itself costs, whatever else runs): {n_old / c_old:.1f}, "
@@ -388,9 +405,11 @@ def cross_program(backend: LocalBackend, cfg: ModelConfig, programs: int, sample
         f"({1000 * t_one / sum(rows_one):.2f} ms a row-step), batched {len(rows_all)} of "
         f"{sum(rows_all) / len(rows_all):.1f} rows ({1000 * t_all / sum(rows_all):.2f} ms a row-step)"
     )
+    same = all(w[2] == together for w in all_rounds) and all(w[2] == one for w in one_rounds)
     print(
         f"texts that differ: per program vs batched {sum(one[k].text != together[k].text for k in one)} of "
-        f"{len(one)}; PyTorch's layers vs packed {sum(old[k].text != one[k].text for k in one)} of {len(one)}"
+        f"{len(one)}; PyTorch's layers vs packed {sum(old[k].text != one[k].text for k in one)} of {len(one)}; "
+        f"every round gave the same samples: {'yes' if same else 'NO'}"
     )
     for what, ratio in (
         ("cross-program batching alone (packed layers both ways)", rate_all / rate_one),
@@ -402,6 +421,11 @@ def cross_program(backend: LocalBackend, cfg: ModelConfig, programs: int, sample
         ok = ratio >= BATCHING_TARGET
         print(f"{'PASS' if ok else 'FAIL'}: {what}: {ratio:.2f}x {'>=' if ok else '<'} {BATCHING_TARGET}x")
     del plain
+
+
+def tokens(texts: dict[tuple[int, int], Sample]) -> int:
+    """Completion tokens of some samples."""
+    return sum(s.completion_tokens for s in texts.values())
 
 
 def decode(backend: LocalBackend, cfg: ModelConfig, args: argparse.Namespace) -> None:
