@@ -164,9 +164,8 @@ class LocalBackend:
         """De-quantise the GGUF (:func:`converted.convert_behind`, a second or two) and build the
         model from its tensors in memory; the converted folder's weights are written behind, in
         a background thread started once the model is ready (:attr:`converted_folder` waits for
-        them). Returns ``(tokenizer,
-        model)``, or None and whether the model transformers loads instead is still worth
-        writing (not when the cache cannot be written)."""
+        them). Returns ``(tokenizer, model)``, or None and whether the model transformers loads
+        instead is still worth writing (not when the cache cannot be written)."""
         from mcu_exp.llm import gguf_convert
 
         gguf = weights.folder / str(weights.gguf_file)
