@@ -1,6 +1,9 @@
 """The README's sample output is checkable on any machine: replaying the bundle shipped beside
 it (docs/bundles/default-run.zip, the default run on the machine the README was measured on)
-prints the README's results table byte for byte, and every metric and CSV of that run."""
+prints the README's results table byte for byte, and every metric and CSV of that run within the
+documented tolerance; bit for bit where this machine's floating-point kernels are the bundle's
+(its CPU flags, BLAS build and kernels, numerical libraries), which only the machine that made
+the bundle can promise."""
 
 from __future__ import annotations
 
@@ -38,5 +41,8 @@ def test_replaying_the_readme_bundle_prints_the_readme_table(
     checks = replay(BUNDLE, tmp_path)
     printed = capsys.readouterr().out
     assert [check.difference for check in checks] == [None], [check.line() for check in checks]
-    assert checks[0].tolerated == 0  # identical, not merely close
     assert results_table(printed) == results_table(readme_output())
+    if not checks[0].kernels:  # the bundle's machine: identical, not merely close
+        assert checks[0].tolerated == 0, checks[0].line()
+    elif checks[0].tolerated:
+        assert "floating-point kernels differ from the bundle's" in checks[0].line()

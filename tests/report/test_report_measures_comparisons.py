@@ -320,17 +320,12 @@ def test_comparisons_capped_and_runs_without_a_score_left_out() -> None:
     assert comparison_part(rows, ["model", "proxy"], {"run0": found["run0"]}) is None  # fewer than two
 
 
-def test_comparisons_of_ten_configurations_stay_quick() -> None:
-    import time
-
+def test_ten_configurations_give_every_pair() -> None:
     rows = rows_frame(10)
     found = {f"run{i}": per_program_frame(i, "all") for i in range(10)}
-    started = time.perf_counter()
     part = comparison_part(rows, ["model", "proxy"], found)
-    elapsed = time.perf_counter() - started
     assert part is not None and len(part.csv) == 45
     assert not math.isnan(part.csv["delta_auc_score"].iloc[0])
-    assert elapsed < 60, f"45 pairs at 2000 resamples took {elapsed:.1f} s"
 
 
 def test_configurations_that_label_and_score_alike_are_not_paired() -> None:

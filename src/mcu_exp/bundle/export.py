@@ -21,6 +21,7 @@ from typing import Any
 
 from mcu_exp.bundle import archive, reads
 from mcu_exp.bundle.archive import GENERATION_TABLES, SCORE_TABLES, RowSet
+from mcu_exp.bundle.machine import numeric_dispatch
 
 READS_FILE = "reads.json"  # a job without a bundle logs the keys it read (bundle/reads.json)
 BUNDLE_DIR = "bundle"  # the artifact folder of both
@@ -99,7 +100,7 @@ def _package_versions() -> tuple[tuple[str, str], ...]:
 
 def environment() -> dict[str, Any]:
     """What the machine and the installation were: package versions, Python, the BLAS builds,
-    CPU model and flags, thread counts, the git commit. torch's build is read only when the
+    CPU model and flags, the kernels numpy and BLAS chose at run time, thread counts, the git commit. torch's build is read only when the
     job imported torch (a cached rerun never does)."""
     from mcu_exp.tracking.conventions import GIT_COMMIT_TAG, source_tags
 
@@ -116,6 +117,7 @@ def environment() -> dict[str, Any]:
         },
     }
     env.update(_cpu())
+    env["numeric_dispatch"] = numeric_dispatch()
     try:
         import numpy as np
 

@@ -6,7 +6,10 @@ Values are compared as written. A CSV or metric that differs in bytes is compare
 number by number with a relative tolerance of :data:`RTOL` (the bootstrap, rank statistics
 and calibration are floating-point; another BLAS build or numpy may round the last digit
 differently); anything else is a difference, and the first one is named. A metric only the
-replay writes (added to the jobs after the bundle was made) is not compared.
+replay writes (added to the jobs after the bundle was made) is not compared. Each check says
+how this machine's floating-point kernels differ from the bundle's
+(:func:`mcu_exp.bundle.machine.kernel_differences`): only where none does are the numbers
+expected bit for bit.
 """
 
 from __future__ import annotations
@@ -36,23 +39,26 @@ _NOT_COMPARED = ("results/specs.json",)  # library versions and paths: the envir
 @dataclass
 class JobCheck:
     """How one replayed job compares with the bundle's: ``difference`` is None when every
-    compared value agrees; ``tolerated`` counts values equal only within :data:`RTOL`."""
+    compared value agrees; ``tolerated`` counts values equal only within :data:`RTOL`;
+    ``kernels`` says how this machine's floating-point kernels differ from the bundle's (empty:
+    the same, and bit-identical values are expected)."""
 
     name: str
     files: int
     metrics: int
     tolerated: int
     difference: str | None
+    kernels: tuple[str, ...] = ()
 
     def line(self) -> str:
         """The check's one-line verdict."""
         if self.difference is not None:
             return f"job {self.name}: DIFFERS from the bundle: {self.difference}"
-        how = (
-            "identical to the bundle's"
-            if not self.tolerated
-            else (f"identical to the bundle's, {self.tolerated} value(s) equal within a relative {RTOL:g}")
-        )
+        how = "identical to the bundle's"
+        if self.tolerated:
+            how += f", {self.tolerated} value(s) equal within a relative {RTOL:g}"
+            if self.kernels:
+                how += f" (this machine's floating-point kernels differ from the bundle's: {self.kernels[0]})"
         return f"job {self.name}: {self.metrics} metrics and {self.files} files {how}"
 
 
@@ -69,6 +75,9 @@ def replay(path: Path, work: Path | None = None, quiet: bool = True) -> list[Job
 def _replay(
     path: Path, manifest: Mapping[str, Any], members: Mapping[str, bytes], work: Path, quiet: bool
 ) -> list[JobCheck]:
+    from mcu_exp.bundle.export import environment
+    from mcu_exp.bundle.machine import kernel_differences
+
     cache_dir = work / "cache"
     import_rows(RowSet.from_jsonl(members), cache_dir)
     checks = []
@@ -88,7 +97,9 @@ def _replay(
                 raise BundleError(
                     f"job {entry.get('name')}: expected one results folder under {outputs}, found {len(found)}"
                 )
-            checks.append(compare(entry.get("name", str(index)), files, found[0]))
+            check = compare(entry.get("name", str(index)), files, found[0])
+            check.kernels = kernel_differences(manifest.get("environment", {}), environment())
+            checks.append(check)
     return checks
 
 

@@ -149,6 +149,27 @@ def test_an_edited_sample_or_result_is_named_and_refused(
     assert "member jobs/0/results/metrics.json differs" in capsys.readouterr().err
 
 
+def test_bit_identity_is_expected_only_on_the_bundles_kernels(exported: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    """Replayed where it was made, a bundle's values come back bit for bit and no kernel differs;
+    the same bundle saying it was made on a CPU with other flags is replayed as another
+    machine's: the check names the flags, so no bit-identity is demanded of it."""
+    from mcu_exp.bundle.replay import replay
+
+    (same,) = replay(exported["bundle"], tmp_path / "same")
+    assert same.difference is None and same.tolerated == 0 and same.kernels == ()
+
+    def other_cpu(blob: bytes) -> bytes:
+        manifest = json.loads(blob)
+        flags = manifest["environment"]["cpu_flags"]
+        manifest["environment"]["cpu_flags"] = [f for f in flags if not f.startswith("avx512")] + ["avx10_2"]
+        return json.dumps(manifest).encode()
+
+    moved = _edited(exported["bundle"], tmp_path / "other-cpu.zip", "manifest.json", other_cpu)
+    (other,) = replay(moved, tmp_path / "other")
+    assert other.difference is None
+    assert other.kernels and other.kernels[0].startswith("CPU flags: this machine lacks avx10_2"), other.kernels
+
+
 def test_no_secret_enters_the_bundle(exported: dict) -> None:  # type: ignore[type-arg]
     raw = exported["bundle"].read_bytes()
     with zipfile.ZipFile(exported["bundle"]) as archive:
