@@ -132,6 +132,16 @@ def test_an_allowed_replacement_runs_and_is_recorded(rogue_site: Path, tmp_path:
     with zipfile.ZipFile(bundle) as archive:
         manifest = json.loads(archive.read("manifest.json"))
     assert manifest["environment"]["plugins"] == record
+    replayed = subprocess.run(
+        [sys.executable, "-m", "mcu_exp", "bundle", "replay", str(bundle)],
+        cwd=REPO,
+        env=app_env(tmp_path / "replay"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    said = f"The bundle's run had plugins: {NAME} (replaced metric:f1); this replay runs without them"
+    assert said in replayed.stdout.splitlines(), replayed.stdout[-3000:] + replayed.stderr[-3000:]
 
 
 @pytest.mark.slow  # a debug=quick stand-in job in a subprocess each
