@@ -304,9 +304,10 @@ def replacement_problems(allowed: Sequence[str], key: str = "plugins.allow_repla
             guess = suggest_key(str(name), known)
             hint = f": did you mean {guess!r}?" if guess else ""
             problems.append(f"{key}: {name!r} is no registered entry{hint} (expected names a plugin replaces)")
+    valid = [str(name) for name in allowed if name in known]
+    names = ", ".join(dict.fromkeys([*valid, *(r.name for r in _REPLACED)]))  # allows them all at once
     for found in _REPLACED:
         if found.name not in allowed:
-            names = ", ".join(dict.fromkeys([*map(str, allowed), found.name]))
             problems.append(
                 f"plugin {found.plugin} replaces the {found.registry} {found.name!r}; refused: "
                 f"allow it with {key}=[{names}]"
