@@ -21,6 +21,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("pid_space", 0),
     ("redact", 0),
     ("registry", 0),
+    ("plugin_guard", 0),
     ("console", 0),
     ("interrupts", 0),
     ("recent", 0),

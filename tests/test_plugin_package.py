@@ -20,23 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from support.plugin_packages import install_plugin, with_site
 from support.sweeps import REPO, app_env
-
-PYPROJECT = """\
-[build-system]
-requires = ["hatchling"]
-build-backend = "hatchling.build"
-
-[project]
-name = "mcu-toy-plugin"
-version = "0.1.0"
-
-[project.entry-points."mcu_exp.plugins"]
-toy = "mcu_toy_plugin:register"
-
-[tool.hatch.build.targets.wheel]
-packages = ["src/mcu_toy_plugin"]
-"""
 
 INIT = '''\
 """A toy mcu-exp plugin: a backend, a metric and a proxy."""
@@ -155,26 +140,14 @@ class ToyProxy(SummaryProxy):
 @pytest.fixture(scope="module")
 def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The toy package built and installed (``pip install --target``) into its own folder."""
-    source = tmp_path_factory.mktemp("mcu-toy-plugin")
-    package = source / "src" / "mcu_toy_plugin"
-    package.mkdir(parents=True)
-    (source / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
-    (package / "__init__.py").write_text(INIT, encoding="utf-8")
-    (package / "proxy.py").write_text(PROXY, encoding="utf-8")
-    site = tmp_path_factory.mktemp("site")
-    pip = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", "--quiet"]
-    res = subprocess.run([*pip, "--target", str(site), str(source)], capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
-    entry_points = next(site.glob("mcu_toy_plugin-*.dist-info")) / "entry_points.txt"
-    assert "[mcu_exp.plugins]" in entry_points.read_text(encoding="utf-8")
-    return site
+    files = {"__init__.py": INIT, "proxy.py": PROXY}
+    return install_plugin(tmp_path_factory, "mcu-toy-plugin", "0.1.0", "toy", "mcu_toy_plugin:register", files)
 
 
 @pytest.mark.slow  # one debug=quick job in a subprocess (~10 s of CPU)
 def test_a_plugin_package_adds_a_proxy_a_metric_and_a_backend_a_job_uses(plugin_site: Path, tmp_path: Path) -> None:
     outputs, echo_log = tmp_path / "outputs", tmp_path / "echo.log"
-    env = app_env(outputs, MCU_TOY_ECHO_LOG=str(echo_log))
-    env["PYTHONPATH"] = f"{plugin_site}{':' + env['PYTHONPATH'] if env.get('PYTHONPATH') else ''}"
+    env = with_site(app_env(outputs, MCU_TOY_ECHO_LOG=str(echo_log)), plugin_site)
     res = subprocess.run(
         [
             sys.executable,

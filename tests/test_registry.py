@@ -72,3 +72,13 @@ def test_remove_takes_an_entry_out_and_spec_names_a_lazy_one():
     reg.freeze()
     with pytest.raises(FrozenRegistry):
         reg.remove("two")
+
+
+def test_allow_replace_names_a_registered_entry_or_is_one_line_with_a_did_you_mean():
+    import mcu_exp.evaluation  # noqa: F401 (the built-in metrics)
+    from mcu_exp.registry import replacement_problems
+
+    assert replacement_problems(["f11"]) == [
+        "plugins.allow_replace: 'f11' is no registered entry: did you mean 'f1'? (expected names a plugin replaces)"
+    ]
+    assert replacement_problems(["f1"]) == []  # no plugin replaced anything here: nothing to refuse

@@ -24,6 +24,7 @@ from mcu_exp.config import register_configs
 from mcu_exp.config.suggest import composition_message
 from mcu_exp.entry import exit_interrupted, interrupted_by
 from mcu_exp.llm.errors import BackendError
+from mcu_exp.plugin_guard import PluginFailure
 from mcu_exp.redact import install_log_redaction, redact_text, redact_yaml_file, remember, secret_values
 from mcu_exp.store.faults import disk_full_message, quiet_disk_full_traces
 
@@ -37,6 +38,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     ImportError,
     BackendError,
     OmegaConfBaseException,
+    PluginFailure,  # a plugin's entry raised or called sys.exit: named, the run FAILED
 )
 HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
 

@@ -85,4 +85,6 @@ TAG_DEBUG = "mcu.debug"  # "true" on smoke runs (debug=quick, any dataset.limit)
 TAG_UNDEFINED = "mcu.undefined"  # comma-separated metrics that are undefined (NaN) on all readers
 TAG_CLASS_WARNING = "mcu.warning.class_size"  # set when a human class has too few programs
 TAG_VERDICT = "mcu.verdict"  # the plain-sentence verdict printed under the results table
+TAG_PLUGINS = "mcu.plugins"  # "dist==version, ..." of the plugin packages loaded (absent: none)
+TAG_PLUGINS_REPLACED = "mcu.plugins.replaced"  # "registry:name (dist==version), ..." they replaced
 UNDEFINED = "undefined"  # how tables and reports show a metric that has no value (NaN)

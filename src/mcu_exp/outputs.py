@@ -23,6 +23,7 @@ from mcu_exp.evaluation import DegenerateMetricWarning
 from mcu_exp.evaluation.sensitivity import decision_grids, grid_series, theta_grid
 from mcu_exp.proxies.base import ProxyOutcome
 from mcu_exp.redact import redact_tree
+from mcu_exp.registry import plugin_record
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,9 @@ def write_outputs(
     if scores_frame is not None:
         scores_frame.to_csv(folder / names.SCORES_FILE)
     specs = redact_tree(json.loads(json.dumps(outcome.specs, default=str)))  # no token, no URL password
+    plugins = plugin_record()
+    if plugins:  # the plugin packages loaded and what they replaced (absent: none installed)
+        specs["plugins"] = plugins
     (folder / names.SPECS_FILE).write_text(json.dumps(specs, indent=2, sort_keys=True))
     artifacts = Artifacts(folder=folder)
     scores = outcome.scores

@@ -34,7 +34,7 @@ from mcu_exp.proxies.base import Proxy, ProxyContext, build_proxy
 from mcu_exp.proxies.preview import plan_stages, render_preview
 from mcu_exp.proxies.stages import Generators, run_stages
 from mcu_exp.tracking import flatten_config, mlflow_run, run_name, run_tags
-from mcu_exp.tracking.conventions import dataset_input, description, source_tags
+from mcu_exp.tracking.conventions import dataset_input, description, plugin_tags, source_tags
 
 log = logging.getLogger("mcu_exp")
 
@@ -109,6 +109,7 @@ def run_job(raw: DictConfig) -> float:
     if class_warning:
         tags[names.TAG_CLASS_WARNING] = class_warning
     tags.update(source_tags())
+    tags.update(plugin_tags())
     with mlflow_run(cfg.tracking, cfg.paths.outputs, title, tags) as tracker:
         tracker.log_params(flatten_config(raw, leave_out=unused_sections(proxy, reference)))
         tracker.log_inputs([dataset_input(dataset)])

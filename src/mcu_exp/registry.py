@@ -10,15 +10,22 @@ imported halfway through a job cannot change what an earlier stage saw.
 
 A separate pip-installed package adds entries through the ``mcu_exp.plugins`` entry-point
 group: each entry point names a module (imported: its decorators register) or a callable
-(called once with no arguments). :func:`load_plugins` loads them all, once.
+(called once with no arguments). :func:`load_plugins` loads them all, once, and remembers
+which distribution each entry came from (:func:`loaded_plugins`): a plugin's entries are
+wrapped so a failure inside one is a one-line :class:`~mcu_exp.plugin_guard.PluginFailure`,
+and an entry a plugin replaces (``replace=True``, or ``remove`` then ``add``) is recorded
+(:func:`replacements`) for the job to refuse unless its config allows it
+(:func:`replacement_problems`, ``plugins.allow_replace``).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar, overload
+
+from mcu_exp.plugin_guard import PluginDist, Replacement, Wrap, call_guard, guard_entry
 
 T = TypeVar("T")
 
@@ -26,6 +33,9 @@ PLUGIN_GROUP = "mcu_exp.plugins"  # the entry-point group a plugin package decla
 
 _ALL: list[Registry[Any]] = []  # every registry, for freeze_all
 _LOADED: list[str] = []  # the entry points load_plugins has loaded, in order
+_DISTS: dict[PluginDist, list[str]] = {}  # each plugin distribution loaded → its entry points
+_REPLACED: list[Replacement] = []  # entries a plugin replaced or removed, in order
+_loading: PluginDist | None = None  # the distribution whose entry point is loading now
 _plugins_done = False
 
 
@@ -59,15 +69,19 @@ class Registry(Generic[T]):
     """Named entries of one kind, in registration order.
 
     ``kind`` names the kind in errors ("unknown metric 'f11'"); ``key`` is the config key
-    that selects an entry, if any ("proxy.measure"), for the error's hint.
+    that selects an entry, if any ("proxy.measure"), for the error's hint. ``guard(entry,
+    wrap)`` returns a plugin's entry with its callables wrapped by ``wrap`` (default
+    :func:`~mcu_exp.plugin_guard.guard_entry`: a class's own methods, or a function).
     """
 
-    def __init__(self, kind: str, key: str | None = None) -> None:
+    def __init__(self, kind: str, key: str | None = None, guard: Callable[[T, Wrap[Any]], T] | None = None) -> None:
         self.kind = kind
         self.key = key
         self._entries: dict[str, T] = {}
         self._lazy: dict[str, str] = {}
         self._order: list[str] = []
+        self._origin: dict[str, PluginDist] = {}  # entries a plugin distribution added
+        self._guard: Callable[[T, Wrap[Any]], T] = guard or guard_entry
         self._frozen = False
         _ALL.append(self)
 
@@ -83,14 +97,33 @@ class Registry(Generic[T]):
             raise ValueError(f"a {self.kind} name must be a non-empty string, got {name!r}")
         if name in self._order and not replace:
             raise ValueError(f"{self.kind} {name!r} is already registered")
-        if name not in self._order:
+        if name in self._order:
+            self._note_replaced(name)
+        else:
             self._order.append(name)
+        if _loading is not None:
+            self._origin[name] = _loading
+        else:
+            self._origin.pop(name, None)
+
+    def _note_replaced(self, name: str) -> None:
+        """Record a plugin replacing or removing an entry it did not add itself."""
+        if _loading is not None and self._origin.get(name) != _loading:
+            found = Replacement(_loading, self.kind, name)
+            if found not in _REPLACED:
+                _REPLACED.append(found)
+
+    def _guarded(self, name: str, entry: T) -> T:
+        """``entry`` with its callables guarded when a plugin distribution added it."""
+        plugin = self._origin.get(name)
+        return entry if plugin is None else self._guard(entry, call_guard(plugin, self.kind, name))
 
     def add(self, name: str, entry: T, *, replace: bool = False) -> T:
         """Register ``entry`` under ``name`` (a second entry of one name is an error unless
-        ``replace``); returns ``entry``."""
+        ``replace``); returns ``entry`` (guarded when a plugin adds it)."""
         self._claim(name, replace)
         self._lazy.pop(name, None)
+        entry = self._guarded(name, entry)
         self._entries[name] = entry
         return entry
 
@@ -123,8 +156,10 @@ class Registry(Generic[T]):
         if self._frozen:
             raise FrozenRegistry(f"cannot remove {self.kind} {name!r}: registries are frozen after start-up")
         entry = self[name]
+        self._note_replaced(name)
         self._entries.pop(name, None)
         self._order.remove(name)
+        self._origin.pop(name, None)
         return entry
 
     def spec(self, name: str) -> str | None:
@@ -164,10 +199,15 @@ class Registry(Generic[T]):
                 entry = import_attr(spec)
             except (ImportError, AttributeError) as exc:
                 raise PluginError(f"{self.kind} {name!r}: cannot import {spec} ({exc})") from exc
-            self._entries[name] = entry  # type: ignore[assignment]
+            guarded = self._guarded(name, entry)  # type: ignore[arg-type]
+            self._entries[name] = guarded
             del self._lazy[name]
-            return entry  # type: ignore[return-value]
+            return guarded
         raise UnknownName(self.unknown_message(name))
+
+    def origin(self, name: str) -> PluginDist | None:
+        """The plugin distribution that added entry ``name`` (None: a built-in)."""
+        return self._origin.get(name)
 
     def get(self, name: str, default: T | None = None) -> T | None:
         """The entry ``name``, or ``default`` when none is registered."""
@@ -192,18 +232,25 @@ def load_plugins(group: str = PLUGIN_GROUP) -> list[str]:
     """Load every installed package's ``group`` entry points once (a module is imported, a
     callable called); returns their names. A failing entry point is a :class:`PluginError`
     naming it and its distribution."""
-    global _plugins_done
+    global _plugins_done, _loading
     if _plugins_done and group == PLUGIN_GROUP:
         return list(_LOADED)
     for ep in sorted(entry_points(group=group), key=lambda e: e.name):
-        dist = getattr(getattr(ep, "dist", None), "name", "?")
+        found = getattr(ep, "dist", None)
+        dist = getattr(found, "name", None) or "?"
+        plugin = PluginDist(dist, getattr(found, "version", None) or "?")
+        _loading = plugin
         try:
             obj = ep.load()
             if callable(obj) and not isinstance(obj, type):
                 obj()
-        except Exception as exc:  # a plugin's own error, reported as one line
-            raise PluginError(f"plugin {ep.name!r} ({ep.value}, from {dist}) failed to load: {exc}") from exc
+        except (SystemExit, Exception) as exc:  # a plugin's own error (or exit), reported as one line
+            why = f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else str(exc)
+            raise PluginError(f"plugin {ep.name!r} ({ep.value}, from {dist}) failed to load: {why}") from exc
+        finally:
+            _loading = None
         _LOADED.append(ep.name)
+        _DISTS.setdefault(plugin, []).append(ep.name)
     if group == PLUGIN_GROUP:
         _plugins_done = True
     return list(_LOADED)
@@ -219,3 +266,50 @@ def thaw_all() -> None:
     """Undo :func:`freeze_all` (for a second in-process job, e.g. in tests or a notebook)."""
     for registry in _ALL:
         registry._frozen = False
+
+
+def loaded_plugins() -> list[PluginDist]:
+    """The plugin distributions whose entry points :func:`load_plugins` loaded, in order."""
+    return list(_DISTS)
+
+
+def replacements() -> list[Replacement]:
+    """The entries plugins replaced or removed (pending: a job refuses them unless allowed)."""
+    return list(_REPLACED)
+
+
+def plugin_record() -> list[dict[str, Any]]:
+    """Each loaded plugin distribution, its version, entry points and the entries it
+    replaced: what a job writes to ``specs.json`` and a bundle's manifest."""
+    return [
+        {
+            "distribution": plugin.name,
+            "version": plugin.version,
+            "entry_points": list(points),
+            "replaced": [f"{r.registry}:{r.name}" for r in _REPLACED if r.plugin == plugin],
+        }
+        for plugin, points in _DISTS.items()
+    ]
+
+
+def replacement_problems(allowed: Sequence[str], key: str = "plugins.allow_replace") -> list[str]:
+    """One line for each entry a plugin replaced without ``allowed`` naming it, and for each
+    name in ``allowed`` that no registry has (with the closest known name)."""
+    from mcu_exp.config.suggest import suggest_key
+
+    known = sorted({name for registry in _ALL for name in registry.names()})
+    problems = []
+    for name in allowed:
+        if name not in known:
+            guess = suggest_key(str(name), known)
+            hint = f": did you mean {guess!r}?" if guess else ""
+            problems.append(f"{key}: {name!r} is no registered entry{hint} (expected names a plugin replaces)")
+    valid = [str(name) for name in allowed if name in known]
+    names = ", ".join(dict.fromkeys([*valid, *(r.name for r in _REPLACED)]))  # allows them all at once
+    for found in _REPLACED:
+        if found.name not in allowed:
+            problems.append(
+                f"plugin {found.plugin} replaces the {found.registry} {found.name!r}; refused: "
+                f"allow it with {key}=[{names}]"
+            )
+    return problems

@@ -175,6 +175,9 @@ def show(path: Path) -> str:
         + ", ".join(f"{k} {packages[k]}" for k in ("mcu_exp", "torch", "transformers", "numpy") if k in packages)
         + (f", commit {env['git_commit'][:12]}" if env.get("git_commit") else ""),
     ]
+    plugins = plugins_line(env)
+    if plugins:
+        lines.append(f"  {plugins}")
     for job in manifest["jobs"]:
         head, data = job.get("headline", {}), job.get("dataset", {})
         lines.append(
@@ -184,6 +187,37 @@ def show(path: Path) -> str:
         if "f1" in head:
             lines.append("    " + _headline(head))
     return "\n".join(lines)
+
+
+def plugins_line(env: dict[str, Any]) -> str | None:
+    """The plugin packages a bundle's job loaded (its manifest's ``environment.plugins``) and
+    what they replaced, in one line; None when it loaded none."""
+    found = env.get("plugins") or []
+    if not found:
+        return None
+    parts = []
+    for plugin in found:
+        replaced = plugin.get("replaced") or []
+        parts.append(
+            f"{plugin.get('distribution')}=={plugin.get('version')}"
+            + (f" (replaced {', '.join(replaced)})" if replaced else "")
+        )
+    return f"plugins: {', '.join(parts)}"
+
+
+def _bundle_plugins(path: Path) -> str | None:
+    """:func:`plugins_line` of the bundle at ``path``, read from its manifest alone (the replay
+    reads and checks the whole bundle); None when there is none or it cannot be read."""
+    import zipfile
+
+    from mcu_exp.bundle.archive import MANIFEST
+
+    try:
+        with zipfile.ZipFile(path) as bundle:
+            manifest = json.loads(bundle.read(MANIFEST))
+        return plugins_line(manifest.get("environment", {}))
+    except (OSError, KeyError, ValueError, AttributeError, zipfile.BadZipFile):
+        return None
 
 
 def _headline(head: dict[str, Any]) -> str:
@@ -230,6 +264,9 @@ def _replay(path: Path, keep: Path | None) -> None:
     """Replay, print each job's check, exit 1 when one differs."""
     from mcu_exp.bundle.replay import replay
 
+    plugins = _bundle_plugins(path)
+    if plugins:  # a replay loads no plugin: what they computed or replaced can differ
+        print(f"The bundle's run had {plugins}; this replay runs without them")
     checks = replay(path, keep)
     print(f"Replay of {path}:")
     for check in checks:

@@ -22,6 +22,7 @@ from typing import Any
 from mcu_exp.bundle import archive, reads
 from mcu_exp.bundle.archive import GENERATION_TABLES, SCORE_TABLES, RowSet
 from mcu_exp.bundle.machine import numeric_dispatch
+from mcu_exp.registry import plugin_record
 
 READS_FILE = "reads.json"  # a job without a bundle logs the keys it read (bundle/reads.json)
 BUNDLE_DIR = "bundle"  # the artifact folder of both
@@ -118,6 +119,9 @@ def environment() -> dict[str, Any]:
     }
     env.update(_cpu())
     env["numeric_dispatch"] = numeric_dispatch()
+    plugins = plugin_record()
+    if plugins:  # the plugin packages the job loaded and what they replaced
+        env["plugins"] = plugins
     try:
         import numpy as np
 

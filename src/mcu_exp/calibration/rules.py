@@ -33,6 +33,7 @@ import numpy as np
 
 from mcu_exp.calibration.threshold import decide, thresholds
 from mcu_exp.config import DecisionConfig
+from mcu_exp.plugin_guard import guard_fields
 from mcu_exp.registry import Registry
 
 
@@ -141,7 +142,9 @@ class DecisionRule:
         return dataclasses.replace(cfg, params={**self.params, **given})
 
 
-RULES: Registry[DecisionRule] = Registry("decision rule", key="decision.rule")
+RULES: Registry[DecisionRule] = Registry(
+    "decision rule", key="decision.rule", guard=lambda r, wrap: guard_fields(r, wrap, "apply", "relabel")
+)
 
 
 def register_rule(

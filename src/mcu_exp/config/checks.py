@@ -15,6 +15,7 @@ from mcu_exp.config import Config
 from mcu_exp.data import GROUPS, READERS, RULES
 from mcu_exp.evaluation.report import CI_METHODS
 from mcu_exp.evaluation.significance import MIN_PERMUTATIONS
+from mcu_exp.registry import replacement_problems
 from mcu_exp.scoring.factory import SCORER_KINDS
 
 MIN_RESAMPLES = 1000
@@ -76,6 +77,7 @@ def config_problems(cfg: Config) -> Iterator[str]:
     if cfg.cache.url:
         yield from _cache_url_problems(str(cfg.cache.url))
     yield from _model_problems(cfg)
+    yield from _plugin_problems(cfg)
 
 
 def _model_problems(cfg: Config) -> Iterator[str]:
@@ -90,6 +92,17 @@ def _model_problems(cfg: Config) -> Iterator[str]:
         found = label_problem(member.model, key=f"experts.members.{key}.model")
         if found:
             yield found
+
+
+def _plugin_problems(cfg: Config) -> Iterator[str]:
+    """An entry a plugin replaced that ``plugins.allow_replace`` does not name, and a name
+    there that no registry has. Plugins load before the config is composed, so a replacement
+    is recorded then and refused here, when the job starts, before any data is read."""
+    import mcu_exp.llm.providers
+    import mcu_exp.measures
+    import mcu_exp.proxies.registry  # noqa: F401 (every registry's names, for the did-you-mean)
+
+    yield from replacement_problems([str(name) for name in cfg.plugins.allow_replace])
 
 
 def _cache_url_problems(url: str) -> Iterator[str]:

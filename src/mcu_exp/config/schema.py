@@ -237,6 +237,15 @@ class TrackingConfig:
 
 
 @dataclass
+class PluginsConfig:
+    """What installed plugin packages (``mcu_exp.plugins`` entry points) may do to a job."""
+
+    # Registry entries a plugin may replace (``replace=True``, or remove then add), e.g. [f1];
+    # a job whose plugins replace any other entry is refused before it starts.
+    allow_replace: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Config:
     """The whole job."""
 
@@ -256,6 +265,7 @@ class Config:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     generation: GenerationConfig = field(default_factory=GenerationConfig)
+    plugins: PluginsConfig = field(default_factory=PluginsConfig)
     seed: int = 0
     preview_only: bool = False
     quiet: bool = False  # no progress bars

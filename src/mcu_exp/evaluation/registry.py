@@ -37,6 +37,7 @@ from typing import Literal, TypeVar
 
 import numpy as np
 
+from mcu_exp.plugin_guard import guard_fields
 from mcu_exp.registry import Registry
 
 Kind = Literal["rate", "auc", "corr", "count"]
@@ -211,7 +212,9 @@ class Metric:
         return format(value, self.expected_fmt if expected else self.fmt)
 
 
-METRICS: Registry[Metric] = Registry("metric", key="metric name")
+METRICS: Registry[Metric] = Registry(
+    "metric", key="metric name", guard=lambda m, wrap: guard_fields(m, wrap, "compute", "random")
+)
 _ORDER = itertools.count()  # registration order, kept across unregister()
 
 

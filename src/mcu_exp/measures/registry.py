@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from mcu_exp import names
+from mcu_exp.plugin_guard import guard_fields
 from mcu_exp.registry import Registry
 
 MeasureFn = Callable[..., float]  # (similarity, **params) -> uncertainty
@@ -101,7 +102,9 @@ class Measure:
         return np.asarray(self.batched(stack, **self.settings(params)), dtype=float)
 
 
-MEASURES: Registry[Measure] = Registry("measure", key="proxy.measure")
+MEASURES: Registry[Measure] = Registry(
+    "measure", key="proxy.measure", guard=lambda m, wrap: guard_fields(m, wrap, "fn", "batched")
+)
 
 
 def register_measure(

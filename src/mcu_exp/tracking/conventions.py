@@ -85,6 +85,23 @@ def source_tags() -> dict[str, str]:
     return tags
 
 
+def plugin_tags() -> dict[str, str]:
+    """``mcu.plugins`` (each loaded plugin distribution as ``dist==version``) and
+    ``mcu.plugins.replaced`` (the entries they replaced, allowed by ``plugins.allow_replace``);
+    none when no plugin is installed, so a plugin-free run's tags stay as they were."""
+    from mcu_exp.names import TAG_PLUGINS, TAG_PLUGINS_REPLACED
+    from mcu_exp.registry import loaded_plugins, replacements
+
+    tags = {}
+    plugins = loaded_plugins()
+    if plugins:
+        tags[TAG_PLUGINS] = ", ".join(map(str, plugins))
+    replaced = replacements()
+    if replaced:
+        tags[TAG_PLUGINS_REPLACED] = ", ".join(f"{r.registry}:{r.name} ({r.plugin})" for r in replaced)
+    return tags
+
+
 @cache
 def _git_commit() -> str | None:
     """The commit of the checkout this code runs from (None outside git), asked of git once per

@@ -13,9 +13,14 @@ module, let alone its SDK, until a job uses it; a provider imports its client in
 import pkgutil
 
 from mcu_exp.llm.providers._spec import Capabilities, Provider, typed_settings
+from mcu_exp.plugin_guard import guard_fields
 from mcu_exp.registry import Registry
 
-PROVIDERS: Registry[Provider] = Registry("backend", "model.backend")
+PROVIDERS: Registry[Provider] = Registry(
+    "backend",
+    "model.backend",
+    guard=lambda p, wrap: guard_fields(p, wrap, "create", "identity", "create_batch", "check"),
+)
 # Every public module here is a provider, registered lazily under its name (found without
 # importing it): a backend added to this package is its module, nothing else.
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
