@@ -10,7 +10,8 @@ everything the value is a function of:
 - the caller's ``key_parts`` (the inputs: frames, arrays, numbers, strings), hashed by content
   (:func:`content_hash`: values, dtypes, index and column names, in order);
 - the source of the modules named in ``code`` (so editing the computation invalidates its
-  entries without a version to bump) and the installed NumPy, pandas and SciPy versions;
+  entries without a version to bump) and the installed versions of the libraries those
+  modules compute with (:data:`LIBRARIES`);
 - the format of the entries (:data:`FORMAT`).
 
 A value is stored pickled (the user's own cache folder, as trusted as the SQLite caches
@@ -41,7 +42,10 @@ log = logging.getLogger("mcu_exp")
 T = TypeVar("T")
 RESULTS_DIR = "results"  # under cache.dir
 FORMAT = "mcu-exp-result/1"
-LIBRARIES = ("numpy", "pandas", "scipy")  # their versions are part of every key
+# Their versions are part of every key: every third-party library a cached value is computed
+# with (the imports of the modules the callers name in ``code``: NumPy, pandas and SciPy for the
+# statistics, krippendorff for the humans' ceiling, lizard for the code-metric baselines).
+LIBRARIES = ("numpy", "pandas", "scipy", "krippendorff", "lizard")
 
 
 @cache
