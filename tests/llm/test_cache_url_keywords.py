@@ -67,3 +67,13 @@ def test_a_job_refuses_an_ssl_passphrase_in_cache_url_without_showing_it(form: s
         cfg = typed_config(compose("config", overrides=[f"cache.url='{form.format(port=1)}'"]))
     found = [redact_text(p) for p in config_problems(cfg) if p.startswith("cache.")]
     assert len(found) == 1 and SECRET not in found[0], found
+
+
+def test_an_echoed_url_keeps_everything_but_its_secrets() -> None:
+    from mcu_exp.store.postgres import redact_conninfo
+
+    assert redact_conninfo("postgresql://me:pw@db:5433/mcu?sslpassword=abc&sslmode=require") == (
+        "postgresql://me:***@db:5433/mcu?sslpassword=***&sslmode=require"
+    )
+    assert redact_conninfo("host=db password='a b' dbname=mcu") == "host=db password=*** dbname=mcu"
+    assert redact_conninfo("postgresql://me@db/mcu") == "postgresql://me@db/mcu"  # the user is no secret

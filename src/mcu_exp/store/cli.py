@@ -146,14 +146,18 @@ def render(counts: dict[str, tuple[int, int]]) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry: ``mcu-exp cache export|import FOLDER [--url URL]``."""
     args = build_parser().parse_args(argv)
-    from mcu_exp.redact import redact_text, remember, secret_values
+    from mcu_exp.redact import mask_known, remember, secret_values
     from mcu_exp.store.faults import StoreFault, is_disk_full
-    from mcu_exp.store.postgres import StoreError, check_url, conninfo_secrets
+    from mcu_exp.store.postgres import StoreError, check_url, conninfo_secrets, redact_conninfo
     from mcu_exp.store.sql import is_url
 
     # A password in --url, in any of libpq's forms (user:pass@, ?password=, ?sslpassword=, a
     # key=value string), is masked in every line this command prints.
     remember(secret_values({"url": args.url or ""}) | conninfo_secrets(args.url or ""))
+
+    def clean(text: str) -> str:
+        return mask_known(text.replace(args.url, redact_conninfo(args.url)) if args.url else text)
+
     try:
         if not args.url:
             raise StoreError(f"no shared store given: pass --url postgresql://user@host:port/database or set {URL_ENV}")
@@ -170,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         ):  # a job's advice ("rerun") does not fit
             message = f"{exc.fact}; fix or move it and run the command again (what was copied stays)"
         message = re.sub(r"^cache\.url\b", "--url", message)  # the store's errors name the jobs' key
-        print(f"{PROG} {args.action}: error: {redact_text(message)}", file=sys.stderr)
+        print(f"{PROG} {args.action}: error: {clean(message)}", file=sys.stderr)
         raise SystemExit(1) from None
     where = f"{args.url} -> {args.folder}" if args.action == "export" else f"{args.folder} -> {args.url}"
-    print(redact_text(f"{args.action}ed {where}:") + f"\n{render(counts)}")
+    print(clean(f"{args.action}ed {where}:") + f"\n{render(counts)}")

@@ -21,9 +21,11 @@ SECRET_PARAMS = {
     "sslpassword": "a pg_service.conf entry (PGSERVICEFILE)",
 }
 _SECRET_PAIR = re.compile(
-    r"(?:^|[\s?&])(?:" + "|".join(SECRET_PARAMS) + r")\s*=\s*(?:'(?P<quoted>(?:[^'\\]|\\.)*)'|(?P<plain>[^\s&#]*))",
+    r"(?P<key>(?:^|[\s?&])(?:" + "|".join(SECRET_PARAMS) + r")\s*=\s*)"
+    r"(?:'(?P<quoted>(?:[^'\\]|\\.)*)'|(?P<plain>[^\s&#]*))",
     re.IGNORECASE,
 )
+_USER_PASSWORD = re.compile(r"^(?P<head>[a-z][a-z0-9+.\-]*://[^/?#@:]*):[^/?#]*@", re.IGNORECASE)
 
 
 class StoreError(ValueError):
@@ -63,6 +65,13 @@ def conninfo_secrets(url: str) -> set[str]:
         parts = {}
     found.update(str(parts[name]) for name in SECRET_PARAMS if parts.get(name))
     return {value for value in found if value}
+
+
+def redact_conninfo(url: str) -> str:
+    """``url`` with its password and SSL passphrase, in any of libpq's forms, shown as ``***``;
+    the user, host and every other parameter kept (what an error about the URL should show)."""
+    masked = _SECRET_PAIR.sub(lambda m: f"{m.group('key')}***", url)
+    return _USER_PASSWORD.sub(lambda m: f"{m.group('head')}:***@", masked)
 
 
 def connect(url: str, schema: str) -> Any:
