@@ -32,6 +32,7 @@ SECRET_WORDS = frozenset(
         "secret",
         "token",
         "password",
+        "sslpassword",  # libpq's passphrase of the client key
         "passwd",
         "pwd",
         "credential",

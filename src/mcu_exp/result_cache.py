@@ -10,13 +10,16 @@ everything the value is a function of:
 - the caller's ``key_parts`` (the inputs: frames, arrays, numbers, strings), hashed by content
   (:func:`content_hash`: values, dtypes, index and column names, in order);
 - the source of the modules named in ``code`` (so editing the computation invalidates its
-  entries without a version to bump) and the installed NumPy, pandas and SciPy versions;
+  entries without a version to bump) and the installed versions of the libraries those
+  modules compute with (:data:`LIBRARIES`);
 - the format of the entries (:data:`FORMAT`).
 
 A value is stored pickled (the user's own cache folder, as trusted as the SQLite caches
 beside it), so a hit returns exactly what the computation returned: the same float64 bits,
-dtypes, index and ``attrs``, hence byte-identical CSVs. A miss, an unreadable entry or a
-folder that cannot be written just computes (a write failure is logged, never raised).
+dtypes, index and ``attrs``, hence byte-identical CSVs. A miss, an unreadable entry, an entry
+of the wrong kind (``kind``: a dict where a frame is expected, a pair where a triple is) or a
+folder that cannot be written just computes (the entry is replaced; a write failure is
+logged, never raised).
 """
 
 from __future__ import annotations
@@ -39,9 +42,13 @@ import pandas as pd
 log = logging.getLogger("mcu_exp")
 
 T = TypeVar("T")
+Kind = type | tuple[type, ...] | Callable[[Any], bool]  # what a stored value must be
 RESULTS_DIR = "results"  # under cache.dir
 FORMAT = "mcu-exp-result/1"
-LIBRARIES = ("numpy", "pandas", "scipy")  # their versions are part of every key
+# Their versions are part of every key: every third-party library a cached value is computed
+# with (the imports of the modules the callers name in ``code``: NumPy, pandas and SciPy for the
+# statistics, krippendorff for the humans' ceiling, lizard for the code-metric baselines).
+LIBRARIES = ("numpy", "pandas", "scipy", "krippendorff", "lizard")
 
 
 @cache
@@ -139,6 +146,7 @@ def cached_result(
     key_parts: Sequence[Any] | Mapping[str, Any],
     compute: Callable[[], T],
     code: Sequence[str] = (),
+    kind: Kind | None = None,
 ) -> T:
     """``compute()``, stored under ``cache_dir`` the first time and read back afterwards.
 
@@ -147,8 +155,9 @@ def cached_result(
     ``key_parts`` must hold *every* input ``compute`` reads (frames, arrays, numbers,
     strings; see :func:`content_hash`), settings such as seeds and resample counts
     included; ``code`` names the modules whose source defines the computation (e.g.
-    ``("mcu_exp.data.reliability",)``): editing one starts new entries. ``cache_dir`` None
-    computes without storing. Example, a human ceiling per dataset and label rule::
+    ``("mcu_exp.data.reliability",)``): editing one starts new entries; ``kind`` is what a
+    value read back must be (a type, types, or a test of the value), else it is recomputed and
+    replaced. ``cache_dir`` None computes without storing. Example, a human ceiling per dataset and label rule::
 
         ceiling = cached_result(cfg.cache.dir, "ceiling", [evaluations, rule, splits, seed],
                                 lambda: split_half(evaluations, rule, splits, seed),
@@ -163,8 +172,10 @@ def cached_result(
     try:
         with path.open("rb") as handle:
             value = pickle.load(handle)
-        log.debug("result cache: %s from %s", name, path)
-        return value  # type: ignore[no-any-return]
+        if kind is None or _of_kind(value, kind):
+            log.debug("result cache: %s from %s", name, path)
+            return value  # type: ignore[no-any-return]
+        log.debug("result cache: %s holds a %s, not a %s; recomputing", path, type(value).__name__, name)
     except FileNotFoundError:
         pass
     except Exception as exc:  # noqa: BLE001 (a truncated or foreign file: recompute and replace it)
@@ -172,6 +183,30 @@ def cached_result(
     value = compute()
     _store(path, value, name)
     return value
+
+
+def _of_kind(value: Any, kind: Kind) -> bool:
+    """Whether ``value`` is of ``kind`` (a type or types: an instance; else the test's answer)."""
+    if isinstance(kind, (type, tuple)):
+        return isinstance(value, kind)
+    try:
+        return bool(kind(value))
+    except Exception:  # noqa: BLE001 (a test that fails on a foreign value: not of the kind)
+        return False
+
+
+def floats(count: int) -> Callable[[Any], bool]:
+    """A :data:`Kind`: a tuple of ``count`` floats (NumPy's included)."""
+    return lambda value: (
+        isinstance(value, tuple) and len(value) == count and all(isinstance(v, (float, np.floating)) for v in value)
+    )
+
+
+def mapping_of(kind: type | tuple[type, ...]) -> Callable[[Any], bool]:
+    """A :data:`Kind`: a dict with string keys whose values are of ``kind``."""
+    return lambda value: (
+        isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, kind) for k, v in value.items())
+    )
 
 
 def _store(path: Path, value: Any, name: str) -> None:

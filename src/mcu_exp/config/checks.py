@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from mcu_exp.calibration import QUANTILE_RULES
 from mcu_exp.calibration import RULES as DECISION_RULES
 from mcu_exp.config import Config
+from mcu_exp.config.paths import path_problems
 from mcu_exp.data import GROUPS, READERS, RULES
 from mcu_exp.evaluation.report import CI_METHODS
 from mcu_exp.evaluation.significance import MIN_PERMUTATIONS
@@ -74,6 +75,7 @@ def config_problems(cfg: Config) -> Iterator[str]:
         yield f"labels.min_fraction={lab.min_fraction}: expected a value in [0, 1]"
     if cfg.dataset.limit is not None and cfg.dataset.limit < 1:
         yield f"dataset.limit={cfg.dataset.limit}: expected a positive number of programs (or null)"
+    yield from path_problems(cfg.paths.outputs, cfg.cache.dir, cfg.paths.allow_system)
     if cfg.cache.url:
         yield from _cache_url_problems(str(cfg.cache.url))
     yield from _model_problems(cfg)

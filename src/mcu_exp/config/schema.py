@@ -18,6 +18,7 @@ class PathsConfig:
     """Where run outputs and caches live (relative paths resolve against the launch folder)."""
 
     outputs: str = "outputs"
+    allow_system: bool = False  # write outputs or caches under a system folder (/etc, /usr, …) anyway
 
 
 @dataclass

@@ -253,6 +253,7 @@ def epsilon_grid(
         key,
         lambda: epsilon_sweep(alpha_cal, alpha_test, epsilons, quantile_rule, y_true=y_true),
         code=code,
+        kind=pd.DataFrame,
     )
 
 

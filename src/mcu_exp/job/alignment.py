@@ -62,12 +62,15 @@ def score_reuse(cache_dir: Path | None) -> Reuse | None:
     if cache_dir is None:
         return None
     from mcu_exp.evaluation.registry import INTERVAL_KINDS, registered
-    from mcu_exp.result_cache import cached_result
+    from mcu_exp.result_cache import Kind, cached_result, mapping_of
 
     chosen = registered(INTERVAL_KINDS, score=True)
     code = tuple(dict.fromkeys([*SCORE_CODE, *sorted({m.compute.__module__ for m in chosen})]))
     names = tuple(m.name for m in chosen)
-    return lambda name, key, compute: cached_result(cache_dir, name, (names, *key), compute, code=code)
+    kinds: dict[str, Kind] = {"score_bootstrap": mapping_of(np.ndarray), "auc_permutation_p": (float, np.floating)}
+    return lambda name, key, compute: cached_result(
+        cache_dir, name, (names, *key), compute, code=code, kind=kinds.get(name)
+    )
 
 
 def alignment(

@@ -62,7 +62,9 @@ def measures_and_baselines(
     if not measure_columns(frame):
         return None
     args = (frame, labels.labels, labels.correctness, ev.bootstrap_resamples, ev.confidence, ev.seed, ev.permutations)
-    return cached_result(cache_dir, "measure_table", args, lambda: measure_table(*args), code=MEASURE_CODE)
+    return cached_result(
+        cache_dir, "measure_table", args, lambda: measure_table(*args), code=MEASURE_CODE, kind=pd.DataFrame
+    )
 
 
 def write_rejection(
@@ -75,7 +77,7 @@ def write_rejection(
     interval and p once per score and labels with ``cache_dir``: the score is decision-free)."""
     from mcu_exp.evaluation.bootstrap import stratified_indices
     from mcu_exp.evaluation.rejection import prediction_rejection, prr_interval_and_p
-    from mcu_exp.result_cache import cached_result
+    from mcu_exp.result_cache import cached_result, floats
 
     truth, _, score = align(outcome.table, labels.labels)
     if len(truth) < 2 or not np.isfinite(score.to_numpy()).all():
@@ -95,7 +97,7 @@ def write_rejection(
             return prr_interval_and_p(y, s, indices, ev.confidence, ev.permutations, ev.seed)
 
         key = (y, s, ev.bootstrap_resamples, ev.confidence, ev.seed, ev.permutations)
-        low, high, p = cached_result(cache_dir, "prr_interval", key, interval_and_p, code=MEASURE_CODE)
+        low, high, p = cached_result(cache_dir, "prr_interval", key, interval_and_p, code=MEASURE_CODE, kind=floats(3))
     return {"prr": float(found.prr), "prr_ci_low": low, "prr_ci_high": high, "prr_perm_p": p}
 
 
@@ -144,9 +146,9 @@ def attach_ceilings(
     ``results``. The ceilings depend on the evaluations, the label rule, the groups and the
     split settings, never on the decision: with ``cache_dir`` they are computed once per input
     (:func:`mcu_exp.result_cache.cached_result`)."""
-    from mcu_exp.data.reliability import reliabilities, reliability_table
+    from mcu_exp.data.reliability import Reliability, reliabilities, reliability_table
     from mcu_exp.evaluation.ceiling import with_ceilings
-    from mcu_exp.result_cache import cached_result
+    from mcu_exp.result_cache import cached_result, mapping_of
 
     groups = [g for g in reports if g != names.ALL_READERS]
     key = (
@@ -162,7 +164,12 @@ def attach_ceilings(
         ev.confidence,
     )
     found = cached_result(
-        cache_dir, "reliabilities", key, lambda: reliabilities(dataset, labels, ev, groups), code=CEILING_CODE
+        cache_dir,
+        "reliabilities",
+        key,
+        lambda: reliabilities(dataset, labels, ev, groups),
+        code=CEILING_CODE,
+        kind=mapping_of(Reliability),
     )
     reliability_table(found).to_csv(results / names.RELIABILITY_FILE, index=False)
     return with_ceilings(reports, found)

@@ -146,17 +146,23 @@ def render(counts: dict[str, tuple[int, int]]) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry: ``mcu-exp cache export|import FOLDER [--url URL]``."""
     args = build_parser().parse_args(argv)
-    from mcu_exp.redact import mask_known, redact_url, remember, secret_values
+    from mcu_exp.redact import mask_known, remember, secret_values
     from mcu_exp.store.faults import StoreFault, is_disk_full
-    from mcu_exp.store.postgres import StoreError, check_url
+    from mcu_exp.store.postgres import StoreError, check_url, conninfo_secrets, redact_conninfo
     from mcu_exp.store.sql import is_url
 
-    remember(secret_values({"url": args.url or ""}))  # a password in --url is masked in every message
+    # A password in --url, in any of libpq's forms (user:pass@, ?password=, ?sslpassword=, a
+    # key=value string), is masked in every line this command prints.
+    remember(secret_values({"url": args.url or ""}) | conninfo_secrets(args.url or ""))
+
+    def clean(text: str) -> str:
+        return mask_known(text.replace(args.url, redact_conninfo(args.url)) if args.url else text)
+
     try:
         if not args.url:
             raise StoreError(f"no shared store given: pass --url postgresql://user@host:port/database or set {URL_ENV}")
         if not is_url(args.url):
-            raise StoreError(f"--url {redact_url(args.url)}: expected postgresql://user@host:port/database")
+            raise StoreError(f"--url {args.url}: expected postgresql://user@host:port/database")
         check_url(args.url, key="--url")
         counts = transfer(
             args.folder, args.url, export=args.action == "export", progress=not args.quiet and sys.stderr.isatty()
@@ -168,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         ):  # a job's advice ("rerun") does not fit
             message = f"{exc.fact}; fix or move it and run the command again (what was copied stays)"
         message = re.sub(r"^cache\.url\b", "--url", message)  # the store's errors name the jobs' key
-        print(f"{PROG} {args.action}: error: {mask_known(message)}", file=sys.stderr)
+        print(f"{PROG} {args.action}: error: {clean(message)}", file=sys.stderr)
         raise SystemExit(1) from None
     where = f"{args.url} -> {args.folder}" if args.action == "export" else f"{args.folder} -> {args.url}"
-    print(f"{args.action}ed {where}:\n{render(counts)}")
+    print(clean(f"{args.action}ed {where}:") + f"\n{render(counts)}")

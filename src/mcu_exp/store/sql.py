@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.store.sqlite import open_shared
+from mcu_exp.store.sqlite import close_shared, open_shared
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 SQLITE, POSTGRESQL = "sqlite", "postgresql"
@@ -107,7 +107,11 @@ class Store:
         return open_store(self.location, {self.dialect: self._schema})
 
     def close(self) -> None:
-        self._conn.close()
+        """Close the connection (SQLite: its file's free pages first given back, :func:`close_shared`)."""
+        if self.dialect == SQLITE:
+            close_shared(self._conn)
+        else:
+            self._conn.close()
 
 
 def open_store(location: str | Path, schemas: Mapping[str, str]) -> Store:

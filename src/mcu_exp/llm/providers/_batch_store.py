@@ -27,7 +27,7 @@ from typing import Any
 
 from mcu_exp.llm.cache_keys import canonical_json
 from mcu_exp.llm.contract import GenerationRequest, Message
-from mcu_exp.store.sqlite import open_shared
+from mcu_exp.store.sqlite import close_shared, open_shared
 
 STORE_FILE = "batches.sqlite"
 _SCHEMA = """
@@ -219,5 +219,5 @@ class BatchStore:
         return dict(rows.fetchall())
 
     def close(self) -> None:
-        """Close the connection."""
-        self.conn.close()
+        """Close the connection (the pages of dropped requests given back first: :func:`close_shared`)."""
+        close_shared(self.conn)
