@@ -237,7 +237,6 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _replay(path: Path, keep: Path | None) -> None:
     """Replay, print each job's check, exit 1 when one differs."""
     from mcu_exp.bundle.replay import replay
-
     from mcu_exp.bundle.safety import shown
 
     checks = replay(path, keep)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-import sqlite3
 import tempfile
 import warnings
 from collections.abc import Mapping
@@ -105,26 +104,13 @@ def import_rows(rows: RowSet, cache_dir: Path) -> None:
     """The bundle's rows into fresh SQLite caches in ``cache_dir``, as ``mcu-exp cache import`` copies."""
     from mcu_exp.llm.cache import CACHE_FILE, GenerationCache
     from mcu_exp.scoring.score_cache import ScoreCache
+    from mcu_exp.store.cli import copy_tables
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     with GenerationCache(cache_dir / CACHE_FILE) as generations:
-        _copy(rows, generations, GENERATION_TABLES)
+        copy_tables(rows, generations, list(GENERATION_TABLES), progress=False)
     with ScoreCache(cache_dir / "bertscore.sqlite") as scores:
-        _copy(rows, scores, SCORE_TABLES)
-
-
-def _copy(rows: RowSet, cache: Any, tables: tuple[str, ...]) -> None:
-    """:func:`copy_tables` table by table; rows the cache's tables cannot hold (their number
-    of values, their types) are one line naming the member."""
-    from mcu_exp.store.cli import copy_tables
-
-    for table in tables:
-        try:
-            copy_tables(rows, cache, [table], progress=False)
-        except (sqlite3.Error, TypeError, IndexError) as exc:
-            raise BundleError(
-                f"cache/{table}.jsonl: its rows do not fit the cache's {table} table ({str(exc).splitlines()[0]})"
-            ) from None
+        copy_tables(rows, scores, list(SCORE_TABLES), progress=False)
 
 
 def job_config(

@@ -124,19 +124,20 @@ def _check_job(job: Any, where: str) -> None:
         _need(name, (str,), f"{where}.files[{index}]", "a string")
 
 
-def row_problem(row: Any, hex_key: bool, columns: int = 1) -> str | None:
-    """Why ``row`` (one parsed line of a ``cache/<table>.jsonl`` member) is not a cache row
-    of at least ``columns`` values whose first is a string key (hexadecimal with ``hex_key``)
-    and whose others are strings, numbers or null; None when it is one."""
+def row_problem(row: Any, hex_key: bool, columns: int, exact: bool = True) -> str | None:
+    """Why ``row`` (one parsed line of a ``cache/<table>.jsonl`` member) is not a cache row of
+    ``columns`` values (at least that many unless ``exact``) whose first is a string key
+    (hexadecimal with ``hex_key``) and whose others are strings or numbers (the cache's columns
+    are all NOT NULL); None when it is one."""
     if not isinstance(row, list):
         return f"is {kind(row)}; expected an array (one cache row)"
-    if len(row) < columns:
-        return f"has {len(row)} value(s); expected at least {columns}"
+    if len(row) < columns or (exact and len(row) != columns):
+        return f"has {len(row)} value(s); expected {columns}"
     if not isinstance(row[0], str):
         return f"its key is {kind(row[0])}; expected a string"
     if hex_key and (len(row[0]) % 2 or not _HEX.issuperset(row[0])):
         return "its key is not hexadecimal; expected the hex of the cache's bytes key"
     for index, value in enumerate(row):
-        if isinstance(value, (list, dict)):
-            return f"its value {index} is {kind(value)}; expected a string, a number or null"
+        if value is None or isinstance(value, (list, dict)):
+            return f"its value {index} is {kind(value)}; expected a string or a number"
     return None
