@@ -25,6 +25,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("console", 0),
     ("interrupts", 0),
     ("recent", 0),
+    ("yaml_limits", 0),
     ("config", 0),
     ("config.schema", 0),
     ("config.suggest", 0),
@@ -35,6 +36,8 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("store.faults", 0),
     ("bundle", 0),
     ("bundle.reads", 0),
+    ("bundle.safety", 0),
+    ("bundle.shape", 0),
     ("result_cache", 0),
     # 1 the domain: data and labels, statistics, decision rules, measures, models, scorers
     ("data", 1),

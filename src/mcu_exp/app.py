@@ -27,6 +27,7 @@ from mcu_exp.llm.errors import BackendError
 from mcu_exp.plugin_guard import PluginFailure
 from mcu_exp.redact import install_log_redaction, redact_text, redact_yaml_file, remember, secret_values
 from mcu_exp.store.faults import disk_full_message, quiet_disk_full_traces
+from mcu_exp.yaml_limits import YamlLimitError, check_yaml_folder, safe_load
 
 log = logging.getLogger("mcu_exp")
 
@@ -271,6 +272,11 @@ def _compose_and_run() -> None:
         print(f"mcu-exp: error: {one_line(exc)}", file=sys.stderr)
         raise SystemExit(1) from None
     try:
+        check_config_dirs(sys.argv[1:])
+    except YamlLimitError as exc:  # an alias bomb in a --config-dir file: one line, before Hydra hangs on it
+        print(f"mcu-exp: error: {one_line(exc)}", file=sys.stderr)
+        raise SystemExit(1) from None
+    try:
         _job()
     except CompactHydraException as exc:
         if interrupted_by(exc):  # Hydra or OmegaConf stopped halfway by a Ctrl-C
@@ -296,6 +302,45 @@ def _compose_and_run() -> None:
         raise SystemExit(1) from None
     finally:
         _restore_full_error()
+
+
+def check_config_dirs(argv: list[str]) -> None:
+    """Scan (:func:`~mcu_exp.yaml_limits.check_yaml_folder`) every YAML file of the config
+    folders the command line adds, ``--config-dir``, ``--config-path`` and ``hydra.searchpath``
+    (given there or in those folders' primary config), before Hydra composes: Hydra's loader
+    would expand an alias bomb in one until the job is killed. The packaged ``conf/`` ships with
+    the tool and is not scanned; a malformed command line is left to Hydra to report."""
+    import yaml
+    from hydra._internal.utils import get_args_parser  # the parser hydra.main reads argv with
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if not any(arg.startswith(("-c", "--c")) or "searchpath" in arg for arg in argv):
+        return
+    parser = get_args_parser()
+    parser.exit_on_error = False
+    try:
+        args, _ = parser.parse_known_args(argv)
+        overrides = OverridesParser.create().parse_overrides(args.overrides)
+    except Exception:  # Hydra reports a malformed command line itself
+        return
+    folders = [Path(args.config_dir)] if args.config_dir else []
+    if args.config_path and "://" not in args.config_path:
+        folders.append(Path(__file__).resolve().parent / args.config_path)  # Hydra: relative to this module
+    given = next((o.value() for o in overrides if o.get_key_element() == "hydra.searchpath"), None)
+    for folder in list(folders):
+        check_yaml_folder(folder)
+        primary = folder / f"{args.config_name or 'config'}.yaml"
+        if given is None and primary.is_file():
+            try:
+                found = safe_load(primary.read_bytes(), str(primary))
+            except yaml.YAMLError:  # not YAML: Hydra names the error (the file passed the scan above)
+                found = None
+            hydra_node = found.get("hydra") if isinstance(found, dict) else None
+            given = hydra_node.get("searchpath") if isinstance(hydra_node, dict) else None
+    for entry in given if isinstance(given, list) else []:
+        text = str(entry)
+        if text.startswith("file://") or ("://" not in text and "${" not in text):
+            check_yaml_folder(Path(text.removeprefix("file://")))
 
 
 def _restore_full_error() -> None:

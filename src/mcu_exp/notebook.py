@@ -60,10 +60,10 @@ def load_run(run_id: str, tracking_uri: str | None = None) -> LoadedRun:
     directly, no server needed; a server's files are downloaded. :class:`RunNotFound` when the
     store, the run or its per-program table is missing."""
     import pandas as pd
-    import yaml
 
     from mcu_exp.report.cli import default_tracking_uri
     from mcu_exp.tracking.artifacts import RunArtifacts, RunLookupError, fetch_run
+    from mcu_exp.yaml_limits import safe_load
 
     uri = tracking_uri or default_tracking_uri()
     try:
@@ -81,7 +81,11 @@ def load_run(run_id: str, tracking_uri: str | None = None) -> LoadedRun:
         if saved is not None:
             metrics.update({k: math.nan if v is None else float(v) for k, v in json.loads(saved.read_text()).items()})
         config_file = _artifact(artifacts, CONFIG_FILE, Path(tmp))
-        config = yaml.safe_load(config_file.read_text()) if config_file is not None else dict(run.data.params)
+        config = (
+            safe_load(config_file.read_text(), f"run {run_id}: {CONFIG_FILE}")
+            if config_file is not None
+            else dict(run.data.params)
+        )
     experiment = client.get_experiment(run.info.experiment_id)
     return LoadedRun(
         run_id=run_id,

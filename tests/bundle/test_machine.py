@@ -64,3 +64,8 @@ def test_restricting_numpys_kernels_or_blass_core_makes_another_machine(here: di
     assert any(d.startswith("kernel variables NPY_DISABLE_CPU_FEATURES=") for d in differences), differences
     if "X86_V4" in here["numeric_dispatch"]["numpy_simd"]:  # a CPU with AVX-512: numpy dropped it
         assert any(d.startswith("numpy's SIMD kernels: this machine lacks ") for d in differences), differences
+
+
+def test_a_hand_edited_environment_of_the_wrong_shape_is_compared_not_a_crash(here: dict[str, Any]) -> None:
+    recorded = {"cpu_flags": "avx2", "packages": ["numpy"], "numeric_dispatch": {"numpy_simd": 3, "blas_cores": []}}
+    assert kernel_differences(recorded, here)[0].startswith("CPU flags: this machine adds ")

@@ -14,6 +14,10 @@ Layout::
 Rows are copied with :func:`mcu_exp.store.cli.copy_tables`, the code ``mcu-exp cache
 export/import`` uses, from a cache (only the keys a job read) into a :class:`RowSet`, and from
 a bundle's :class:`RowSet` into the SQLite caches of a replay.
+
+A bundle is read as one from a stranger: its zip directory, member names and sizes are checked
+before anything is inflated (:mod:`mcu_exp.bundle.safety`), its manifest and cache rows for
+the shape export writes (:mod:`mcu_exp.bundle.shape`); every refusal is one line.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcu_exp.bundle import shape
+from mcu_exp.bundle.safety import BundleError as BundleError
+from mcu_exp.bundle.safety import open_checked, read_member, shown
 from mcu_exp.recent import Recent
 
 FORMAT = "mcu-exp-bundle/1"
@@ -33,15 +40,12 @@ MANIFEST = "manifest.json"
 GENERATION_TABLES = ("requests", "samples")
 SCORE_TABLES = ("specs", "pair_scores", "text_lengths")
 _BINARY_KEYS = ("pair_scores", "text_lengths")  # first column is bytes: stored as hex
+COLUMNS = {"requests": 2, "samples": 7, "specs": 2, "pair_scores": 2, "text_lengths": 3}  # values a row, by table
 _RESULT_SUFFIXES = (".csv", ".json", ".yaml")
 
 
 _ROW_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))  # json.dumps's text, one encoder
 _JSONL_TEXTS: Recent[bytes] = Recent(2 * (len(GENERATION_TABLES) + len(SCORE_TABLES)))  # RowSet.jsonl's
-
-
-class BundleError(ValueError):
-    """A bundle that cannot be read, was changed after export, or does not replay."""
 
 
 @dataclass
@@ -86,13 +90,17 @@ class RowSet:
         """The rows of a bundle's ``cache/<table>.jsonl`` members."""
         found = cls()
         for table in (*GENERATION_TABLES, *SCORE_TABLES):
-            data = members.get(f"cache/{table}.jsonl", b"")
+            member = f"cache/{table}.jsonl"
+            try:
+                text = members.get(member, b"").decode()
+            except UnicodeDecodeError:
+                raise BundleError(f"{member}: not UTF-8 text; expected JSON lines") from None
             rows = []
-            for number, line in enumerate(data.decode().splitlines(), 1):
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise BundleError(f"cache/{table}.jsonl line {number}: not JSON ({exc.msg})") from None
+            for number, line in enumerate(text.splitlines(), 1):
+                row = shape.parse_json(line, f"{member} line {number}")
+                problem = shape.row_problem(row, table in _BINARY_KEYS, COLUMNS[table])
+                if problem is not None:
+                    raise BundleError(f"{member} line {number} {problem}")
                 if table in _BINARY_KEYS:
                     row[0] = bytes.fromhex(row[0])
                 rows.append(tuple(row))
@@ -153,22 +161,26 @@ def _refuse_secrets(members: Mapping[str, bytes]) -> None:
 
 def read(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The manifest and the members of the bundle at ``path``, checked against the manifest:
-    a member or a sample changed after export is named in a :class:`BundleError`."""
+    a member or a sample changed after export is named in a :class:`BundleError`, and so is
+    any member, size or manifest :mod:`mcu_exp.bundle.safety` and :mod:`~mcu_exp.bundle.shape`
+    refuse (checked before the member is inflated, or before it is used)."""
     try:
-        with zipfile.ZipFile(path) as archive:
-            members = {info.filename: archive.read(info) for info in archive.infolist() if not info.is_dir()}
+        archive, entries = open_checked(path, MANIFEST)
+        with archive:
+            members = {info.filename: read_member(path, archive, info) for info in entries}
     except FileNotFoundError:
         raise BundleError(f"{path}: no such file") from None
     except (zipfile.BadZipFile, OSError) as exc:
         raise BundleError(
             f"{path}: not a run bundle (expected a zip archive written by mcu-exp bundle export: {exc})"
         ) from None
-    try:
-        manifest = json.loads(members.pop(MANIFEST))
-    except (KeyError, json.JSONDecodeError):
-        raise BundleError(f"{path}: no readable {MANIFEST}; expected a file written by mcu-exp bundle export") from None
-    if manifest.get("format") != FORMAT:
-        raise BundleError(f"{path}: bundle format {manifest.get('format')!r}, expected {FORMAT!r}")
+    if MANIFEST not in members:
+        raise BundleError(f"{path}: no readable {MANIFEST}; expected a file written by mcu-exp bundle export")
+    where = f"{path}: {MANIFEST}"
+    manifest = shape.parse_json(members.pop(MANIFEST), where)
+    if isinstance(manifest, dict) and manifest.get("format") != FORMAT:
+        raise BundleError(f"{path}: bundle format {shown(repr(manifest.get('format')))}, expected {FORMAT!r}")
+    shape.check_manifest(manifest, where)  # an object of the shape export writes, else refused
     check(path, manifest, members)
     return manifest, members
 
@@ -177,22 +189,25 @@ def check(path: Path, manifest: Mapping[str, Any], members: Mapping[str, bytes])
     """Raise :class:`BundleError` naming the first sample, then member, that differs from the manifest."""
     digests = manifest.get("sample_digests", {})
     for number, line in enumerate(members.get("cache/samples.jsonl", b"").decode(errors="replace").splitlines(), 1):
-        try:
-            key, text = json.loads(line)[:2]
-        except (json.JSONDecodeError, ValueError):
-            raise BundleError(f"{path}: cache/samples.jsonl line {number} is not a sample row") from None
+        row = shape.parse_json(line, f"{path}: cache/samples.jsonl line {number}")
+        problem = shape.row_problem(row, False, 2, exact=False)  # show reads a sample's key and text
+        if problem is None and not isinstance(row[1], str):
+            problem = f"its text is {shape.kind(row[1])}; expected a string"
+        if problem is not None:
+            raise BundleError(f"{path}: cache/samples.jsonl line {number} {problem}")
+        key, text = row[:2]
         if digests.get(key) != text_digest(text):
             raise BundleError(
-                f"{path}: sample {key} (cache/samples.jsonl line {number}) differs from the "
+                f"{path}: sample {shown(key)} (cache/samples.jsonl line {number}) differs from the "
                 "one exported: the bundle was edited; replay refuses it"
             )
     listed = manifest.get("members", {})
     for name in sorted(set(listed) | set(members)):
         if name not in members:
-            raise BundleError(f"{path}: member {name} is missing: the bundle was edited; replay refuses it")
+            raise BundleError(f"{path}: member {shown(name)} is missing: the bundle was edited; replay refuses it")
         if listed.get(name) != hashlib.sha256(members[name]).hexdigest():
             raise BundleError(
-                f"{path}: member {name} differs from the one exported: the bundle was edited; replay refuses it"
+                f"{path}: member {shown(name)} differs from the one exported: the bundle was edited; replay refuses it"
             )
 
 

@@ -91,6 +91,7 @@ def _part(client: Any, run: Any, folder: Path, with_data: bool, cache_dir: str |
     from mcu_exp.bundle.archive import BundleError, RowSet
     from mcu_exp.bundle.export import BUNDLE_DIR, BUNDLE_FILE, READS_FILE, JobPart, job_part, keys_from_record
     from mcu_exp.tracking.artifacts import RunArtifacts
+    from mcu_exp.yaml_limits import check_yaml_file
 
     run_id = run.info.run_id
     artifacts = RunArtifacts(client, run_id, run.info.artifact_uri)
@@ -121,7 +122,10 @@ def _part(client: Any, run: Any, folder: Path, with_data: bool, cache_dir: str |
             found = artifacts.get(name, folder) if name.endswith((".csv", ".json", ".yaml")) else None
             if found is not None:
                 shutil.copyfile(found, results / Path(name).name)
-        config = OmegaConf.load(results / "config.yaml") if (results / "config.yaml").is_file() else None
+        config = None
+        if (results / "config.yaml").is_file():
+            check_yaml_file(results / "config.yaml")  # an alias bomb would hang OmegaConf
+            config = OmegaConf.load(results / "config.yaml")
         if config is None:
             raise BundleError(f"run {run_id} has no config.yaml artifact")
         part = job_part(
@@ -162,8 +166,10 @@ def _data(part: Any) -> dict[str, bytes]:
 
 
 def show(path: Path) -> str:
-    """The manifest of a bundle in words: its jobs and headline metrics, counts and environment."""
+    """The manifest of a bundle in words: its jobs and headline metrics, counts and environment
+    (control characters escaped: the manifest may be a stranger's)."""
     from mcu_exp.bundle import archive
+    from mcu_exp.bundle.safety import shown
 
     manifest, _ = archive.read(path)
     env = manifest.get("environment", {})
@@ -186,7 +192,7 @@ def show(path: Path) -> str:
         )
         if "f1" in head:
             lines.append("    " + _headline(head))
-    return "\n".join(lines)
+    return "\n".join(shown(line) for line in lines)
 
 
 def plugins_line(env: dict[str, Any]) -> str | None:
@@ -255,21 +261,24 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             _replay(args.file, args.keep)
     except (ValueError, OSError, ImportError) as exc:
+        from mcu_exp.bundle.safety import shown
+
         message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
-        print(f"{PROG} {args.action}: error: {mask_known(message)}", file=sys.stderr)
+        print(f"{PROG} {args.action}: error: {shown(mask_known(message))}", file=sys.stderr)
         raise SystemExit(1) from None
 
 
 def _replay(path: Path, keep: Path | None) -> None:
     """Replay, print each job's check, exit 1 when one differs."""
     from mcu_exp.bundle.replay import replay
+    from mcu_exp.bundle.safety import shown
 
     plugins = _bundle_plugins(path)
     if plugins:  # a replay loads no plugin: what they computed or replaced can differ
         print(f"The bundle's run had {plugins}; this replay runs without them")
     checks = replay(path, keep)
-    print(f"Replay of {path}:")
+    print(f"Replay of {shown(str(path))}:")
     for check in checks:
-        print(f"  {check.line()}")
+        print(f"  {shown(check.line())}")
     if any(check.difference is not None for check in checks):
         raise SystemExit(1)

@@ -250,7 +250,7 @@ def dataset_files(dataset: Any, questions: str | None) -> dict[str, bytes]:
     """The files the dataset was read from (its folder; ``questions/<name>`` for a separate
     question file), for ``--with-data``."""
     root = Path(dataset.evaluations_file).parent
-    files = {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
     if questions:
         files[f"questions/{Path(questions).name}"] = Path(questions).read_bytes()
     return files

@@ -63,27 +63,37 @@ def kernel_differences(recorded: Mapping[str, Any], here: Mapping[str, Any]) -> 
     for key, label in (("machine", "architecture"), ("python", "Python")):
         if key in recorded and recorded[key] != here.get(key):
             differences.append(f"{label} {here.get(key)} here, {recorded[key]} in the bundle")
-    if "cpu_flags" in recorded and set(recorded["cpu_flags"]) != set(here.get("cpu_flags", ())):
-        differences.append("CPU flags: " + _flag_change(set(recorded["cpu_flags"]), set(here.get("cpu_flags", ()))))
+    flags, ours_flags = _names(recorded.get("cpu_flags")), _names(here.get("cpu_flags"))
+    if "cpu_flags" in recorded and flags != ours_flags:
+        differences.append("CPU flags: " + _flag_change(flags, ours_flags))
     if "numpy_blas" in recorded and recorded["numpy_blas"] != here.get("numpy_blas"):
         differences.append("numpy's BLAS build")
-    packages, ours = recorded.get("packages", {}), here.get("packages", {})
+    packages, ours = _mapping(recorded.get("packages")), _mapping(here.get("packages"))
     for name in sorted(packages):
         if name not in _NOT_NUMERICAL and packages.get(name) != ours.get(name):
             differences.append(f"{name} {ours.get(name, 'absent')} here, {packages.get(name, 'absent')} in the bundle")
-    dispatch, current = recorded.get("numeric_dispatch", {}), here.get("numeric_dispatch", {})
-    if "numpy_simd" in dispatch and set(dispatch["numpy_simd"]) != set(current.get("numpy_simd", ())):
-        differences.append(
-            "numpy's SIMD kernels: " + _flag_change(set(dispatch["numpy_simd"]), set(current.get("numpy_simd", ())))
-        )
-    cores, found = dispatch.get("blas_cores", {}), current.get("blas_cores", {})
+    dispatch, current = _mapping(recorded.get("numeric_dispatch")), _mapping(here.get("numeric_dispatch"))
+    simd, ours_simd = _names(dispatch.get("numpy_simd")), _names(current.get("numpy_simd"))
+    if "numpy_simd" in dispatch and simd != ours_simd:
+        differences.append("numpy's SIMD kernels: " + _flag_change(simd, ours_simd))
+    cores, found = _mapping(dispatch.get("blas_cores")), _mapping(current.get("blas_cores"))
     for library in sorted(set(cores) & set(found)):
         if cores[library] != found[library]:
             differences.append(f"{library} kernels {found[library]} here, {cores[library]} in the bundle")
     if "variables" in dispatch and dispatch["variables"] != current.get("variables", {}):
-        here_set, there = _variables(current.get("variables", {})), _variables(dispatch["variables"])
+        here_set, there = _variables(_mapping(current.get("variables"))), _variables(_mapping(dispatch["variables"]))
         differences.append(f"kernel variables {here_set} here, {there} in the bundle")
     return tuple(differences)
+
+
+def _mapping(found: Any) -> Mapping[str, Any]:
+    """``found`` when it is a mapping (a hand-edited manifest may hold anything), else empty."""
+    return found if isinstance(found, Mapping) else {}
+
+
+def _names(found: Any) -> set[str]:
+    """A list of flag names as a set (anything else: empty)."""
+    return {str(name) for name in found} if isinstance(found, list) else set()
 
 
 def _flag_change(recorded: set[str], here: set[str]) -> str:

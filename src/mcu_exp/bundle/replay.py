@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import tempfile
 import warnings
@@ -26,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from mcu_exp import names
-from mcu_exp.bundle import archive, reads
+from mcu_exp.bundle import archive, reads, shape
 from mcu_exp.bundle.archive import GENERATION_TABLES, SCORE_TABLES, BundleError, RowSet
+from mcu_exp.bundle.safety import shown, target_under
 
 RTOL = 1e-9  # relative tolerance for floating-point values that differ in their last digits
 # Metrics that describe the job's run, not its result: time, cache hits, whether a model loaded, usage.
@@ -86,7 +86,14 @@ def _replay(
             files = archive.job_files(members, index)
             outputs = work / "outputs" / str(index)
             raw = job_config(
-                files, entry, cache_dir, outputs, work / "data" / str(index), archive.data_files(members, index), quiet
+                files,
+                entry,
+                cache_dir,
+                outputs,
+                work / "data" / str(index),
+                archive.data_files(members, index),
+                quiet,
+                index,
             )
             check_dataset(raw, entry)
             from mcu_exp.pipeline import run_job
@@ -95,9 +102,10 @@ def _replay(
             found = sorted(outputs.glob(f"runs/*/*/{names.RESULTS_DIR}"))
             if len(found) != 1:
                 raise BundleError(
-                    f"job {entry.get('name')}: expected one results folder under {outputs}, found {len(found)}"
+                    f"job {shown(str(entry.get('name')))}: expected one results folder under {outputs}, "
+                    f"found {len(found)}"
                 )
-            check = compare(entry.get("name", str(index)), files, found[0])
+            check = compare(entry.get("name", str(index)), files, found[0], f"jobs/{index}/")
             check.kernels = kernel_differences(manifest.get("environment", {}), environment())
             checks.append(check)
     return checks
@@ -124,24 +132,33 @@ def job_config(
     data_dir: Path,
     data: Mapping[str, bytes],
     quiet: bool,
+    index: int | None = None,
 ) -> Any:
     """The job's resolved config from the bundle, typed by the schema, pointed at the replay's
-    cache and outputs (no MLflow run, no new bundle), and at the bundle's data when it holds it."""
+    cache and outputs (no MLflow run, no new bundle), and at the bundle's data when it holds it
+    (written only inside ``data_dir``). ``index``, the job's in the bundle, names its members
+    (``jobs/<i>/…``, ``data/<i>/…``) in errors."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     from mcu_exp.config import Config
     from mcu_exp.config.schema import load_written_config
+    from mcu_exp.yaml_limits import YamlLimitError
 
+    name = shown(str(entry.get("name")))
+    prefix = "" if index is None else f"jobs/{index}/"
     if "config.yaml" not in files:
-        raise BundleError(f"job {entry.get('name')}: the bundle holds no config.yaml")
+        raise BundleError(f"job {name}: the bundle holds no config.yaml")
     try:
-        raw = OmegaConf.merge(OmegaConf.structured(Config), load_written_config(files["config.yaml"].decode()))
+        text = files["config.yaml"].decode()
+        raw = OmegaConf.merge(OmegaConf.structured(Config), load_written_config(text, f"{prefix}config.yaml"))
+    except UnicodeDecodeError:
+        raise BundleError(f"job {name}: its {prefix}config.yaml is not UTF-8 text; expected YAML") from None
+    except YamlLimitError as exc:
+        raise BundleError(f"job {name}: {exc}") from None
     except OmegaConfBaseException as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise BundleError(
-            f"job {entry.get('name')}: its config.yaml does not fit this version's schema ({first})"
-        ) from None
+        raise BundleError(f"job {name}: its config.yaml does not fit this version's schema ({first})") from None
     settings: dict[str, Any] = {
         "cache.dir": str(cache_dir),
         "cache.url": None,
@@ -151,10 +168,11 @@ def job_config(
         "quiet": quiet,
     }
     if data:
-        for name, blob in data.items():
-            target = data_dir / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(blob)
+        where = "" if index is None else f"data/{index}/"
+        targets = {member: target_under(data_dir, member, where) for member in data}  # every name, before a write
+        for member, blob in data.items():
+            targets[member].parent.mkdir(parents=True, exist_ok=True)
+            targets[member].write_bytes(blob)
         settings["dataset.root"] = str(data_dir)
         questions = sorted(n for n in data if n.startswith("questions/"))
         if questions:
@@ -177,14 +195,15 @@ def check_dataset(raw: Any, entry: Mapping[str, Any]) -> None:
     found = dataset_digest(dataset)
     if wanted.get("digest") and found != wanted["digest"]:
         raise BundleError(
-            f"job {entry.get('name')}: dataset {dataset.name} here ({dataset.source}) has digest "
+            f"job {shown(str(entry.get('name')))}: dataset {dataset.name} here ({dataset.source}) has digest "
             f"{found}, the job read {wanted['digest']}: put the same data in place "
             "(dataset.root or $MCU_EXP_DATA), or export the bundle with --with-data"
         )
 
 
-def compare(name: str, files: Mapping[str, bytes], results: Path) -> JobCheck:
-    """Compare the bundle's result files of one job with the replay's ``results`` folder."""
+def compare(name: str, files: Mapping[str, bytes], results: Path, prefix: str = "") -> JobCheck:
+    """Compare the bundle's result files of one job with the replay's ``results`` folder;
+    ``prefix`` (``jobs/<i>/``) names the job's members in errors."""
     compared = [
         f for f in sorted(files) if f.startswith("results/") and f.endswith(_COMPARED) and f not in _NOT_COMPARED
     ]
@@ -195,16 +214,19 @@ def compare(name: str, files: Mapping[str, bytes], results: Path) -> JobCheck:
             return JobCheck(name, len(compared), metrics, tolerated, f"{member} was not written by the replay")
         if here.read_bytes() == files[member]:
             if member.endswith("metrics.json"):
-                metrics = len(_metrics(files[member]))
+                metrics = len(_metrics(files[member], prefix + member))
             continue
         if member.endswith(".json"):
-            before, after = _metrics(files[member]), _metrics(here.read_bytes())
+            before, after = _metrics(files[member], prefix + member), _metrics(here.read_bytes(), str(here))
             metrics = len(before)
             # Every metric the bundle holds must come back; one only the replay has is a metric
             # added after the bundle was written (its version did not compute it), not a difference.
             cells = [(key, before[key], after.get(key)) for key in sorted(before)]
         else:
-            cells = _csv_cells(files[member], here.read_bytes())
+            try:
+                cells = _csv_cells(files[member], here.read_bytes())
+            except (UnicodeDecodeError, csv.Error) as exc:
+                raise BundleError(f"{shown(prefix + member)}: not a CSV table this version reads ({exc})") from None
         for where, a, b in cells:
             same, close = _agree(a, b)
             if not same and not close:
@@ -215,9 +237,12 @@ def compare(name: str, files: Mapping[str, bytes], results: Path) -> JobCheck:
     return JobCheck(name, len(compared), metrics, tolerated, None)
 
 
-def _metrics(blob: bytes) -> dict[str, Any]:
-    """A metrics.json without the values that describe the run rather than its result."""
-    found = json.loads(blob)
+def _metrics(blob: bytes, where: str) -> dict[str, Any]:
+    """A metrics.json (named ``where`` in errors: an object of metrics) without the values that
+    describe the run rather than its result."""
+    found = shape.parse_json(blob, shown(where))
+    if not isinstance(found, dict):
+        raise BundleError(f"{shown(where)} is {shape.kind(found)}; expected an object of metrics")
     return {
         k: v for k, v in found.items() if not k.endswith(VOLATILE) and not k.startswith("usage.") and ".usage." not in k
     }

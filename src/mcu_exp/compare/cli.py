@@ -132,12 +132,14 @@ def folder_calibration(table: Path) -> tuple[Any, str]:
     """The calibration of a run folder: ``scores.csv`` and ``config.yaml`` beside its table."""
     import yaml
 
+    from mcu_exp.yaml_limits import safe_load
+
     scores = table.parent / SCORES_FILE
     config = table.parent / CONFIG_FILE
     settings = None
     if config.is_file():
         try:
-            loaded = yaml.safe_load(config.read_text())
+            loaded = safe_load(config.read_text(), str(config))
         except (OSError, yaml.YAMLError) as exc:
             raise CompareError(f"cannot read {config}: {str(exc).splitlines()[0]}") from None
         decision = loaded.get("decision") if isinstance(loaded, dict) else None
@@ -151,6 +153,7 @@ def folder_ceiling(table: Path) -> tuple[dict[str, float], dict[str, str]]:
     import yaml
 
     from mcu_exp.compare.ceiling import label_settings, run_ceiling
+    from mcu_exp.yaml_limits import safe_load
 
     def beside(name: str) -> Path | None:
         return table.parent / name if (table.parent / name).is_file() else None
@@ -159,7 +162,7 @@ def folder_ceiling(table: Path) -> tuple[dict[str, float], dict[str, str]]:
     labels: Any = None
     if config is not None:
         try:
-            loaded = yaml.safe_load(config.read_text())
+            loaded = safe_load(config.read_text(), str(config))
         except (OSError, yaml.YAMLError) as exc:
             raise CompareError(f"cannot read {config}: {str(exc).splitlines()[0]}") from None
         labels = loaded.get("labels") if isinstance(loaded, dict) else None

@@ -19,11 +19,12 @@ def folder_params(config: Path | None) -> dict[str, str]:
     import yaml
 
     from mcu_exp.tracking import flatten_config
+    from mcu_exp.yaml_limits import safe_load
 
     if config is None or not config.is_file():
         return {}
     try:
-        loaded = yaml.safe_load(config.read_text())
+        loaded = safe_load(config.read_text(), str(config))
     except (OSError, yaml.YAMLError):
         return {}
     return flatten_config(loaded) if isinstance(loaded, dict) else {}

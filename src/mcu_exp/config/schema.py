@@ -113,11 +113,16 @@ def upgrade_model_keys(tree: Any) -> Any:
     return out
 
 
-def load_written_config(text: str) -> Any:
+def load_written_config(text: str, where: str = "config.yaml") -> Any:
     """A job's config as YAML text (a run bundle's ``config.yaml``, maybe written by an earlier
-    version), its moved model keys upgraded, as an untyped DictConfig to merge into the schema."""
+    version), its moved model keys upgraded, as an untyped DictConfig to merge into the schema.
+    YAML whose aliases would expand past a limit is refused first
+    (:class:`~mcu_exp.yaml_limits.YamlLimitError` naming ``where``): the text may be a stranger's."""
     from omegaconf import OmegaConf
 
+    from mcu_exp.yaml_limits import check_yaml
+
+    check_yaml(text, where)
     return OmegaConf.create(upgrade_model_keys(OmegaConf.to_container(OmegaConf.create(text))))
 
 
