@@ -15,8 +15,8 @@ While a remote backend streams (:func:`deferred`), the first signal only records
 the backend sends nothing more, waits a bounded grace for the answers already paid for, hands
 them to the cache and then raises KeyboardInterrupt itself. A second signal raises at once.
 A signal that lands while the interpreter runs a finaliser (``__del__``, a weakref callback) is
-recorded and raised at the next :func:`check` instead: raised there it would be printed as
-"Exception ignored in …" and lost.
+delivered again once the finaliser has returned: raised inside it, Python would print
+"Exception ignored in …" and drop it.
 """
 
 from __future__ import annotations
