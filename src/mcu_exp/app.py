@@ -71,6 +71,7 @@ def _job(cfg: DictConfig) -> float:
     start_plugins(config_dir())  # once per process (a launcher's worker too), then no more entries
     freeze_registries()
 
+    interrupts.watch(chain=True)  # a launcher's worker (submitit) never ran the entry point's watch()
     try:
         interrupts.check()
         _protect_secrets(cfg)
@@ -80,10 +81,10 @@ def _job(cfg: DictConfig) -> float:
             primary = run_job(cfg)
         console.job_finished()
         return primary
-    except KeyboardInterrupt as exc:  # Ctrl-C: one line, no traceback, the shell's 130
-        message = console.interrupted_line(exc)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, no traceback, the shell's 130 or 143
+        message = interrupts.label(console.interrupted_line(exc))
         console.to_log_files(log, message, logging.ERROR)
-        exit_interrupted(message)
+        exit_interrupted(message, then=interrupts.hand_over)
     except USER_ERRORS as exc:
         if interrupted_by(exc):
             raise KeyboardInterrupt from None

@@ -1,17 +1,28 @@
-"""The ``mcu-exp`` command's first lines: a Ctrl-C while the application's modules are still
-importing (MLflow, Hydra, pandas take a second or two) is one line and the shell's 130, like a
-Ctrl-C at any later point (:func:`mcu_exp.app.main`), never an import traceback."""
+"""The ``mcu-exp`` command's first lines: a Ctrl-C (or SIGTERM) while the application's modules
+are still importing (MLflow, Hydra, pandas take a second or two) is one line and the shell's 130
+(143), like one at any later point (:func:`mcu_exp.app.main`), never an import traceback."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+from collections.abc import Callable
 from typing import NoReturn
+
+from mcu_exp import interrupts
 
 INTERRUPTED_EXIT = 130  # what a shell reports for a command ended by SIGINT
 
 
-def exit_interrupted(line: str) -> NoReturn:
-    """Print ``mcu-exp: <line>`` on stderr and exit with status 130.
+def exit_interrupted(line: str, then: Callable[[], None] | None = None) -> NoReturn:
+    """Print ``mcu-exp: <line>`` on stderr and exit with the shell's status for the signal that
+    stopped the command (130 for SIGINT, 143 for SIGTERM; :func:`mcu_exp.interrupts.exit_status`).
+
+    From then on a further signal ends the process at once and silently with that status: the
+    interpreter's shutdown (threads joined, ``atexit`` handlers) interrupted would print an
+    "Exception ignored" traceback after the one line. ``then`` runs after the line is printed
+    (a launcher's own handler for the signal, :func:`mcu_exp.interrupts.hand_over`).
 
     CPython remembers a KeyboardInterrupt that escaped a string run by ``exec`` (dataclasses
     and namedtuple build their methods that way, so a Ctrl-C while Hydra or MLflow import often
@@ -19,9 +30,15 @@ def exit_interrupted(line: str) -> NoReturn:
     though the application caught it: the parent saw -2 instead of 130. A string that ``exec``
     runs to its end clears that record (CPython 3.11 to 3.14 reset it before each such run), so
     the exit status is the one chosen here."""
-    print(f"mcu-exp: {line}", file=sys.stderr)
+    status = interrupts.exit_status()
+    print(f"mcu-exp: {interrupts.label(line)}", file=sys.stderr, flush=True)
+    if then is not None:
+        then()
+    for signum in interrupts.SIGNALS:
+        if signal.getsignal(signum) not in (signal.SIG_IGN, None):
+            signal.signal(signum, lambda *_: os._exit(status))
     exec("pass", {})  # clears the stale interrupt record (see above); runs nothing
-    raise SystemExit(INTERRUPTED_EXIT) from None
+    raise SystemExit(status) from None
 
 
 def interrupted_by(exc: BaseException) -> bool:
@@ -43,8 +60,6 @@ def interrupted_by(exc: BaseException) -> bool:
 
 def main() -> None:
     """Import the application, then run it."""
-    from mcu_exp import interrupts
-
     interrupts.watch()
     try:
         from mcu_exp.app import main as app_main

@@ -1,5 +1,7 @@
 """Ctrl-C during a job: one line saying what was saved, the run id and how to resume; exit
-status 130; the MLflow run KILLED with what was saved as metrics."""
+status 130; the MLflow run KILLED with what was saved as metrics. SIGTERM (``kill``, ``docker
+stop``, ``scancel``) the same, with status 143; a launcher's own handler (submitit's pre-emption
+signal in a SLURM worker) runs after the job has ended its run."""
 
 from __future__ import annotations
 
@@ -43,13 +45,19 @@ def running_run(outputs: Path, deadline: float) -> str:
 
 
 def interrupt_job(
-    outputs: Path, ready: Path, settle_s: float, *args: str, **env: str
+    outputs: Path,
+    ready: Path,
+    settle_s: float,
+    *args: str,
+    signum: int = signal.SIGINT,
+    command: tuple[str, ...] = ("-m", "mcu_exp"),
+    **env: str,
 ) -> tuple[int, list[str], int, str]:
     """Start the stand-in job, wait until it is inside its MLflow run and has created ``ready``,
-    ``settle_s`` more, then send it SIGINT as a terminal would: its exit status, its output lines,
-    how many of them came before the signal, and its run id."""
+    ``settle_s`` more, then send it ``signum`` (SIGINT as a terminal would): its exit status, its
+    output lines, how many of them came before the signal, and its run id."""
     job = subprocess.Popen(
-        [sys.executable, "-m", "mcu_exp", STANDIN, "quiet=true", *args],
+        [sys.executable, *command, STANDIN, "quiet=true", *args],
         cwd=REPO,
         env=app_env(outputs, MCU_STANDIN_READY=str(ready), PYTHONUNBUFFERED="1", **env),
         stdout=subprocess.PIPE,
@@ -69,11 +77,11 @@ def interrupt_job(
         time.sleep(settle_s)
         assert job.poll() is None, f"the job ended before the Ctrl-C: {lines[-5:]}"
         before = len(lines)
-        job.send_signal(signal.SIGINT)
+        job.send_signal(signum)
         try:
             code = job.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            raise AssertionError(f"no exit after SIGINT: {lines[-5:]}") from None
+            raise AssertionError(f"no exit after {signal.Signals(signum).name}: {lines[-5:]}") from None
     finally:
         if job.poll() is None:
             job.kill()
@@ -97,6 +105,68 @@ def test_ctrl_c_prints_one_line_exits_130_and_marks_the_run_killed(outputs: Path
     assert run.info.status == "KILLED"
     assert run.data.metrics["interrupted.samples_saved"] == 0
     assert "generation_cache_misses" in run.data.metrics
+
+
+def test_sigterm_is_one_line_exit_143_and_the_run_killed(outputs: Path) -> None:
+    """What a scheduler or ``docker stop`` sends: main printed nothing, died by the signal and
+    left the run RUNNING."""
+    code, lines, before, run_id = interrupt_job(
+        outputs,
+        outputs / "inside-the-run",
+        0.5,
+        "evaluation.bootstrap_resamples=1000",
+        signum=signal.SIGTERM,
+        MCU_STANDIN_SLEEP_S="120",
+    )
+    assert code == 143, lines[-5:]
+    after = lines[before:]
+    assert len(after) == 1, after
+    match = LINE.match(after[0].replace("interrupted by SIGTERM:", "interrupted:", 1))
+    assert match is not None and after[0].startswith("mcu-exp: interrupted by SIGTERM: "), after[0]
+    assert match.group(1) == run_id
+    assert not [line for line in lines if "Traceback" in line or "Exception ignored" in line or "Terminated" in line]
+    run = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}").get_run(run_id)
+    assert run.info.status == "KILLED"
+    assert run.data.metrics["interrupted.samples_saved"] == 0
+
+
+# A launcher's worker as submitit runs it: its own Python handler for the pre-emption signal
+# (SIGUSR2, ``--signal=USR2@<delay>``) is in place before the job starts.
+LAUNCHER = """
+import signal, sys
+from pathlib import Path
+
+def launcher(signum, frame):
+    Path(MARKER).write_text(signal.Signals(signum).name)
+
+signal.signal(signal.SIGUSR2, launcher)
+sys.argv[0] = "mcu-exp"
+from mcu_exp.entry import main
+main()
+"""
+
+
+def test_a_launchers_preemption_signal_ends_the_job_then_reaches_the_launcher(outputs: Path) -> None:
+    """The job takes over the launcher's handler: the run ends KILLED with one line, exit 140
+    (128 + SIGUSR2), and the launcher's handler (submitit's requeue) runs after that. Main left
+    the handler alone: the job ran on, its run RUNNING when SLURM killed it."""
+    marker = outputs / "launcher-saw"
+    script = outputs / "worker.py"
+    outputs.mkdir(parents=True, exist_ok=True)
+    script.write_text(LAUNCHER.replace("MARKER", repr(str(marker))))
+    code, lines, before, run_id = interrupt_job(
+        outputs,
+        outputs / "inside-the-run",
+        0.5,
+        "evaluation.bootstrap_resamples=1000",
+        signum=signal.SIGUSR2,
+        command=(str(script),),
+        MCU_STANDIN_SLEEP_S="120",
+    )
+    assert code == 140, lines[-5:]
+    assert lines[before:] and lines[before].startswith("mcu-exp: interrupted by SIGUSR2: 0 samples"), lines[before:]
+    assert marker.read_text() == "SIGUSR2"
+    assert MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}").get_run(run_id).info.status == "KILLED"
 
 
 def test_ctrl_c_while_the_job_evaluates_says_what_it_saved_and_marks_the_run_killed(outputs: Path) -> None:

@@ -1,5 +1,6 @@
 """Ctrl-C at awkward moments: inside a string run by ``exec`` (dataclasses build methods that
-way while Hydra imports), inside a library that swallows it or turns it into another error."""
+way while Hydra imports), inside a library that swallows it or turns it into another error,
+inside a finaliser (where Python would print "Exception ignored" and drop it)."""
 
 from __future__ import annotations
 
@@ -83,3 +84,38 @@ def test_a_process_that_ignores_sigint_keeps_ignoring_it(monkeypatch: pytest.Mon
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+INSIDE_A_FINALISER = """
+import os, signal, sys, time
+from mcu_exp import interrupts
+from mcu_exp.entry import exit_interrupted
+
+class Finalised:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)  # the signal's handler runs here, inside the finaliser
+
+interrupts.watch()
+try:
+    Finalised()
+    time.sleep(20)
+    print("the signal was lost")
+except KeyboardInterrupt:
+    exit_interrupted("interrupted")
+"""
+
+
+def test_a_ctrl_c_inside_a_finaliser_stops_the_job_after_it_without_a_trace(tmp_path: Path) -> None:
+    """Main: "Exception ignored in: <function Finalised.__del__>" and its traceback, then the job
+    went on as if nothing happened. Now the signal waits for the finaliser to return."""
+    (tmp_path / "inside_a_finaliser.py").write_text(INSIDE_A_FINALISER)
+    done = subprocess.run(
+        [sys.executable, "inside_a_finaliser.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert (done.returncode, done.stderr, done.stdout) == (INTERRUPTED_EXIT, "mcu-exp: interrupted\n", "")

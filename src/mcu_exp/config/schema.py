@@ -73,6 +73,7 @@ class ModelConfig:
     backoff_initial_s: float = 1.0  # exponential backoff with jitter, honouring Retry-After
     backoff_max_s: float = 60.0
     timeout_s: float = 120.0
+    interrupt_grace_s: float = 5.0  # on Ctrl-C or SIGTERM: how long the answers in flight are awaited and cached
     n_per_request: int = 1  # most samples one API request may return (OpenAI n, Gemini candidate_count)
     price_input_per_mtok: float | None = None  # USD per million prompt tokens (cost preview)
     price_output_per_mtok: float | None = None

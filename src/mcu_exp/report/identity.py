@@ -44,6 +44,7 @@ NOT_CONFIGURATION: tuple[str, ...] = (
     "*.backoff_initial_s",
     "*.backoff_max_s",
     "*.timeout_s",
+    "*.interrupt_grace_s",
     "*.api_key_env",
     # Whether requests go through a provider's batch API (the same request bodies and cache
     # keys, answered later), how it is polled and where its batch ids are recorded.

@@ -43,6 +43,7 @@ NO_RESULT_KEYS = {
     "backoff_initial_s",
     "backoff_max_s",
     "timeout_s",
+    "interrupt_grace_s",
     "batch_poll_s",
     "batch_poll_max_s",
     "batch_dir",

@@ -6,7 +6,10 @@ limit, rate limits, retries with backoff, budget caps, a progress bar with retry
 error messages free of the API key. The samples of a response are queued together the
 moment it arrives, so the cache stores them (in one transaction) while its worker goes on.
 A stop (budget cap, retries used up) lets the requests in flight finish and is reported
-after them, so its message counts every sample they brought.
+after them, so its message counts every sample they brought. So does a Ctrl-C or SIGTERM
+(:func:`mcu_exp.interrupts.deferred`): nothing more is sent, the answers in flight are awaited
+for ``interrupt_grace_s`` and handed on for the cache, then the stream raises KeyboardInterrupt;
+a second signal ends it at once.
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ import logging
 import queue
 import random
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tqdm.auto import tqdm
 
+from mcu_exp import interrupts
 from mcu_exp.llm.contract import GenerationRequest, Sample, SampleJob
 from mcu_exp.llm.providers._common import Secret, estimate_tokens, scrub
 from mcu_exp.llm.providers._errors import (
@@ -112,6 +117,7 @@ class RemoteBackend:
         self.per_request = max(1, min(int(cfg.n_per_request), provider.max_per_request))
         self.max_concurrency = max(1, int(cfg.max_concurrency))
         self.timeout_s = float(cfg.timeout_s)
+        self.interrupt_grace_s = max(0.0, float(cfg.interrupt_grace_s))
         self.budget = Budget.from_config(cfg)
         self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
         self.progress = progress
@@ -157,40 +163,62 @@ class RemoteBackend:
             disable=not self.progress,
         )
         thread.start()
-        held: list[tuple[str, Any]] = []  # met while gathering a batch: handled after it
         try:
-            while True:
-                try:
-                    kind, payload = held.pop() if held else run.out.get(timeout=0.2)
-                except queue.Empty:
-                    if not thread.is_alive() and run.out.empty():
-                        raise BackendError(f"{self.provider.name}: backend thread ended unexpectedly") from None
-                    continue
-                if kind == "samples":
-                    batch = list(payload)
-                    while not held:
-                        try:
-                            item = run.out.get_nowait()
-                        except queue.Empty:
-                            break
-                        if item[0] == "samples":
-                            batch += item[1]
-                        else:
-                            held.append(item)
-                    bar.update(len(batch))
-                    bar.set_postfix(retries=self.totals.retries, cost=f"${self.totals.cost_usd:.4f}", refresh=False)
-                    yield batch
-                elif kind == "retry":
-                    bar.set_postfix(retries=self.totals.retries, cost=f"${self.totals.cost_usd:.4f}")
-                elif kind == "error":
-                    raise payload
-                elif kind == "done":
-                    break
+            with interrupts.deferred():
+                yield from self._consume(run, thread, bar)
         finally:
             run.cancel()
             thread.join(timeout=10.0)
             bar.close()
             log.info("%s %s: %s", self.provider.name, self.model_id, self.usage())
+
+    def _consume(self, run: _Run, thread: threading.Thread, bar: Any) -> Iterator[list[tuple[int, int, Sample]]]:
+        """The batches of ``run`` as they arrive. After a signal (:func:`interrupts.requested`)
+        no request is sent any more; those in flight are awaited for ``interrupt_grace_s``, their
+        samples yielded like any others, then KeyboardInterrupt is raised (and the rest cancelled)."""
+        held: list[tuple[str, Any]] = []  # met while gathering a batch: handled after it
+        grace_ends: float | None = None  # set by a signal
+        while True:
+            wait = 0.2
+            if grace_ends is None and interrupts.requested():
+                run.stopping = True  # the workers send nothing more; those waiting give up
+                grace_ends = time.monotonic() + self.interrupt_grace_s
+            if grace_ends is not None:
+                wait = min(wait, grace_ends - time.monotonic())
+                if wait <= 0 and not held and run.out.empty():
+                    raise KeyboardInterrupt  # the grace is over: what is still in flight is cancelled
+            try:
+                kind, payload = held.pop() if held else run.out.get(timeout=max(wait, 0.001))
+            except queue.Empty:
+                if not thread.is_alive() and run.out.empty():
+                    if grace_ends is not None:
+                        raise KeyboardInterrupt from None
+                    raise BackendError(f"{self.provider.name}: backend thread ended unexpectedly") from None
+                continue
+            if kind == "samples":
+                batch = list(payload)
+                while not held:
+                    try:
+                        item = run.out.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item[0] == "samples":
+                        batch += item[1]
+                    else:
+                        held.append(item)
+                bar.update(len(batch))
+                bar.set_postfix(retries=self.totals.retries, cost=f"${self.totals.cost_usd:.4f}", refresh=False)
+                yield batch
+            elif kind == "retry":
+                bar.set_postfix(retries=self.totals.retries, cost=f"${self.totals.cost_usd:.4f}")
+            elif kind == "error":
+                if grace_ends is not None:  # the signal stops the job, not this failure
+                    raise KeyboardInterrupt from None
+                raise payload
+            elif kind == "done":
+                if grace_ends is not None:
+                    raise KeyboardInterrupt
+                return
 
     # Messages for errors that stop the stage; the provider text is scrubbed of the key.
     def detail(self, exc: BaseException) -> str:
