@@ -1,5 +1,6 @@
 """What a ``model.base_url`` does to the requests the real SDKs send to the fake server: a login
-in it (``user:pass@``) never silently replaces a configured key or ``Authorization`` header."""
+in it (``user:pass@``) never silently replaces a configured key or ``Authorization`` header, and
+a query string (Azure's ``?api-version=…``) stays after the endpoint the client appends."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from support.fake_api import _received_key
 PROVIDERS = ("openai", "anthropic", "google", "openai_compatible")
 PASSWORD = "pw-url-SECRET-27182818"
 HEADER_TOKEN = "hdr-auth-SECRET-14142135"
+QUERY = "api-version=2024-01-01"
 VARIABLES = {  # what the refusal names: the key's variable (openai_compatible: model.api_key_env's)
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
@@ -73,3 +75,27 @@ def test_a_key_alone_reaches_the_server(remote: Any, provider: str) -> None:
     one_sample(remote.backend(remote.cfg(provider)))
     (sent,) = remote.server.log
     assert _received_key(sent.headers) == remote.key
+
+
+ENDPOINTS = {
+    "openai": "/openai/v1/chat/completions",
+    "openai_compatible": "/openai/v1/chat/completions",
+    "anthropic": "/openai/v1/messages",
+    "google": "/openai/v1beta/models/fake-model:generateContent",
+}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_query_in_the_base_url_follows_the_endpoint_under_the_urls_path(remote: Any, provider: str) -> None:
+    root = "/openai/v1" if provider.startswith("openai") else "/openai"
+    cfg = remote.cfg(provider, base_url=f"{remote.server.url}{root}?{QUERY}&deployment=gpt-4o")
+    one_sample(remote.backend(cfg))
+    (sent,) = remote.server.log
+    assert sent.path == f"{ENDPOINTS[provider]}?{QUERY}&deployment=gpt-4o"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "openai_compatible"])
+def test_a_repeated_query_parameter_is_refused_where_the_client_would_send_it_once(remote: Any, provider: str) -> None:
+    cfg = remote.cfg(provider, base_url=f"{remote.server.url}/v1?{QUERY}&tag=a&tag=b")
+    with pytest.raises(BackendError, match=r"^model 'fake-\w+': model\.base_url repeats the query parameter 'tag'"):
+        check_backend(cfg)

@@ -1,7 +1,11 @@
-"""The base URL a provider's client gets: its login checked against the key.
+"""The base URL a provider's client gets: its query kept apart, its login checked against the key.
 
-What an SDK does with a plain ``base_url`` string that nobody asked for:
+Two things the SDKs do with a plain ``base_url`` string that nobody asked for:
 
+* a **query string** (Azure's ``…/openai/v1?api-version=2024-01-01``): the OpenAI and Anthropic
+  clients append their endpoint after it (``/openai/v1/?api-version=…chat/completions``), so
+  :func:`split_query` hands them the URL without it and its parameters as ``default_query``,
+  which they add to every request (google-genai already puts the query last);
 * a **login** in the URL (``https://user:pass@host/v1``): httpx sends it as HTTP Basic
   ``Authorization``, which replaces OpenAI's ``Bearer`` key and a configured ``Authorization``
   header, and travels instead of Anthropic's ``x-api-key`` or beside Gemini's key. With nothing
@@ -15,12 +19,38 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from mcu_exp.llm.errors import BackendError
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
+
+
+def split_query(url: str | None) -> tuple[str | None, dict[str, str]]:
+    """``url`` without its query (and fragment), and the query's parameters, for a client that
+    appends its endpoint to the URL's text. A repeated parameter is a :class:`BackendError`:
+    ``default_query`` sends a list as ``name[]=…``, which is not what the URL said."""
+    if not url:
+        return url, {}
+    parts = urlsplit(str(url))
+    found: dict[str, str] = {}
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name in found:
+            raise BackendError(
+                f"model.base_url repeats the query parameter {name!r}; expected each parameter once "
+                "(the client adds them to every request as a mapping)"
+            )
+        found[name] = value
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), found
+
+
+def check_query(cfg: ModelConfig) -> None:
+    """The start-up check of a backend whose client takes the query apart (:func:`split_query`)."""
+    try:
+        split_query(cfg.base_url)
+    except BackendError as exc:
+        raise BackendError(f"model '{cfg.name}': {exc}") from None
 
 
 def has_login(url: str | None) -> bool:
