@@ -20,6 +20,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("rng_streams", 0),
     ("pid_space", 0),
     ("redact", 0),
+    ("markdown", 0),
     ("registry", 0),
     ("plugin_guard", 0),
     ("console", 0),

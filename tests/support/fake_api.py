@@ -176,7 +176,7 @@ class FakeServer:
             self._wait(action.delay_s)
         if action.body is None and action.status == 200:
             prompt = _prompt_of(h.path, body)
-            if h.path.startswith("/v1/messages"):
+            if h.path.split("?")[0].endswith("/v1/messages"):  # behind a path prefix too
                 payload: Any = _anthropic(body, prompt)
             elif ":generateContent" in h.path:
                 payload = _gemini(body, prompt, h.path)

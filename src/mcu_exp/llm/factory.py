@@ -76,6 +76,8 @@ def build_backend(cfg: ModelConfig, *, progress: bool = True, cache_dir: str | P
     check_batch(cfg, found)
     typed_settings(found, cfg)
     found.check_sdk()
+    if not found.in_process:
+        _check_base_url(cfg, found)
     if found.create_batch is not None and bool(getattr(cfg, "batch", False)):
         return found.create_batch(cfg, progress=progress, cache_dir=None if cache_dir is None else str(cache_dir))
     return found.create(cfg, progress=progress)
@@ -94,6 +96,8 @@ def _identity(cfg: ModelConfig) -> dict[str, Any]:
 
 
 def _check_base_url(cfg: ModelConfig, found: Provider) -> None:
+    """A one-line :class:`BackendError` for a missing (required) or malformed ``base_url``, or
+    one whose login (``user:pass@``) competes with an API key or ``Authorization`` header."""
     from urllib.parse import urlsplit
 
     url = cfg.base_url
@@ -114,13 +118,18 @@ def _check_base_url(cfg: ModelConfig, found: Provider) -> None:
             f"model '{cfg.name}': model.base_url={redact_url(str(url))!r} is not a URL; "
             "expected http(s)://host[:port][/path]"
         )
+    from mcu_exp.llm.providers._common import quirks
+    from mcu_exp.llm.providers._urls import check_login
+
+    check_login(cfg, found.key_envs, quirks(cfg))
 
 
 def check_backend(cfg: ModelConfig, *, need_key: bool = True) -> None:
     """Raise a one-line :class:`BackendError` if ``cfg`` cannot work, without creating a
     client: the backend is unknown or not part of this installation, ``model.batch`` is set
     for a backend that declares no batch API (or its settings are out of range),
-    ``model.settings`` does not fit the backend's settings, ``base_url`` is malformed, or
+    ``model.settings`` does not fit the backend's settings, ``base_url`` is malformed (or its
+    login competes with a key or header), or
     (``need_key``: some sample is not cached) the backend's SDK is missing or the API key's
     variable is unset."""
     found = provider(cfg)

@@ -16,6 +16,7 @@ import pandas as pd
 from mcu_exp.evaluation.baselines import ALWAYS, RANDOM
 from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header, metric
 from mcu_exp.evaluation.report import AUC_PERMUTATION_P, baseline_key, format_value
+from mcu_exp.markdown import md_text
 from mcu_exp.names import ALL_READERS, UNDEFINED, VS_REFERENCE_PREFIX
 from mcu_exp.report import ceiling
 from mcu_exp.report.columns import UNDEFINED_COLUMN, main_metrics, vs_reference_metrics, with_ci
@@ -246,11 +247,9 @@ def name_settings_note(columns: Sequence[str], most: int = 6) -> str:
 
 
 def to_markdown(table: pd.DataFrame) -> str:
-    """A GitHub-flavoured Markdown table (pipes in cells escaped); text left, numbers right."""
-
-    def esc(text: Any) -> str:
-        return str(text).replace("|", "\\|").replace("\n", " ")
-
+    """A GitHub-flavoured Markdown table (cells escaped by :func:`~mcu_exp.markdown.md_text`:
+    pipes, HTML, emphasis); text left, numbers right."""
+    esc = md_text
     head = "| " + " | ".join(esc(c) for c in table.columns) + " |"
     align = ["---" if i < 1 or not _numeric_column(table.iloc[:, i]) else "---:" for i in range(table.shape[1])]
     lines = [head, "| " + " | ".join(align) + " |"]

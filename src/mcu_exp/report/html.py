@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from mcu_exp.markdown import md_text
 from mcu_exp.report.display import to_markdown
 from mcu_exp.report.lead import Lead
 
@@ -153,32 +154,35 @@ def lead_html(lead: Lead) -> str:
 
 
 def lead_markdown(lead: Lead) -> list[str]:
-    """The opening block in Markdown (see :func:`lead_html`)."""
-    lines = [f"**{lead.answer}**", ""] + [f"- {line}" for line in lead.best]
+    """The opening block in Markdown (see :func:`lead_html`), its text escaped as the page's is."""
+    lines = [f"**{md_text(lead.answer)}**", ""] + [f"- {md_text(line)}" for line in lead.best]
     if not lead.table.empty:
         lines += ["", to_markdown(lead.table)]
     if lead.caption:
-        lines.append(f"_{lead.caption}_")
+        lines.append(f"_{md_text(lead.caption)}_")
     return [*lines, ""]
 
 
 def render_markdown(doc: ReportDocument, figure_dir: str = "figures") -> str:
-    """The document as Markdown; figures are linked as ``<figure_dir>/<name>``."""
-    lines = [f"# {doc.title}", ""]
+    """The document as Markdown; figures are linked as ``<figure_dir>/<name>``. Its text is
+    escaped (:func:`~mcu_exp.markdown.md_text`) where the page's is: model names and program ids
+    are user data."""
+    esc = md_text
+    lines = [f"# {esc(doc.title)}", ""]
     if doc.lead is not None:
         lines += lead_markdown(doc.lead)
-    lines += [f"- **{k}**: {v}" for k, v in doc.facts.items()]
+    lines += [f"- **{esc(k)}**: {esc(v)}" for k, v in doc.facts.items()]
     for section in doc.sections:
-        lines += ["", f"## {section.title}", ""]
+        lines += ["", f"## {esc(section.title)}", ""]
         lines.append(to_markdown(section.table) if not section.table.empty else "_nothing to show_\n")
         if section.caption:
-            lines.append(f"_{section.caption}_")
+            lines.append(f"_{esc(section.caption)}_")
         if section.notes:
-            lines += [""] + [f"- {n}" for n in section.notes]
+            lines += [""] + [f"- {esc(n)}" for n in section.notes]
     if doc.figures:
         lines += ["", "## Figures", ""]
     for fig in doc.figures:
-        lines += [f"![{fig.caption}]({figure_dir}/{fig.name})", "", f"_{fig.caption}_", ""]
+        lines += [f"![{esc(fig.caption)}]({figure_dir}/{fig.name})", "", f"_{esc(fig.caption)}_", ""]
     if doc.notes:
-        lines += ["", "## Notes", ""] + [f"- {n}" for n in doc.notes]
+        lines += ["", "## Notes", ""] + [f"- {esc(n)}" for n in doc.notes]
     return "\n".join(lines).rstrip() + "\n"

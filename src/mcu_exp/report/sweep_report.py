@@ -89,13 +89,14 @@ class SweepReport(SweepCallback):
     def _description(self, frame: pd.DataFrame, unfinished: int, confidence: float, report: Path | None) -> str:
         """The parent's description in the UI: what was swept, how many jobs finished, the
         answer, the summary (Markdown) and the command that makes the report."""
+        from mcu_exp.markdown import md_text
         from mcu_exp.report.display import to_markdown
 
         done = f"{len(frame)} jobs" + (f", {unfinished} did not finish" if unfinished else ", all finished")
         where = "; the report is in this run's artifacts (`report/report.html`)" if report is not None else ""
         command = report_command(self.sweep, self.experiment, self.debug, self.uri)
         return (
-            f"**{self.title}** ({done})\n\n**{sweep_summary.conclusion(frame)}**\n\n"
+            f"**{md_text(self.title)}** ({done})\n\n**{md_text(sweep_summary.conclusion(frame))}**\n\n"
             f"{to_markdown(sweep_summary.display_frame(frame))}\n"
             f"value [{100 * confidence:g} % CI], sorted by ΔF1's lower bound (★ best)\n\n"
             f"Compare the runs: `{command}`{where}."

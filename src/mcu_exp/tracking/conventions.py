@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mcu_exp.data.types import Dataset
+from mcu_exp.markdown import md_text
 
 NOTE_TAG = "mlflow.note.content"  # the run's description in the UI
 GIT_COMMIT_TAG = "mlflow.source.git.commit"
@@ -118,10 +119,11 @@ def _git_commit() -> str | None:
 
 def description(title: str, verdict: str, facts: dict[str, Any]) -> str:
     """The run's description: its name, the verdict sentence, then the configuration that
-    shaped it in one paragraph, and how to read its charts."""
-    config = "; ".join(f"{k} {v}" for k, v in facts.items() if v not in (None, ""))
+    shaped it in one paragraph, and how to read its charts. MLflow renders it as Markdown, so
+    the name, the verdict and the facts (a model's or dataset's name is user data) are escaped."""
+    config = "; ".join(f"{md_text(k)} {md_text(v)}" for k, v in facts.items() if v not in (None, ""))
     return (
-        f"**{title}**\n\n{verdict}\n\nConfiguration: {config}.\n\n"
+        f"**{md_text(title)}**\n\n{md_text(verdict)}\n\nConfiguration: {config}.\n\n"
         "Sort the runs by `f1_minus_always_ci_low` (ΔF1 against always-1, lower bound), then "
         "`auc_score_ci_low`; ✓/✗ in the tags `mcu.beats_always` and `mcu.beats_chance`. "
         "Charts `sensitivity/<metric>_vs_<grid>_milli[.<scorer>]` plot a metric against the threshold "

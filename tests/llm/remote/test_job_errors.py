@@ -73,8 +73,9 @@ def assert_one_line(res: subprocess.CompletedProcess[str], needle: str) -> None:
         ((), False, "set the environment variable OPENAI_API_KEY"),
         (("model.backend=nonsense",), True, "model.backend 'nonsense' is unknown"),
         (("model.base_url=htp:/127.0.0.1:port",), True, "is not a URL"),
+        (("model.base_url=http://reader:pw-SECRET-2718@127.0.0.1:9/v1",), True, "carries a login (user:pass@)"),
     ],
-    ids=["missing-key", "unknown-backend", "malformed-base-url"],
+    ids=["missing-key", "unknown-backend", "malformed-base-url", "login-beside-key"],
 )
 def test_config_problem_is_one_line_before_any_run(
     fake_server: FakeServer, tmp_path: Path, overrides: tuple[str, ...], key: bool, needle: str
@@ -82,6 +83,7 @@ def test_config_problem_is_one_line_before_any_run(
     outputs = tmp_path / "outputs"
     res = job(fake_server, outputs, *overrides, key=key)
     assert_one_line(res, needle)
+    assert "SECRET" not in res.stdout + res.stderr  # neither the URL's password nor the key
     assert runs(outputs) == []
     assert fake_server.log == []
 

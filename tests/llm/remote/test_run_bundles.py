@@ -46,9 +46,16 @@ def compose_job(outputs: Path, *overrides: str):  # type: ignore[no-untyped-def]
 
 
 def remote(server: FakeServer) -> list[str]:
-    """The job's model: gpt-4o on the fake server, a password in its URL."""
+    """The job's model: gpt-4o's settings on the fake server, a password in its URL (its only
+    credential: beside an API key a URL's login is refused, so the backend is openai_compatible)."""
     url = f"http://reader:{URL_PASSWORD}@127.0.0.1:{server.port}/v1"
-    return ["model=gpt-4o", f"model.base_url='{url}'", "model.requests_per_minute=null", "model.tokens_per_minute=null"]
+    return [
+        "model=gpt-4o",
+        "model.backend=openai_compatible",
+        f"model.base_url='{url}'",
+        "model.requests_per_minute=null",
+        "model.tokens_per_minute=null",
+    ]
 
 
 def only_run(outputs: Path):  # type: ignore[no-untyped-def]

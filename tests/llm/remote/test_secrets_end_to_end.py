@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
@@ -69,7 +70,7 @@ URL_PASSWORD = "pw-url-SECRET-27182818"  # written in model.base_url
 QUERY_KEY = "qk-url-SECRET-16180339"  # ?key= in model.base_url
 HEADER_SECRETS = ("hdr-auth-SECRET-14142135", "hdr-cookie-SECRET-17320508", "hdr-xkey-SECRET-22360679")
 HEADERS = {  # extra HTTP headers sent with every request (model.quirks.params.extra_headers)
-    "Authorization": f"Bearer {HEADER_SECRETS[0]}",
+    "Proxy-Authorization": f"Bearer {HEADER_SECRETS[0]}",  # Authorization: the URL's login is it
     "Cookie": f"session={HEADER_SECRETS[1]}",
     "X-Api-Key": HEADER_SECRETS[2],
 }
@@ -89,6 +90,7 @@ def test_config_token_url_password_query_key_and_headers_are_in_no_output(
             "-m",
             "mcu_exp",
             "model=gpt-4o",
+            "model.backend=openai_compatible",  # no API key: the URL's login authenticates (a key would be refused)
             f"model.base_url='{url}'",
             "+model.quirks.extra_body.api_key=${oc.env:MCU_TEST_TOKEN}",
             *headers,
@@ -114,8 +116,9 @@ def test_config_token_url_password_query_key_and_headers_are_in_no_output(
     answered = fake_server.answered()
     assert len(answered) == 4 and all(r.body.get("api_key") == CONFIG_TOKEN for r in answered)
     assert all(f"key={QUERY_KEY}" in r.path for r in answered)
-    # (httpx sends the URL's user-info as Authorization, in place of the planted one)
-    assert all(r.headers.get(name.lower()) == HEADERS[name] for r in answered for name in ("Cookie", "X-Api-Key"))
+    login = "Basic " + base64.b64encode(f"reader:{URL_PASSWORD}".encode()).decode()
+    assert all(r.headers.get("authorization") == login for r in answered)  # the URL's login, as HTTP Basic
+    assert all(r.headers.get(name.lower()) == HEADERS[name] for r in answered for name in HEADERS)
     files = [p for p in outputs.rglob("*") if p.is_file()]
     names = {p.name for p in files}
     assert {"mlflow.db", "generations.sqlite", "config.yaml", "hydra.yaml", "overrides.yaml", "specs.json"} <= names

@@ -36,6 +36,7 @@ from mcu_exp.llm.providers._common import (
 from mcu_exp.llm.providers._errors import MalformedResponse
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
 from mcu_exp.llm.providers._spec import Provider
+from mcu_exp.llm.providers._urls import check_query, split_query
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
@@ -101,9 +102,11 @@ class AnthropicProvider:
         self.sampling_args = False
 
     def open(self, secret: Secret | None) -> Any:
+        base_url, query = split_query(self.cfg.base_url)
         client = self.sdk.AsyncAnthropic(
             api_key=secret.reveal() if secret else None,
-            base_url=self.cfg.base_url,
+            base_url=base_url,
+            default_query=query or None,  # the client would append its endpoint after a query
             max_retries=0,  # retries are ours: counted, backed off, shown
             timeout=self.timeout_s,
         )
@@ -136,9 +139,11 @@ class AnthropicBatchApi:
         self.transient_types: tuple[type[BaseException], ...] = (self.sdk.APIConnectionError,)
 
     def open(self, secret: Secret | None) -> Any:
+        base_url, query = split_query(self.cfg.base_url)
         return self.sdk.Anthropic(
             api_key=secret.reveal() if secret else None,
-            base_url=self.cfg.base_url,
+            base_url=base_url,
+            default_query=query or None,
             max_retries=0,
             timeout=float(self.cfg.timeout_s),
         )
@@ -221,4 +226,5 @@ PROVIDER = Provider(
     extra="api",
     sdk=("anthropic",),
     key_envs=DEFAULT_KEY_ENVS,
+    check=check_query,
 )

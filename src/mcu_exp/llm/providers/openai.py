@@ -37,6 +37,7 @@ from mcu_exp.llm.providers._common import (
 from mcu_exp.llm.providers._errors import MalformedResponse
 from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
 from mcu_exp.llm.providers._spec import Provider
+from mcu_exp.llm.providers._urls import check_query, split_query
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
@@ -112,9 +113,11 @@ class OpenAIProvider:
         self.transient_types: tuple[type[BaseException], ...] = (self.sdk.APIConnectionError,)
 
     def open(self, secret: Secret | None) -> Any:
+        base_url, query = split_query(self.base_url)
         return self.sdk.AsyncOpenAI(
             api_key=secret.reveal() if secret else "EMPTY",
-            base_url=self.base_url,
+            base_url=base_url,
+            default_query=query or None,  # the client would append its endpoint after a query
             max_retries=0,  # retries are ours: counted, backed off, shown
             timeout=self.timeout_s,
         )
@@ -151,9 +154,11 @@ class OpenAIBatchApi:
         self.transient_types: tuple[type[BaseException], ...] = (self.sdk.APIConnectionError,)
 
     def open(self, secret: Secret | None) -> Any:
+        base_url, query = split_query(self.cfg.base_url)
         return self.sdk.OpenAI(
             api_key=secret.reveal() if secret else "EMPTY",
-            base_url=self.cfg.base_url,
+            base_url=base_url,
+            default_query=query or None,
             max_retries=0,
             timeout=float(self.cfg.timeout_s),
         )
@@ -251,4 +256,5 @@ PROVIDER = Provider(
     extra="api",
     sdk=("openai",),
     key_envs=DEFAULT_KEY_ENVS,
+    check=check_query,
 )

@@ -13,6 +13,7 @@ from mcu_exp.llm.providers._common import remote_identity, resolve_api_key
 from mcu_exp.llm.providers._errors import BackendError
 from mcu_exp.llm.providers._runner import RemoteBackend
 from mcu_exp.llm.providers._spec import Provider
+from mcu_exp.llm.providers._urls import check_query
 from mcu_exp.llm.providers.openai import OpenAIProvider
 
 if TYPE_CHECKING:
@@ -45,4 +46,5 @@ PROVIDER = Provider(
     extra="api",
     sdk=("openai",),
     base_url="required",
+    check=check_query,
 )
