@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -79,7 +80,7 @@ def test_reader_effects_matter(
     assert spearmanr(fit.understandability, generated).statistic >= spearmanr(raw, generated).statistic - 0.01
 
 
-def direct_fit(evaluations: pd.DataFrame, seed: int = 0) -> object:
+def direct_fit(evaluations: pd.DataFrame, seed: int = 0) -> Any:
     """statsmodels' own fit of the same data: Bernoulli rows written out in plain Python, the
     design built by the formula interface."""
     rows: dict[str, list[object]] = {"y": [], "program": [], "reader": []}
@@ -91,24 +92,24 @@ def direct_fit(evaluations: pd.DataFrame, seed: int = 0) -> object:
             rows["program"].append(str(program))
             rows["reader"].append(str(reader))
     data = pd.DataFrame(rows)
-    model = BinomialBayesMixedGLM.from_formula(
-        "y ~ 1", {"program": "0 + C(program)", "reader": "0 + C(reader)"}, data
-    )
+    model = BinomialBayesMixedGLM.from_formula("y ~ 1", {"program": "0 + C(program)", "reader": "0 + C(reader)"}, data)
     return model.fit_vb(sd=start_sd(model.k_fep + model.k_vcp + model.k_vc, seed))
 
 
 def test_equals_the_library_fit(simulated: pd.DataFrame, fitted: LatentFit) -> None:
     direct = direct_fit(simulated)
-    names = list(direct.model.vc_names)  # type: ignore[attr-defined]
-    means = dict(zip(names, direct.vc_mean))  # type: ignore[attr-defined]
-    sds = dict(zip(names, direct.vc_sd))  # type: ignore[attr-defined]
+    names = list(direct.model.vc_names)
+    means = dict(zip(names, direct.vc_mean))
+    sds = dict(zip(names, direct.vc_sd))
     programs = [f"C(program)[{p}]" for p in fitted.programs.index]
     readers = [f"C(reader)[{r}]" for r in fitted.readers.index]
-    np.testing.assert_allclose(fitted.programs["understandability"], [means[k] for k in programs], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        fitted.programs["understandability"], [means[k] for k in programs], rtol=1e-9, atol=1e-12
+    )
     np.testing.assert_allclose(fitted.programs["sd"], [sds[k] for k in programs], rtol=1e-9)
     np.testing.assert_allclose(fitted.readers["ability"], [means[k] for k in readers], rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(fitted.intercept, direct.fe_mean[0], rtol=1e-9)  # type: ignore[attr-defined]
-    np.testing.assert_allclose(np.log(fitted.program_sd), direct.vcp_mean[0], rtol=1e-9)  # type: ignore[attr-defined]
+    np.testing.assert_allclose(fitted.intercept, direct.fe_mean[0], rtol=1e-9)
+    np.testing.assert_allclose(np.log(fitted.program_sd), direct.vcp_mean[0], rtol=1e-9)
 
 
 def test_seeded_start() -> None:

@@ -193,7 +193,7 @@ class ConcordanceReport:
         return out
 
 
-def _weighted_means(weights: list[tuple[np.ndarray, np.ndarray]], values: np.ndarray, resamples: int) -> np.ndarray:
+def weighted_means(weights: list[tuple[np.ndarray, np.ndarray]], values: np.ndarray, resamples: int) -> np.ndarray:
     """Per resample: Σ_t Π_k W_k[b, idx_k[t]] · values[t] / Σ_t Π_k W_k[b, idx_k[t]], by blocks
     of resamples; NaN where every weight is 0."""
     out = np.full(resamples, np.nan)
@@ -240,14 +240,14 @@ def concordance(
         (v, found.high[pairs.triple]),
         (v, found.low[pairs.triple]),
     ]
-    ceiling_dist = _weighted_means(pair_weights, pairs.agree, resamples)
+    ceiling_dist = weighted_means(pair_weights, pairs.agree, resamples)
     ceiling = estimate(ceiling_dist, _mean(pairs.agree), pairs.agree.size)
     proxy_estimate = gap = None
     if score is not None:
         values = pd.Series(score, dtype=float).rename(index=str).reindex(outcomes.programs).to_numpy()
         agree = agreement(values, found)
         triple_weights = [(w, found.reader), (v, found.high), (v, found.low)]
-        proxy_dist = _weighted_means(triple_weights, agree, resamples)
+        proxy_dist = weighted_means(triple_weights, agree, resamples)
         proxy_estimate = estimate(proxy_dist, _mean(agree), agree.size)
         gap = estimate(ceiling_dist - proxy_dist, ceiling.value - proxy_estimate.value, agree.size)
     return ConcordanceReport(

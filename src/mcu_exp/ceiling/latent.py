@@ -51,11 +51,11 @@ refitted per resample), so the intervals do not carry the model's own uncertaint
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import sparse
 
@@ -373,8 +373,8 @@ _NAN2 = (float("nan"), float("nan"))
 
 
 def simulate(
-    program_effects: Sequence[float],
-    reader_effects: Sequence[float],
+    program_effects: npt.ArrayLike,
+    reader_effects: npt.ArrayLike,
     readers_per_program: int,
     questions: int,
     intercept: float,
