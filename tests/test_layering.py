@@ -47,6 +47,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("measures", 1),
     ("llm", 1),
     ("scoring", 1),
+    ("ceiling", 1),
     # 2 what combines them: proxies, the config checks, the cache CLI
     ("proxies", 2),
     ("config.checks", 2),
