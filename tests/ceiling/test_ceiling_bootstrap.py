@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
+from test_ceiling_bounds import bb_dataset
 
 from mcu_exp.ceiling.bounds import model_figures, quadrature, size_weights
 from mcu_exp.ceiling.program_bootstrap import (
@@ -25,7 +26,6 @@ from mcu_exp.ceiling.program_bootstrap import (
 )
 from mcu_exp.data import Dataset
 from mcu_exp.data.reliability import split_half
-from test_ceiling_bounds import bb_dataset
 
 
 def test_point_estimates_are_split_half_with_the_same_splits() -> None:
@@ -64,7 +64,9 @@ def test_too_few_splittable_programs_is_undefined() -> None:
 
 def population_upper(a: float, b: float, sizes: np.ndarray) -> float:
     quad = quadrature(sizes, 0.5, a, b)
-    return float(model_figures(np.array([a]), np.array([b]), size_weights(sizes, quad.sizes), quad)["upper_auc_score"][0])
+    return float(
+        model_figures(np.array([a]), np.array([b]), size_weights(sizes, quad.sizes), quad)["upper_auc_score"][0]
+    )
 
 
 def test_the_upper_bound_interval_covers_the_generating_value_quickly() -> None:

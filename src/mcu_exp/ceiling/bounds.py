@@ -154,9 +154,12 @@ def count_histograms(successes: np.ndarray, readers: np.ndarray, weights: np.nda
 def _loglik(hist: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Log-likelihood of each row's histograms at its (a, b): (rows,) arrays."""
     j = np.arange(hist.shape[2])
-    return (
-        hist[:, 0] * np.log(a[:, None] + j) + hist[:, 1] * np.log(b[:, None] + j) - hist[:, 2] * np.log((a + b)[:, None] + j)
+    out: np.ndarray = (
+        hist[:, 0] * np.log(a[:, None] + j)
+        + hist[:, 1] * np.log(b[:, None] + j)
+        - hist[:, 2] * np.log((a + b)[:, None] + j)
     ).sum(axis=1)
+    return out
 
 
 def _grid() -> tuple[np.ndarray, np.ndarray]:
@@ -176,7 +179,9 @@ def fit_histograms(hist: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     rows, _, width = hist.shape
     ga, gb = _grid()
     j = np.arange(width)
-    features = np.concatenate([np.log(ga[:, None] + j), np.log(gb[:, None] + j), -np.log((ga + gb)[:, None] + j)], axis=1)
+    features = np.concatenate(
+        [np.log(ga[:, None] + j), np.log(gb[:, None] + j), -np.log((ga + gb)[:, None] + j)], axis=1
+    )
     best = np.argmax(hist.reshape(rows, -1) @ features.T, axis=1)
     x, y = np.log(ga[best]), np.log(gb[best])
     current = _loglik(hist, np.exp(x), np.exp(y))
@@ -284,10 +289,10 @@ def model_figures(a: np.ndarray, b: np.ndarray, size_weights: np.ndarray, quad: 
         q += w[:, s : s + 1] * labelled[None, :]
         joint1 = (mass * labelled[None, :]) @ pmf  # (rows, n + 1): P(L = 1, k | n)
         joint0 = (mass * (1.0 - labelled)[None, :]) @ pmf
-        np.add.at(f1, (slice(None), index), w[:, s : s + 1] * joint1)
-        np.add.at(f0, (slice(None), index), w[:, s : s + 1] * joint0)
-        np.add.at(m_dist, (slice(None), index), w[:, s : s + 1] * (joint1 + joint0))
-        np.add.at(cov, (slice(None), index), w[:, s : s + 1] * ((mass * grade) @ pmf))
+        f1[:, index] += w[:, s : s + 1] * joint1  # distinct positions within one size
+        f0[:, index] += w[:, s : s + 1] * joint0  # distinct positions within one size
+        m_dist[:, index] += w[:, s : s + 1] * (joint1 + joint0)  # distinct positions within one size
+        cov[:, index] += w[:, s : s + 1] * ((mass * grade) @ pmf)  # distinct positions within one size
     pos, neg = mass * q, mass * (1.0 - q)
     p1, p0 = pos.sum(axis=1), neg.sum(axis=1)
     below = np.cumsum(neg, axis=1) - neg

@@ -189,7 +189,9 @@ class _Panel:
     min_fraction: float
 
 
-def _panel(dataset: Dataset, rule: str, min_fraction: float, group: str, readers: str, splits: int, seed: int) -> _Panel:
+def _panel(
+    dataset: Dataset, rule: str, min_fraction: float, group: str, readers: str, splits: int, seed: int
+) -> _Panel:
     """Counts and half statistics, the splits exactly those of ``split_half(..., splits, seed)``."""
     from mcu_exp.data.labels import label_evaluations
 
@@ -218,7 +220,12 @@ def _half_panel(panel: _Panel, idx: np.ndarray) -> tuple[dict[str, np.ndarray], 
     weights = np.broadcast_to(mask, (splits, *mask.shape)).reshape(splits * rows, -1)
     filled = np.nan_to_num(panel.score, nan=-1.0)
     labels = (filled >= panel.min_fraction - TOLERANCE).astype(float)
-    gather = lambda values: values[:, idx].reshape(splits * rows, -1)  # noqa: E731  (splits, P) → (splits·rows, P)
+
+    def gather(values: np.ndarray) -> np.ndarray:
+        """(splits, P) → (splits·rows, P): each split's values on each row's programs."""
+        out: np.ndarray = values[:, idx].reshape(splits * rows, -1)
+        return out
+
     codes, m = _codes(filled[:, 0])
     auc = _auc(gather(codes), m, gather(labels[:, 1]), weights)
     tp = (weights * gather(labels[:, 0] * labels[:, 1])).sum(axis=1)
@@ -257,7 +264,9 @@ def _model(panel: _Panel, idx: np.ndarray, weights: np.ndarray) -> tuple[dict[st
     quad = quadrature(n, panel.min_fraction, fit.a, fit.b)
     found = model_figures(a, b, size_weights(n, quad.sizes, weights), quad)
     labels = panel.counts["label"].to_numpy()[idx]
-    defined = (panel.splittable[idx].sum(axis=1) >= MIN_PROGRAMS) & (labels.min(axis=1) == 0) & (labels.max(axis=1) == 1)
+    defined = (
+        (panel.splittable[idx].sum(axis=1) >= MIN_PROGRAMS) & (labels.min(axis=1) == 0) & (labels.max(axis=1) == 1)
+    )
     out = {name: np.where(defined, values, np.nan) for name, values in found.items()}
     out["model_icc"] = 1.0 / (a + b + 1.0)
     return out, fit
