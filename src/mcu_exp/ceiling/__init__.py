@@ -1,1 +1,1 @@
-"""The humans' own ceiling: how well the reader panel agrees with itself and with a model of it."""
+"""The humans' own ceiling: split-half (lower) and reader-model (upper) bounds, a crossed reader × program model, and within-reader concordance."""
