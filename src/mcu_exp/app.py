@@ -362,11 +362,18 @@ def _subcommand_lines() -> str:
 
 from mcu_exp.bundle.cli import main as bundle_main  # noqa: E402  (light: argparse only)
 from mcu_exp.compare.cli import main as compare_main  # noqa: E402  (light: argparse only)
-from mcu_exp.data.reliability_cli import main as reliability_main  # noqa: E402  (light: argparse only)
 from mcu_exp.llm.model_cli import main as model_main  # noqa: E402  (light: argparse only)
 from mcu_exp.report.cli import main as report_main  # noqa: E402  (light: argparse only)
 from mcu_exp.store.cli import main as cache_main  # noqa: E402  (light: argparse only)
 from mcu_exp.tune.cli import main as tune_main  # noqa: E402
+
+
+def _reliability_main(argv: list[str]) -> None:
+    """``mcu-exp reliability``, imported when run: its module loads the data package (pandas)."""
+    from mcu_exp.data.reliability_cli import main
+
+    main(argv, config_dir())
+
 
 SUBCOMMANDS: dict[str, Callable[[list[str]], None]] = {
     "report": report_main,
@@ -375,7 +382,7 @@ SUBCOMMANDS: dict[str, Callable[[list[str]], None]] = {
     "model": lambda argv: model_main(argv, config_dir()),
     "cache": cache_main,
     "bundle": bundle_main,
-    "reliability": lambda argv: reliability_main(argv, config_dir()),
+    "reliability": _reliability_main,
 }
 SUBCOMMAND_HELP: dict[str, str] = {
     "report": "tables and figures comparing finished MLflow runs (its own --help)",

@@ -14,27 +14,13 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
 
-from mcu_exp import console, interrupts, names
-from mcu_exp.bundle import reads
-from mcu_exp.bundle.job import finish_job
-from mcu_exp.config import Config
-from mcu_exp.config.checks import check_config
-from mcu_exp.data import HumanLabels, human_labels, load_dataset, subgroup_labels
-from mcu_exp.evaluation import PRIMARY
-from mcu_exp.evaluation.versus_always import headline_text
-from mcu_exp.job.alignment import class_warnings, evaluate_groups, reference_report, relabeller
-from mcu_exp.job.measures import attach_ceilings, measures_and_baselines, write_rejection
-from mcu_exp.job.record import JobResults, job_metrics, record_results, run_facts, save_config, unused_sections
-from mcu_exp.job.screen import print_inputs, print_results, print_where
-from mcu_exp.outputs import write_outputs
-from mcu_exp.proxies.base import Proxy, ProxyContext, build_proxy
-from mcu_exp.proxies.preview import plan_stages, render_preview
-from mcu_exp.proxies.stages import Generators, run_stages
-from mcu_exp.tracking import flatten_config, mlflow_run, run_name, run_tags
-from mcu_exp.tracking.conventions import dataset_input, description, plugin_tags, source_tags
+if TYPE_CHECKING:
+    from mcu_exp.config import Config
+    from mcu_exp.proxies.base import Proxy, ProxyContext
 
 log = logging.getLogger("mcu_exp")
 
@@ -59,6 +45,8 @@ def job_dir(outputs: str) -> Path:
 def build_proxies(cfg: Config, ctx: ProxyContext) -> tuple[Proxy, Proxy | None]:
     """The job's proxy and its cross-proxy reference (none when the proxy is the reference
     itself), values checked (one-line errors)."""
+    from mcu_exp.proxies.base import build_proxy
+
     proxy = build_proxy(cfg.proxy, ctx, "proxy")
     reference = build_proxy(cfg.reference, ctx, "reference") if cfg.reference else None
     if reference is not None and type(reference) is type(proxy):
@@ -73,6 +61,26 @@ def build_proxies(cfg: Config, ctx: ProxyContext) -> tuple[Proxy, Proxy | None]:
 
 def run_job(raw: DictConfig) -> float:
     """Run the configured job; return the primary metric (F1 against human labels)."""
+    # Imported here, not at the top: importing this module (the app, a launcher's worker, every
+    # test collecting it) then loads neither pandas nor MLflow until a job runs.
+    from mcu_exp import console, interrupts, names
+    from mcu_exp.bundle import reads
+    from mcu_exp.bundle.job import finish_job
+    from mcu_exp.config.checks import check_config
+    from mcu_exp.data import HumanLabels, human_labels, load_dataset, subgroup_labels
+    from mcu_exp.evaluation import PRIMARY
+    from mcu_exp.evaluation.versus_always import headline_text
+    from mcu_exp.job.alignment import class_warnings, evaluate_groups, reference_report, relabeller
+    from mcu_exp.job.measures import attach_ceilings, measures_and_baselines, write_rejection
+    from mcu_exp.job.record import JobResults, job_metrics, record_results, run_facts, save_config, unused_sections
+    from mcu_exp.job.screen import print_inputs, print_results, print_where
+    from mcu_exp.outputs import write_outputs
+    from mcu_exp.proxies.base import ProxyContext
+    from mcu_exp.proxies.preview import plan_stages, render_preview
+    from mcu_exp.proxies.stages import Generators, run_stages
+    from mcu_exp.tracking import flatten_config, mlflow_run, run_name, run_tags
+    from mcu_exp.tracking.conventions import dataset_input, description, plugin_tags, source_tags
+
     started = time.perf_counter()
     reads.start()  # the cache rows this job reads go into its run bundle
     cfg = typed_config(raw)

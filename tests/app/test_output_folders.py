@@ -1,7 +1,10 @@
 """The folders a job writes to, checked before anything is created: ``paths.outputs`` or
 ``cache.dir`` on a read-only file system, behind a file, with a folder name longer than the
 file system allows, or under a system folder (unless ``paths.allow_system=true``) is one line
-and exit status 1, never a traceback, and leaves nothing behind."""
+and exit status 1, never a traceback, and leaves nothing behind. The ``mcu-exp`` command's exit
+status and stderr are checked in a subprocess once per kind of boundary (a single run, a
+sweep); the other refusals are the same check, so they run the job in this process and check
+its one-line error there."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from hydra import compose, initialize_config_dir
 from mcu_exp.config import register_configs
 from mcu_exp.config.checks import config_problems
 from mcu_exp.config.paths import folder_problem
-from mcu_exp.pipeline import typed_config
+from mcu_exp.pipeline import run_job, typed_config
 from support.sweeps import REPO, STANDIN, mcu_exp
 
 JOB = (STANDIN, "quiet=true", "evaluation.bootstrap_resamples=1000")
@@ -30,6 +33,20 @@ def refused(done: subprocess.CompletedProcess[str], key: str, needle: str) -> st
     assert len(lines) == 1 and lines[0].startswith(f"mcu-exp: error: {key}="), done.stderr
     assert needle in lines[0], lines[0]
     return lines[0]
+
+
+def refused_in_process(key: str, needle: str, *overrides: str) -> str:
+    """The one-line error of the job ``JOB + overrides`` run in this process (what the command
+    prints after ``mcu-exp: error:``), raised before the job makes anything."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[*JOB, *overrides])
+    with pytest.raises(ValueError) as info:
+        run_job(cfg)
+    line = str(info.value)
+    assert "\n" not in line and line.startswith(f"{key}="), line
+    assert needle in line, line
+    return line
 
 
 @pytest.fixture
@@ -49,20 +66,19 @@ def read_only(tmp_path: Path) -> Iterator[Path]:
 def test_read_only_outputs_or_cache_folder_is_one_line(read_only: Path, outputs: Path) -> None:
     line = refused(mcu_exp(*JOB, f"paths.outputs={read_only}/outputs", outputs=outputs), "paths.outputs", "read-only")
     assert str(read_only) in line
-    line = refused(mcu_exp(*JOB, f"cache.dir={read_only}", outputs=outputs), "cache.dir", "read-only file system")
+    refused_in_process("cache.dir", "read-only file system", f"cache.dir={read_only}")
     assert not list(outputs.glob("runs/*/*"))  # no job folder was made
 
 
 def test_a_file_in_the_way_is_one_line(tmp_path: Path, outputs: Path) -> None:
     (tmp_path / "a-file").write_text("not a folder")
-    refused(mcu_exp(*JOB, f"paths.outputs={tmp_path}/a-file/outputs", outputs=outputs), "paths.outputs", "is a file")
+    refused_in_process("paths.outputs", "is a file", f"paths.outputs={tmp_path}/a-file/outputs")
 
 
 @pytest.mark.parametrize("key", ["paths.outputs", "cache.dir"])
 def test_a_folder_name_longer_than_the_file_system_allows_is_one_line(key: str, tmp_path: Path, outputs: Path) -> None:
     value = tmp_path / ("n" * 300) / "inner"
-    line = refused(mcu_exp(*JOB, f"{key}={value}", outputs=outputs), key, "is 300 bytes long; expected at most 255")
-    assert "\n" not in line
+    refused_in_process(key, "is 300 bytes long; expected at most 255", f"{key}={value}")
     assert [p.name for p in tmp_path.iterdir()] == ["outputs"]  # nothing made beside the outputs fixture
 
 
@@ -85,7 +101,7 @@ def test_outputs_under_a_system_folder_are_refused_before_anything_is_made(etc_f
     sweep = mcu_exp("-m", *JOB, f"paths.outputs={etc_folder}", "decision.epsilon=0.1,0.2", outputs=outputs)
     refused(sweep, "paths.outputs", "/etc is a system")
     assert not etc_folder.exists()
-    refused(mcu_exp(*JOB, "cache.dir=/usr/share/mcu-exp-cache", outputs=outputs), "cache.dir", "/usr is a system")
+    refused_in_process("cache.dir", "/usr is a system", "cache.dir=/usr/share/mcu-exp-cache")
     assert not Path("/usr/share/mcu-exp-cache").exists()
 
 

@@ -8,7 +8,9 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -45,15 +47,22 @@ def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return res
 
 
-def test_offline_sweep_reuses_caches_and_reports(
-    tmp_path: Path, tiny_llama: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    tiny = [*TINY, *model_overrides(tiny_llama, ("model", *LOCAL_EXPERTS))]
-    outputs = seed_store(tmp_path / "outputs")
-    env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs)}
-    env.pop("MLFLOW_TRACKING_URI", None)
-    run("-m", "proxy=p1,p2,p3", "decision.epsilon=0.05,0.3", *tiny, env=env)
+@dataclass(frozen=True)
+class Swept:
+    """The first sweep's outputs folder, its MLflow client and experiment, its runs by proxy
+    (P1's by ε)."""
 
+    outputs: Path
+    client: MlflowClient
+    experiment_id: str
+    by_proxy: dict[str, list[Any]]
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path) -> Swept:
+    """The sweep over P1, P2, P3 and two ε values, run once for this file's tests."""
+    outputs = seed_store(tmp_path_factory.mktemp("sweep") / "outputs")
+    run("-m", "proxy=p1,p2,p3", "decision.epsilon=0.05,0.3", *tiny(tiny_llama), env=env_for(outputs))
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     assert client.get_experiment_by_name("mcu_exp") is None  # smoke runs (dataset.limit) never land there
     exp = client.get_experiment_by_name("mcu_exp-debug")
@@ -61,13 +70,29 @@ def test_offline_sweep_reuses_caches_and_reports(
         r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("mcu.kind") not in ("report", "sweep")
     ]
     assert len(runs) == 6 and {r.info.status for r in runs} == {"FINISHED"}
-    by_proxy: dict[str, list] = {}
+    by_proxy: dict[str, list[Any]] = {}
     for r in runs:
         by_proxy.setdefault(r.data.tags["mcu.proxy"], []).append(r)
+    by_proxy["p1"].sort(key=lambda r: float(r.data.params["decision.epsilon"]))
+    return Swept(outputs, client, exp.experiment_id, by_proxy)
+
+
+def tiny(tiny_llama: Path) -> list[str]:
+    return [*TINY, *model_overrides(tiny_llama, ("model", *LOCAL_EXPERTS))]
+
+
+def env_for(outputs: Path) -> dict[str, str]:
+    env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    return env
+
+
+def test_offline_sweep_reuses_caches(swept: Swept, tiny_llama: Path) -> None:
+    client, by_proxy = swept.client, swept.by_proxy
     assert sorted(by_proxy) == ["p1", "p2", "p3"]
     # P1 at the first ε generates the target summaries; every later P1 job and P2/P3's use of
     # those summaries comes from the cache. Decision-only jobs load neither model nor encoder.
-    p1 = sorted(by_proxy["p1"], key=lambda r: float(r.data.params["decision.epsilon"]))
+    p1 = by_proxy["p1"]
     assert all_metrics(client, p1[0])["model_loaded"] == 1.0
     for r in p1[1:]:
         m = all_metrics(client, r)
@@ -77,22 +102,24 @@ def test_offline_sweep_reuses_caches_and_reports(
     assert taus == sorted(taus, reverse=True) and taus[0] > taus[-1]
 
     # A second sweep over ε alone is served entirely from the caches.
-    run("-m", "decision.epsilon=0.2,0.4", *tiny, env=env)
+    run("-m", "decision.epsilon=0.2,0.4", *tiny(tiny_llama), env=env_for(swept.outputs))
     newest = [
         r
-        for r in client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"], max_results=3)
-        if r.data.tags.get("mcu.kind") != "sweep"
+        for r in client.search_runs([swept.experiment_id], order_by=["attributes.start_time DESC"], max_results=5)
+        if r.data.tags.get("mcu.kind") not in ("report", "sweep")
     ][:2]
     assert {float(r.data.params["decision.epsilon"]) for r in newest} == {0.2, 0.4}
     assert all(
         all_metrics(client, r)["model_loaded"] == 0.0 and all_metrics(client, r)["scorer_loaded"] == 0.0 for r in newest
     )
 
-    # The report over the first sweep: tables and every figure, rendered in Chromium.
-    sweep = p1[0].data.tags["mcu.sweep"]
+
+def test_report_of_the_sweep_renders_in_chromium(swept: Swept, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report over the first sweep: tables and every figure, rendered in Chromium."""
+    sweep = swept.by_proxy["p1"][0].data.tags["mcu.sweep"]
     out = tmp_path / "report"
     # `mcu-exp report`'s entry point in this process (the command itself runs in tests/report).
-    monkeypatch.setenv("MCU_EXP_OUTPUTS", str(outputs))
+    monkeypatch.setenv("MCU_EXP_OUTPUTS", str(swept.outputs))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     report_main(["--experiment", "mcu_exp-debug", "--debug", "--sweep", sweep, "--out", str(out)])
     summary = pd.read_csv(out / "summary.csv")
