@@ -23,6 +23,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("markdown", 0),
     ("registry", 0),
     ("plugin_guard", 0),
+    ("settings", 0),
     ("console", 0),
     ("interrupts", 0),
     ("recent", 0),
