@@ -67,7 +67,9 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("outputs", 5),
     ("pipeline", 5),
     ("job", 5),
+    ("listing", 6),
     ("plugins", 5),
+    ("plugin", 5),
     # 6 commands over jobs, and the entry point
     ("bundle.replay", 6),
     ("bundle.cli", 6),
