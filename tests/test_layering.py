@@ -23,6 +23,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("markdown", 0),
     ("registry", 0),
     ("plugin_guard", 0),
+    ("settings", 0),
     ("console", 0),
     ("interrupts", 0),
     ("recent", 0),
@@ -66,7 +67,9 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("outputs", 5),
     ("pipeline", 5),
     ("job", 5),
+    ("listing", 6),
     ("plugins", 5),
+    ("plugin", 5),
     # 6 commands over jobs, and the entry point
     ("bundle.replay", 6),
     ("bundle.cli", 6),

@@ -362,6 +362,7 @@ def _subcommand_lines() -> str:
 
 from mcu_exp.bundle.cli import main as bundle_main  # noqa: E402  (light: argparse only)
 from mcu_exp.compare.cli import main as compare_main  # noqa: E402  (light: argparse only)
+from mcu_exp.listing import main as list_main  # noqa: E402  (light: argparse only)
 from mcu_exp.llm.model_cli import main as model_main  # noqa: E402  (light: argparse only)
 from mcu_exp.report.cli import main as report_main  # noqa: E402  (light: argparse only)
 from mcu_exp.store.cli import main as cache_main  # noqa: E402  (light: argparse only)
@@ -383,6 +384,7 @@ SUBCOMMANDS: dict[str, Callable[[list[str]], None]] = {
     "cache": cache_main,
     "bundle": bundle_main,
     "reliability": _reliability_main,
+    "list": list_main,
 }
 SUBCOMMAND_HELP: dict[str, str] = {
     "report": "tables and figures comparing finished MLflow runs (its own --help)",
@@ -392,5 +394,6 @@ SUBCOMMAND_HELP: dict[str, str] = {
     "cache": "export, import: move cached generations and scores between SQLite files and PostgreSQL (its own --help)",
     "bundle": "export, replay, show: a run's table with the samples that made it, replayed anywhere (its own --help)",
     "reliability": "a dataset's human noise ceiling (split-half, Krippendorff's alpha) without a model (its own --help)",
+    "list": "each registry's entries (metrics, rules, backends, ...) and the package each came from",
 }
 OmegaConf.register_new_resolver("mcu_subcommands", _subcommand_lines, replace=True)

@@ -26,6 +26,7 @@ BUILTIN_MODULES = (
     "mcu_exp.proxies.registry",  # proxies
     "mcu_exp.data",  # dataset formats
     "mcu_exp.llm.providers",  # backends
+    "mcu_exp.scoring.factory",  # scorer kinds (label rules: mcu_exp.data)
 )
 
 

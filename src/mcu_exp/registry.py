@@ -256,6 +256,11 @@ def load_plugins(group: str = PLUGIN_GROUP) -> list[str]:
     return list(_LOADED)
 
 
+def registries() -> list[Registry[Any]]:
+    """Every registry made so far, in creation order (what ``mcu-exp list`` prints)."""
+    return list(_ALL)
+
+
 def freeze_all() -> None:
     """Freeze every registry (called by a job once its plugins are loaded)."""
     for registry in _ALL:

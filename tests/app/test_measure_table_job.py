@@ -88,5 +88,7 @@ def test_an_unknown_baselines_value_is_refused(tmp_path: Path) -> None:
 
 
 def test_an_unknown_scorer_kind_is_refused_before_anything_runs(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"^scorer.kind='bleu': expected one of bertscore, rougel, cosine$"):
+    with pytest.raises(
+        ValueError, match=r"^unknown scorer kind 'bleu' \(scorer.kind\).*\(known: bertscore, rougel, cosine\)$"
+    ):
         run_job(job(tmp_path / "o", "scorer.kind=bleu"))

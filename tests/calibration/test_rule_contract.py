@@ -85,7 +85,8 @@ def test_rule_parameters_come_from_decision_params(tmp_path: Path, margin_rule: 
     assert decided.labels.tolist() == [0, 0, 1] and decided.params == {"cut": 0.7}
     assert given.params == {"cut": 0.7}  # the caller's config is not changed
     with pytest.raises(
-        ValueError, match=r"^decision.params.cutt: rule 'margin_cut' takes no such parameter \(its parameters: cut\)$"
+        ValueError,
+        match=r"^decision.params.cutt: rule 'margin_cut' takes no such parameter: did you mean 'cut'\? \(its parameters: cut\)$",
     ):
         build(tmp_path, f"decision.rule={margin_rule}", "+decision.params.cutt=0.3")
 

@@ -125,7 +125,7 @@ def test_programs_without_evaluators_in_the_group_are_dropped(tmp_path: Path, wr
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"rule": "majority"}, r"labels\.rule is 'majority', expected one of: mean_abu50"),
+        ({"rule": "majority"}, r"unknown label rule 'majority' \(labels\.rule\).*known: mean_abu50"),
         (
             {"group": "postdoc"},
             r"labels\.group is 'postdoc', "

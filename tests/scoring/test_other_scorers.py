@@ -189,7 +189,7 @@ def test_build_scorer_falls_back_for_an_absent_bertscore_model() -> None:
 def test_unknown_kind_is_named() -> None:
     cfg: Any = scorer_config("minilm")
     cfg.kind = "bleu"
-    with pytest.raises(ValueError, match="scorer.kind: 'bleu'.*bertscore, rougel, cosine"):
+    with pytest.raises(ValueError, match=r"unknown scorer kind 'bleu' \(scorer.kind\).*bertscore, rougel, cosine"):
         build_scorer(cfg)
 
 

@@ -35,6 +35,7 @@ from mcu_exp.calibration.threshold import decide, thresholds
 from mcu_exp.config import DecisionConfig
 from mcu_exp.plugin_guard import guard_fields
 from mcu_exp.registry import Registry
+from mcu_exp.settings import with_defaults
 
 
 class Scores(Mapping[str, np.ndarray]):
@@ -131,15 +132,10 @@ class DecisionRule:
         """``cfg`` with ``params`` = the rule's defaults, ``decision.params`` over them; an
         unknown parameter is a one-line ValueError naming the rule's parameters."""
         given = dict(getattr(cfg, "params", None) or {})
-        unknown = sorted(set(given) - set(self.params))
-        if unknown:
-            raise ValueError(
-                f"decision.params.{unknown[0]}: rule {self.name!r} takes no such parameter "
-                f"(its parameters: {', '.join(self.params) or 'none'})"
-            )
+        params = with_defaults(self.params, given, "decision.params", f"rule {self.name!r}")
         if not self.params and not given:
             return cfg
-        return dataclasses.replace(cfg, params={**self.params, **given})
+        return dataclasses.replace(cfg, params=params)
 
 
 RULES: Registry[DecisionRule] = Registry(

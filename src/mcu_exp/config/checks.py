@@ -17,7 +17,7 @@ from mcu_exp.data import GROUPS, READERS, RULES
 from mcu_exp.evaluation.report import CI_METHODS
 from mcu_exp.evaluation.significance import MIN_PERMUTATIONS
 from mcu_exp.registry import replacement_problems
-from mcu_exp.scoring.factory import SCORER_KINDS
+from mcu_exp.scoring.factory import SCORERS
 
 MIN_RESAMPLES = 1000
 BASELINES = ("none", "code", "all")  # evaluation.baselines: which code metrics the measure table scores
@@ -39,8 +39,8 @@ def config_problems(cfg: Config) -> Iterator[str]:
         yield f"decision.quantile={d.quantile!r}: expected one of {', '.join(QUANTILE_RULES)}"
     if d.rule not in DECISION_RULES:
         yield DECISION_RULES.unknown_message(d.rule)
-    if cfg.scorer.kind not in SCORER_KINDS:
-        yield f"scorer.kind={cfg.scorer.kind!r}: expected one of {', '.join(SCORER_KINDS)}"
+    if cfg.scorer.kind not in SCORERS:
+        yield SCORERS.unknown_message(cfg.scorer.kind)
     if ev.baselines not in BASELINES:
         yield f"evaluation.baselines={ev.baselines!r}: expected one of {', '.join(BASELINES)}"
     if not 0.0 <= d.theta <= 1.0:
@@ -66,7 +66,7 @@ def config_problems(cfg: Config) -> Iterator[str]:
     if bad_groups:
         yield f"evaluation.subgroups: unknown {bad_groups}; expected some of {', '.join(GROUPS)}"
     if lab.rule not in RULES:
-        yield f"labels.rule={lab.rule!r}: expected one of {', '.join(RULES)}"
+        yield RULES.unknown_message(lab.rule)
     if lab.group != "all" and lab.group not in GROUPS:
         yield f"labels.group={lab.group!r}: expected all or one of {', '.join(GROUPS)}"
     if lab.readers not in READERS:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from mcu_exp.data.custom import load_custom, read_questions
 from mcu_exp.data.duplicates import Duplicates
 from mcu_exp.data.labels import (
+    LABEL_RULES,
     READERS,
     RULES,
     HumanLabels,
@@ -42,6 +43,7 @@ __all__ = [
     "FORMATS",
     "GROUPS",
     "READERS",
+    "LABEL_RULES",
     "RULES",
     "Dataset",
     "DatasetError",

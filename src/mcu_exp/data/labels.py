@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from mcu_exp.data.types import GROUPS, Dataset
+from mcu_exp.registry import Registry
 
 if TYPE_CHECKING:
     from mcu_exp.config import LabelsConfig
@@ -56,7 +57,11 @@ def _mean_abu50(evaluations: pd.DataFrame) -> pd.Series:
     return abu50(evaluations).astype(float).groupby(evaluations["program_id"]).mean()
 
 
-RULES: dict[str, Callable[[pd.DataFrame], pd.Series]] = {"mean_abu50": _mean_abu50}
+# ``labels.rule``: each evaluation table → each program's score in [0, 1]; a plugin adds one
+# with ``LABEL_RULES.add("mine", fn)``.
+LABEL_RULES: Registry[Callable[[pd.DataFrame], pd.Series]] = Registry("label rule", key="labels.rule")
+LABEL_RULES.add("mean_abu50", _mean_abu50)
+RULES = LABEL_RULES
 """Per-program score rules; a program is labelled 1 when its score is >= ``min_fraction``."""
 
 
@@ -131,7 +136,7 @@ def class_size_warning(positives: int, negatives: int, min_per_class: int = 5) -
 def check_settings(rule: str, min_fraction: float, group: str, readers: str) -> None:
     """One-line ``ValueError`` naming the first ``labels.*`` setting out of range."""
     if rule not in RULES:
-        raise ValueError(f"labels.rule is {rule!r}, expected one of: {', '.join(sorted(RULES))}")
+        raise ValueError(RULES.unknown_message(rule))
     if group != ALL and group not in GROUPS:
         raise ValueError(f"labels.group is {group!r}, expected one of: {', '.join((ALL, *GROUPS))}")
     if readers not in READERS:

@@ -34,6 +34,7 @@ import numpy as np
 from mcu_exp import names
 from mcu_exp.plugin_guard import guard_fields
 from mcu_exp.registry import Registry
+from mcu_exp.settings import with_defaults
 
 MeasureFn = Callable[..., float]  # (similarity, **params) -> uncertainty
 BatchFn = Callable[..., np.ndarray]  # ((count, m, m) checked matrices, **params) -> (count,) uncertainties
@@ -83,14 +84,7 @@ class Measure:
     def settings(self, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The parameters a call uses: the defaults with ``given`` over them; an unknown
         parameter is a one-line ValueError naming the known ones."""
-        given = dict(given or {})
-        unknown = sorted(set(given) - set(self.params))
-        if unknown:
-            known = ", ".join(self.params) or "none"
-            raise ValueError(
-                f"proxy.measure_params.{unknown[0]}: measure {self.name!r} takes no such parameter (its parameters: {known})"
-            )
-        return {**self.params, **given}
+        return with_defaults(self.params, given, "proxy.measure_params", f"measure {self.name!r}")
 
     def __call__(self, similarity: np.ndarray, **params: Any) -> float:
         return float(self.fn(as_similarity(similarity), **self.settings(params)))

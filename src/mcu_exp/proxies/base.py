@@ -22,7 +22,6 @@ experts, decision) in a :class:`ProxyContext`, never the whole Hydra config.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
@@ -36,6 +35,7 @@ from mcu_exp.calibration import Scores, check_rule
 from mcu_exp.config import DecisionConfig, ExpertsConfig, ModelConfig, ScorerConfig
 from mcu_exp.data import Dataset
 from mcu_exp.proxies.registry import PROXIES
+from mcu_exp.settings import typed
 
 if TYPE_CHECKING:
     from mcu_exp.proxies.stages import Stage, StageResults
@@ -146,27 +146,7 @@ def typed_section(config_class: type, section: Mapping[str, Any], key: str) -> A
     warning naming them, not an error: shared overrides such as ``debug=quick``'s ``proxy.k``
     then still let P0 (which has no ``k``) run, and a typo in a YAML file is still shown.
     """
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    known = [f.name for f in dataclasses.fields(config_class)]
-    data = {k: v for k, v in dict(section).items() if k != "_target_"}
-    foreign = [k for k in data if k not in known]
-    if foreign:
-        log.warning(
-            "%s: ignoring %s: not settings of %s (its keys: %s)",
-            key,
-            ", ".join(f"{key}.{k}" for k in foreign),
-            config_class.__name__,
-            ", ".join(known),
-        )
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(config_class), {k: data[k] for k in data if k in known})
-        return OmegaConf.to_object(merged)
-    except OmegaConfBaseException as exc:
-        detail = str(exc).splitlines()[0]
-        where = f"{key}.{exc.full_key}" if getattr(exc, "full_key", None) else key
-        raise ValueError(f"{where}: {detail} (keys of {config_class.__name__}: {', '.join(known)})") from None
+    return typed(config_class, section, key, config_class.__name__)
 
 
 def proxy_class(target: str, key: str = "proxy") -> type[Proxy]:

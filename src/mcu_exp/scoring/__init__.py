@@ -10,13 +10,14 @@ the numbers (model, layer, idf, rescaling, versions, inputs truncated).
 from mcu_exp.scoring.bertscore import BertScorer
 from mcu_exp.scoring.embedding import CosineScorer
 from mcu_exp.scoring.encoder import TokenEmbeddings
-from mcu_exp.scoring.factory import SCORER_KINDS, build_scorer, scorer_class
+from mcu_exp.scoring.factory import SCORER_KINDS, SCORERS, build_scorer, scorer_class
 from mcu_exp.scoring.lexical import RougeLScorer
 from mcu_exp.scoring.pairs import PairScorer
 from mcu_exp.scoring.resolve import ResolvedScorer, ScorerUnavailableError, fallback_config
 from mcu_exp.scoring.score_cache import ScoreCache, pair_key, text_key
 
 __all__ = [
+    "SCORERS",
     "SCORER_KINDS",
     "BertScorer",
     "CosineScorer",

@@ -7,6 +7,9 @@ bertscore  BERTScore-F1 at layer `num_layers`     :class:`~mcu_exp.scoring.BertS
 rougel     ROUGE-L F-measure (rouge-score)        :class:`~mcu_exp.scoring.RougeLScorer`
 cosine     cosine of mean-pooled token vectors    :class:`~mcu_exp.scoring.CosineScorer`
 =========  =====================================  ===================================
+
+:data:`SCORERS` is the registry ``scorer.kind`` names an entry of: a plugin adds a kind with
+``SCORERS.add_lazy("mine", "my_pkg.scorer:MyScorer")`` (a :class:`PairScorer` subclass).
 """
 
 from __future__ import annotations
@@ -15,28 +18,20 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mcu_exp.config import ScorerConfig
+from mcu_exp.registry import Registry
 from mcu_exp.scoring.pairs import PairScorer
 from mcu_exp.scoring.score_cache import ScoreCache
 
-SCORER_KINDS = ("bertscore", "rougel", "cosine")
+SCORERS: Registry[type[PairScorer]] = Registry("scorer kind", key="scorer.kind")
+SCORERS.add_lazy("bertscore", "mcu_exp.scoring.bertscore:BertScorer")
+SCORERS.add_lazy("rougel", "mcu_exp.scoring.lexical:RougeLScorer")
+SCORERS.add_lazy("cosine", "mcu_exp.scoring.embedding:CosineScorer")
+SCORER_KINDS = SCORERS.names()  # the built-in kinds
 
 
 def scorer_class(cfg: ScorerConfig) -> type[PairScorer]:
     """The class that scores with `cfg` (by ``scorer.kind``); imports it, loads nothing."""
-    kind = str(getattr(cfg, "kind", "bertscore"))
-    if kind == "bertscore":
-        from mcu_exp.scoring.bertscore import BertScorer
-
-        return BertScorer
-    if kind == "rougel":
-        from mcu_exp.scoring.lexical import RougeLScorer
-
-        return RougeLScorer
-    if kind == "cosine":
-        from mcu_exp.scoring.embedding import CosineScorer
-
-        return CosineScorer
-    raise ValueError(f"scorer.kind: {kind!r} is not a scorer kind; expected one of {', '.join(SCORER_KINDS)}")
+    return SCORERS[str(getattr(cfg, "kind", "bertscore"))]
 
 
 def build_scorer(

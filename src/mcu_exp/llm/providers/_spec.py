@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.errors import BackendError
+from mcu_exp.settings import typed
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
     from mcu_exp.llm.contract import Backend
+    from mcu_exp.llm.providers._batch import BatchApi
+    from mcu_exp.llm.providers._runner import Provider as Calls
 
 log = logging.getLogger("mcu_exp")
 
@@ -108,7 +111,6 @@ def typed_settings(provider: Provider, cfg: ModelConfig) -> Any:
     (``None`` for a provider without settings). A wrong type is a one-line :class:`BackendError`
     naming the key; keys the dataclass lacks are dropped with a warning naming them."""
     from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
 
     raw = getattr(cfg, "settings", None) or {}
     data = dict(OmegaConf.to_container(raw, resolve=True) if OmegaConf.is_config(raw) else raw)  # type: ignore[arg-type]
@@ -120,19 +122,60 @@ def typed_settings(provider: Provider, cfg: ModelConfig) -> Any:
                 provider.name,
             )
         return None
-    known = [f.name for f in dataclasses.fields(provider.settings)]
-    foreign = [k for k in data if k not in known]
-    if foreign:
-        log.warning(
-            "model.settings: ignoring %s: not settings of backend %s (its keys: %s)",
-            ", ".join(f"model.settings.{k}" for k in foreign),
-            provider.name,
-            ", ".join(known),
-        )
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(provider.settings), {k: data[k] for k in data if k in known})
-        return OmegaConf.to_object(merged)
-    except OmegaConfBaseException as exc:
-        detail = str(exc).splitlines()[0]
-        where = f"model.settings.{exc.full_key}" if getattr(exc, "full_key", None) else "model.settings"
-        raise BackendError(f"{where}: {detail} (settings of backend {provider.name}: {', '.join(known)})") from None
+    owner = f"backend {provider.name}"
+    return typed(provider.settings, data, "model.settings", owner, error=BackendError, known_as="settings")
+
+
+def remote_provider(
+    name: str,
+    calls: Callable[[ModelConfig], Calls],
+    *,
+    key_envs: tuple[str, ...] = (),
+    batch_api: Callable[[ModelConfig], BatchApi] | None = None,
+    sdk: tuple[str, ...] = (),
+    extra: str = "api",
+    base_url: str = "optional",
+    settings: type | None = None,
+    check: Callable[[ModelConfig], None] | None = None,
+) -> Provider:
+    """The declaration of a backend over a remote API, from the parts that differ.
+
+    ``calls(cfg)`` builds the API's call object (:class:`~mcu_exp.llm.providers._runner.Provider`,
+    ``open``/``call``/``close``) that a :class:`~mcu_exp.llm.providers._runner.RemoteBackend`
+    drives; ``batch_api(cfg)``, when given, a batch API (``model.batch``). The key comes from
+    ``model.api_key_env`` or else the first of ``key_envs`` set (none when both are empty);
+    the cache identity is backend, model id and quirks, plus ``base_url`` when it is required
+    (a self-hosted server: the URL says which weights answer).
+    """
+    from mcu_exp.llm.providers._common import remote_identity, resolve_api_key
+
+    def identity(cfg: ModelConfig) -> dict[str, Any]:
+        return remote_identity(cfg, name, with_base_url=base_url == "required")
+
+    def secret(cfg: ModelConfig) -> Any:
+        return resolve_api_key(cfg, key_envs, name) if key_envs or cfg.api_key_env else None
+
+    def create(cfg: ModelConfig, *, progress: bool = True) -> Backend:
+        from mcu_exp.llm.providers._runner import RemoteBackend
+
+        return RemoteBackend(cfg, calls(cfg), secret(cfg), identity(cfg), progress=progress)
+
+    def create_batch(cfg: ModelConfig, *, progress: bool = True, cache_dir: str | None = None) -> Backend:
+        from mcu_exp.llm.providers._batch import BatchBackend
+
+        assert batch_api is not None
+        api = batch_api(cfg)
+        return BatchBackend(cfg, api, secret(cfg), identity(cfg), progress=progress, store_dir=cache_dir)
+
+    return Provider(
+        name=name,
+        create=create,
+        identity=identity,
+        create_batch=create_batch if batch_api is not None else None,
+        extra=extra,
+        sdk=sdk,
+        key_envs=key_envs,
+        base_url=base_url,
+        settings=settings,
+        check=check,
+    )

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.contract import GenerationRequest
-from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
+from mcu_exp.llm.providers._batch import BatchState, ItemOutcome
 from mcu_exp.llm.providers._batch_api import LOOKUP_MAX, LOOKUP_SLACK_S, epoch
 from mcu_exp.llm.providers._common import (
     Secret,
@@ -26,16 +26,14 @@ from mcu_exp.llm.providers._common import (
     json_body,
     merged,
     quirks,
-    remote_identity,
     require,
-    resolve_api_key,
     split_system,
     split_usage,
     truncate_at_stop,
 )
 from mcu_exp.llm.providers._errors import MalformedResponse
-from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
-from mcu_exp.llm.providers._spec import Provider
+from mcu_exp.llm.providers._runner import CallResult
+from mcu_exp.llm.providers._spec import remote_provider
 from mcu_exp.llm.providers._urls import check_query, split_query
 
 if TYPE_CHECKING:
@@ -199,32 +197,11 @@ class AnthropicBatchApi:
         return parse_message(data, request.stop)
 
 
-def identity(cfg: ModelConfig) -> dict[str, Any]:
-    """The model part of cache keys, without a client: backend, model id, quirks."""
-    return remote_identity(cfg, "anthropic")
-
-
-def create_backend(cfg: ModelConfig, *, progress: bool = True) -> RemoteBackend:
-    """The ``anthropic`` backend: key from ``api_key_env`` (default ANTHROPIC_API_KEY)."""
-    provider = AnthropicProvider(cfg)
-    secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "anthropic")
-    return RemoteBackend(cfg, provider, secret, identity(cfg), progress=progress)
-
-
-def create_batch_backend(cfg: ModelConfig, *, progress: bool = True, cache_dir: str | None = None) -> BatchBackend:
-    """The ``anthropic`` backend through Message Batches (``model.batch``), its batches recorded in ``cache_dir``."""
-    api = AnthropicBatchApi(cfg)
-    secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "anthropic")
-    return BatchBackend(cfg, api, secret, identity(cfg), progress=progress, store_dir=cache_dir)
-
-
-PROVIDER = Provider(
-    name="anthropic",
-    create=create_backend,
-    create_batch=create_batch_backend,
-    identity=identity,
-    extra="api",
-    sdk=("anthropic",),
+PROVIDER = remote_provider(
+    "anthropic",
+    AnthropicProvider,
     key_envs=DEFAULT_KEY_ENVS,
+    batch_api=AnthropicBatchApi,
+    sdk=("anthropic",),
     check=check_query,
 )

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.contract import GenerationRequest
-from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
+from mcu_exp.llm.providers._batch import BatchState, ItemOutcome
 from mcu_exp.llm.providers._batch_api import LOOKUP_MAX, LOOKUP_SLACK_S, epoch
 from mcu_exp.llm.providers._common import (
     Secret,
@@ -22,17 +22,15 @@ from mcu_exp.llm.providers._common import (
     drop,
     merged,
     quirks,
-    remote_identity,
     require,
-    resolve_api_key,
     sample_seed,
     split_system,
     split_usage,
     truncate_at_stop,
 )
 from mcu_exp.llm.providers._errors import MalformedResponse
-from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
-from mcu_exp.llm.providers._spec import Provider
+from mcu_exp.llm.providers._runner import CallResult
+from mcu_exp.llm.providers._spec import remote_provider
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
@@ -248,31 +246,10 @@ class GoogleBatchApi:
         return parse_generate_response(data, request.stop, count)
 
 
-def identity(cfg: ModelConfig) -> dict[str, Any]:
-    """The model part of cache keys, without a client: backend, model id, quirks."""
-    return remote_identity(cfg, "google")
-
-
-def create_backend(cfg: ModelConfig, *, progress: bool = True) -> RemoteBackend:
-    """The ``google`` backend: key from ``api_key_env`` (default GEMINI_API_KEY, then GOOGLE_API_KEY)."""
-    provider = GoogleProvider(cfg)
-    secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "google")
-    return RemoteBackend(cfg, provider, secret, identity(cfg), progress=progress)
-
-
-def create_batch_backend(cfg: ModelConfig, *, progress: bool = True, cache_dir: str | None = None) -> BatchBackend:
-    """The ``google`` backend through its batch mode (``model.batch``), its batches recorded in ``cache_dir``."""
-    api = GoogleBatchApi(cfg)
-    secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "google")
-    return BatchBackend(cfg, api, secret, identity(cfg), progress=progress, store_dir=cache_dir)
-
-
-PROVIDER = Provider(
-    name="google",
-    create=create_backend,
-    create_batch=create_batch_backend,
-    identity=identity,
-    extra="api",
-    sdk=("google.genai",),
+PROVIDER = remote_provider(
+    "google",
+    GoogleProvider,
     key_envs=DEFAULT_KEY_ENVS,
+    batch_api=GoogleBatchApi,
+    sdk=("google.genai",),
 )

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mcu_exp.llm.contract import GenerationRequest
-from mcu_exp.llm.providers._batch import BatchBackend, BatchState, ItemOutcome
+from mcu_exp.llm.providers._batch import BatchState, ItemOutcome
 from mcu_exp.llm.providers._batch_api import LOOKUP_MAX, LOOKUP_SLACK_S, TAG_FIELD
 from mcu_exp.llm.providers._common import (
     Secret,
@@ -26,17 +26,15 @@ from mcu_exp.llm.providers._common import (
     json_body,
     merged,
     quirks,
-    remote_identity,
     require,
-    resolve_api_key,
     sample_seed,
     split_system,
     split_usage,
     truncate_at_stop,
 )
 from mcu_exp.llm.providers._errors import MalformedResponse
-from mcu_exp.llm.providers._runner import CallResult, RemoteBackend
-from mcu_exp.llm.providers._spec import Provider
+from mcu_exp.llm.providers._runner import CallResult
+from mcu_exp.llm.providers._spec import remote_provider
 from mcu_exp.llm.providers._urls import check_query, split_query
 
 if TYPE_CHECKING:
@@ -229,32 +227,12 @@ def _batch_outcome(line: Mapping[str, Any]) -> ItemOutcome:
     return ItemOutcome(str(line.get("custom_id")), None, f"HTTP {status}: {detail}" if status else str(detail))
 
 
-def identity(cfg: ModelConfig) -> dict[str, Any]:
-    """The model part of cache keys, without a client: backend, model id, quirks."""
-    return remote_identity(cfg, "openai")
-
-
-def create_backend(cfg: ModelConfig, *, progress: bool = True) -> RemoteBackend:
-    """The ``openai`` backend: key from ``api_key_env`` (default OPENAI_API_KEY)."""
-    provider = OpenAIProvider(cfg, "openai", cfg.base_url)
-    secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "openai")
-    return RemoteBackend(cfg, provider, secret, identity(cfg), progress=progress)
-
-
-def create_batch_backend(cfg: ModelConfig, *, progress: bool = True, cache_dir: str | None = None) -> BatchBackend:
-    """The ``openai`` backend through the Batch API (``model.batch``), its batches recorded in ``cache_dir``."""
-    api = OpenAIBatchApi(cfg)
-    secret = resolve_api_key(cfg, DEFAULT_KEY_ENVS, "openai")
-    return BatchBackend(cfg, api, secret, identity(cfg), progress=progress, store_dir=cache_dir)
-
-
-PROVIDER = Provider(
-    name="openai",
-    create=create_backend,
-    create_batch=create_batch_backend,
-    identity=identity,
-    extra="api",
-    sdk=("openai",),
+PROVIDER = remote_provider(
+    "openai",
+    lambda cfg: OpenAIProvider(cfg, "openai", cfg.base_url),
     key_envs=DEFAULT_KEY_ENVS,
+    batch_api=OpenAIBatchApi,
+    sdk=("openai",),
     check=check_query,
 )
+identity = PROVIDER.identity  # the model part of cache keys, without a client: backend, model id, quirks
