@@ -15,13 +15,12 @@ import logging
 import time
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from mcu_exp import console, interrupts, names
-from mcu_exp.bundle import reads
 from mcu_exp.bundle.job import finish_job
 from mcu_exp.config import Config
-from mcu_exp.config.checks import check_config
+from mcu_exp.config.schema import typed_config
 from mcu_exp.data import HumanLabels, human_labels, load_dataset, subgroup_labels
 from mcu_exp.evaluation import PRIMARY
 from mcu_exp.evaluation.versus_always import headline_text
@@ -29,19 +28,16 @@ from mcu_exp.job.alignment import class_warnings, evaluate_groups, reference_rep
 from mcu_exp.job.measures import attach_ceilings, measures_and_baselines, write_rejection
 from mcu_exp.job.record import JobResults, job_metrics, record_results, run_facts, save_config, unused_sections
 from mcu_exp.job.screen import print_inputs, print_results, print_where
+from mcu_exp.job.validate import check_config
 from mcu_exp.outputs import write_outputs
 from mcu_exp.proxies.base import Proxy, ProxyContext, build_proxy
 from mcu_exp.proxies.preview import plan_stages, render_preview
 from mcu_exp.proxies.stages import Generators, run_stages
+from mcu_exp.store import reads
 from mcu_exp.tracking import flatten_config, mlflow_run, run_name, run_tags
 from mcu_exp.tracking.conventions import dataset_input, description, plugin_tags, source_tags
 
 log = logging.getLogger("mcu_exp")
-
-
-def typed_config(cfg: DictConfig) -> Config:
-    """The composed config as the typed schema's dataclasses (interpolations resolved)."""
-    return OmegaConf.to_object(cfg)  # type: ignore[return-value]
 
 
 def job_dir(outputs: str) -> Path:

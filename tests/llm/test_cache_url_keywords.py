@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcu_exp.config.checks import config_problems
+from mcu_exp.job.validate import config_problems
 from support.postgres import free_port
 
 SECRET = "Zq8-unique-SECRET-4711"

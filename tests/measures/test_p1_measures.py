@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcu_exp.config.checks import config_problems
 from mcu_exp.evaluation import epsilon_sweep, threshold_sweep
+from mcu_exp.job.validate import config_problems
 from mcu_exp.measures import MEASURES, measure_column, register_measure, unregister_measure
 from mcu_exp.pipeline import typed_config
 from mcu_exp.proxies.base import Proxy, ProxyOutcome
