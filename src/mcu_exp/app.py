@@ -12,7 +12,6 @@ import secrets
 import sys
 import traceback
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 
 import hydra
@@ -20,9 +19,10 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from mcu_exp import console, interrupts
+from mcu_exp.cli.commands import SUBCOMMAND_HELP, SUBCOMMANDS
 from mcu_exp.config import register_configs
 from mcu_exp.config.suggest import composition_message
-from mcu_exp.entry import exit_interrupted, interrupted_by
+from mcu_exp.interrupts import exit_interrupted, interrupted_by
 from mcu_exp.llm.errors import BackendError
 from mcu_exp.plugin_guard import PluginFailure
 from mcu_exp.redact import install_log_redaction, redact_text, redact_yaml_file, remember, secret_values
@@ -241,7 +241,7 @@ def main() -> None:
         os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     try:
         if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
-            SUBCOMMANDS[sys.argv[1]](sys.argv[2:])
+            SUBCOMMANDS[sys.argv[1]](sys.argv[2:], config_dir())
             return
         _compose_and_run()
     except KeyboardInterrupt as exc:  # a Ctrl-C outside a job (composing, a subcommand): one line, 130
@@ -360,40 +360,4 @@ def _subcommand_lines() -> str:
     return "\n".join(f"  {'mcu-exp ' + name + ' [options]':<37}{line}" for name, line in SUBCOMMAND_HELP.items())
 
 
-from mcu_exp.bundle.cli import main as bundle_main  # noqa: E402  (light: argparse only)
-from mcu_exp.compare.cli import main as compare_main  # noqa: E402  (light: argparse only)
-from mcu_exp.listing import main as list_main  # noqa: E402  (light: argparse only)
-from mcu_exp.llm.model_cli import main as model_main  # noqa: E402  (light: argparse only)
-from mcu_exp.report.cli import main as report_main  # noqa: E402  (light: argparse only)
-from mcu_exp.store.cli import main as cache_main  # noqa: E402  (light: argparse only)
-from mcu_exp.tune.cli import main as tune_main  # noqa: E402
-
-
-def _reliability_main(argv: list[str]) -> None:
-    """``mcu-exp reliability``, imported when run: its module loads the data package (pandas)."""
-    from mcu_exp.data.reliability_cli import main
-
-    main(argv, config_dir())
-
-
-SUBCOMMANDS: dict[str, Callable[[list[str]], None]] = {
-    "report": report_main,
-    "compare": compare_main,
-    "tune": tune_main,
-    "model": lambda argv: model_main(argv, config_dir()),
-    "cache": cache_main,
-    "bundle": bundle_main,
-    "reliability": _reliability_main,
-    "list": list_main,
-}
-SUBCOMMAND_HELP: dict[str, str] = {
-    "report": "tables and figures comparing finished MLflow runs (its own --help)",
-    "compare": "two runs on their shared programs: paired CIs, DeLong, McNemar, PRR (its own --help)",
-    "tune": "tune epsilon or tau for F1 on a finished run's scores, in-sample and nested CV (its own --help)",
-    "model": "convert: a GGUF model as a Hugging Face folder (safetensors) in the user cache (its own --help)",
-    "cache": "export, import: move cached generations and scores between SQLite files and PostgreSQL (its own --help)",
-    "bundle": "export, replay, show: a run's table with the samples that made it, replayed anywhere (its own --help)",
-    "reliability": "a dataset's human noise ceiling (split-half, Krippendorff's alpha) without a model (its own --help)",
-    "list": "each registry's entries (metrics, rules, backends, ...) and the package each came from",
-}
 OmegaConf.register_new_resolver("mcu_subcommands", _subcommand_lines, replace=True)

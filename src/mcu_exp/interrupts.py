@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 # The signals a job handles, with the disposition it takes over (any other is left alone).
 SIGNALS: dict[signal.Signals, Any] = {
@@ -127,3 +128,49 @@ def hand_over() -> None:
     (submitit requeues a pre-empted job or records it as not finished); it may raise or exit."""
     if _signum is not None and _signum in _chained:
         _chained[_signum](_signum, None)
+
+
+INTERRUPTED_EXIT = 130  # what a shell reports for a command ended by SIGINT
+
+
+def exit_interrupted(line: str, then: Callable[[], None] | None = None) -> NoReturn:
+    """Print ``mcu-exp: <line>`` on stderr and exit with the shell's status for the signal that
+    stopped the command (130 for SIGINT, 143 for SIGTERM; :func:`exit_status`).
+
+    From then on a further signal ends the process at once and silently with that status: the
+    interpreter's shutdown (threads joined, ``atexit`` handlers) interrupted would print an
+    "Exception ignored" traceback after the one line. ``then`` runs after the line is printed
+    (a launcher's own handler for the signal, :func:`hand_over`).
+
+    CPython remembers a KeyboardInterrupt that escaped a string run by ``exec`` (dataclasses
+    and namedtuple build their methods that way, so a Ctrl-C while Hydra or MLflow import often
+    lands there) and, once the interpreter is finalised, kills the process with SIGINT even
+    though the application caught it: the parent saw -2 instead of 130. A string that ``exec``
+    runs to its end clears that record (CPython 3.11 to 3.14 reset it before each such run), so
+    the exit status is the one chosen here."""
+    status = exit_status()
+    print(f"mcu-exp: {label(line)}", file=sys.stderr, flush=True)
+    if then is not None:
+        then()
+    for signum in SIGNALS:
+        if signal.getsignal(signum) not in (signal.SIG_IGN, None):
+            signal.signal(signum, lambda *_: os._exit(status))
+    exec("pass", {})  # clears the stale interrupt record (see above); runs nothing
+    raise SystemExit(status) from None
+
+
+def interrupted_by(exc: BaseException) -> bool:
+    """Whether a Ctrl-C is what caused ``exc``: a KeyboardInterrupt anywhere in its chain of
+    causes and contexts (OmegaConf or Hydra interrupted halfway can fail in their own clean-up
+    and report that failure instead)."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        todo += [current.__cause__, current.__context__]
+    return False

@@ -61,7 +61,7 @@ def load_run(run_id: str, tracking_uri: str | None = None) -> LoadedRun:
     store, the run or its per-program table is missing."""
     import pandas as pd
 
-    from mcu_exp.report.cli import default_tracking_uri
+    from mcu_exp.report.build import default_tracking_uri
     from mcu_exp.tracking.artifacts import RunArtifacts, RunLookupError, fetch_run
     from mcu_exp.yaml_limits import safe_load
 

@@ -16,18 +16,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
+
+from mcu_exp.config.schema import typed_config
 
 if TYPE_CHECKING:
     from mcu_exp.config import Config
     from mcu_exp.proxies.base import Proxy, ProxyContext
 
 log = logging.getLogger("mcu_exp")
-
-
-def typed_config(cfg: DictConfig) -> Config:
-    """The composed config as the typed schema's dataclasses (interpolations resolved)."""
-    return OmegaConf.to_object(cfg)  # type: ignore[return-value]
 
 
 def job_dir(outputs: str) -> Path:
@@ -64,9 +61,7 @@ def run_job(raw: DictConfig) -> float:
     # Imported here, not at the top: importing this module (the app, a launcher's worker, every
     # test collecting it) then loads neither pandas nor MLflow until a job runs.
     from mcu_exp import console, interrupts, names
-    from mcu_exp.bundle import reads
     from mcu_exp.bundle.job import finish_job
-    from mcu_exp.config.checks import check_config
     from mcu_exp.data import HumanLabels, human_labels, load_dataset, subgroup_labels
     from mcu_exp.evaluation import PRIMARY
     from mcu_exp.evaluation.versus_always import headline_text
@@ -74,10 +69,12 @@ def run_job(raw: DictConfig) -> float:
     from mcu_exp.job.measures import attach_ceilings, measures_and_baselines, write_rejection
     from mcu_exp.job.record import JobResults, job_metrics, record_results, run_facts, save_config, unused_sections
     from mcu_exp.job.screen import print_inputs, print_results, print_where
+    from mcu_exp.job.validate import check_config
     from mcu_exp.outputs import write_outputs
     from mcu_exp.proxies.base import ProxyContext
     from mcu_exp.proxies.preview import plan_stages, render_preview
     from mcu_exp.proxies.stages import Generators, run_stages
+    from mcu_exp.store import reads
     from mcu_exp.tracking import flatten_config, mlflow_run, run_name, run_tags
     from mcu_exp.tracking.conventions import dataset_input, description, plugin_tags, source_tags
 

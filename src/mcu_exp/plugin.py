@@ -43,7 +43,7 @@ _WHERE: dict[str, str] = {
     "remote_provider": "mcu_exp.llm.providers._spec:remote_provider",
     "typed_settings": "mcu_exp.llm.providers._spec:typed_settings",
     "RemoteBackend": "mcu_exp.llm.providers._runner:RemoteBackend",
-    "RemoteCalls": "mcu_exp.llm.providers._runner:Provider",
+    "RemoteCalls": "mcu_exp.llm.providers._runner:RemoteApi",
     "CallResult": "mcu_exp.llm.providers._runner:CallResult",
     "Backend": "mcu_exp.llm.contract:Backend",
     "GenerationRequest": "mcu_exp.llm.contract:GenerationRequest",

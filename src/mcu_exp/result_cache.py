@@ -155,13 +155,13 @@ def cached_result(
     ``key_parts`` must hold *every* input ``compute`` reads (frames, arrays, numbers,
     strings; see :func:`content_hash`), settings such as seeds and resample counts
     included; ``code`` names the modules whose source defines the computation (e.g.
-    ``("mcu_exp.data.reliability",)``): editing one starts new entries; ``kind`` is what a
+    ``("mcu_exp.ceiling.split_half",)``): editing one starts new entries; ``kind`` is what a
     value read back must be (a type, types, or a test of the value), else it is recomputed and
     replaced. ``cache_dir`` None computes without storing. Example, a human ceiling per dataset and label rule::
 
         ceiling = cached_result(cfg.cache.dir, "ceiling", [evaluations, rule, splits, seed],
                                 lambda: split_half(evaluations, rule, splits, seed),
-                                code=("mcu_exp.data.reliability",))
+                                code=("mcu_exp.ceiling.split_half",))
 
     The value must pickle; what comes back from the cache is an equal copy (same bits).
     """

@@ -14,8 +14,8 @@ from mlflow.tracking import MlflowClient
 from test_published_numbers import job, only_run, run_dir
 
 from mcu_exp import names
+from mcu_exp.ceiling.split_half import split_half
 from mcu_exp.data import load_dataset
-from mcu_exp.data.reliability import split_half
 from mcu_exp.pipeline import run_job, typed_config
 from mcu_exp.tracking.artifacts import RunArtifacts
 from mcu_exp.tracking.headline import MAX_HEADLINE

@@ -11,7 +11,7 @@ import pytest
 from test_compare_cli import per_program, row_of, run_folder
 
 from mcu_exp import names
-from mcu_exp.compare.cli import main
+from mcu_exp.cli.compare import main
 
 CEILING = {
     "ceiling.auc_score": 0.65,

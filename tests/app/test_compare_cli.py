@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from mcu_exp import names
-from mcu_exp.compare.cli import main
+from mcu_exp.cli.compare import main
 from mcu_exp.evaluation.paired import Comparison, compare_runs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -232,7 +232,7 @@ def test_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 def test_the_command_module_stays_light() -> None:
     code = (
-        "import sys, mcu_exp.compare.cli; "
+        "import sys, mcu_exp.cli.compare; "
         "print([m for m in ('pandas', 'scipy', 'mlflow', 'numpy', 'rich') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)

@@ -10,9 +10,9 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from mcu_exp.config import Config, ExpertsConfig, ModelConfig, ScorerConfig, register_configs
-from mcu_exp.config.checks import config_problems
 from mcu_exp.data import Dataset, Program
 from mcu_exp.data.types import evaluations_frame
+from mcu_exp.job.validate import config_problems
 from mcu_exp.pipeline import build_proxies, typed_config
 from mcu_exp.proxies.base import ProxyContext
 

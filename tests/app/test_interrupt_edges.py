@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from mcu_exp import interrupts
-from mcu_exp.entry import INTERRUPTED_EXIT, interrupted_by
+from mcu_exp.interrupts import INTERRUPTED_EXIT, interrupted_by
 
 CAUGHT_INSIDE_EXEC = """
-from mcu_exp.entry import exit_interrupted
+from mcu_exp.interrupts import exit_interrupted
 try:
     exec("raise KeyboardInterrupt", {})
 except KeyboardInterrupt:
@@ -89,7 +89,7 @@ def test_a_process_that_ignores_sigint_keeps_ignoring_it(monkeypatch: pytest.Mon
 INSIDE_A_FINALISER = """
 import os, signal, sys, time
 from mcu_exp import interrupts
-from mcu_exp.entry import exit_interrupted
+from mcu_exp.interrupts import exit_interrupted
 
 class Finalised:
     def __del__(self):

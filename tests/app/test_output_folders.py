@@ -17,9 +17,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from mcu_exp.config import register_configs
-from mcu_exp.config.checks import config_problems
-from mcu_exp.config.paths import folder_problem
-from mcu_exp.pipeline import run_job, typed_config
+from mcu_exp.config.schema import typed_config
+from mcu_exp.job.paths import folder_problem
+from mcu_exp.job.validate import config_problems
+from mcu_exp.pipeline import run_job
 from support.sweeps import REPO, STANDIN, mcu_exp
 
 JOB = (STANDIN, "quiet=true", "evaluation.bootstrap_resamples=1000")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcu_exp.bundle.replay import replay
+from mcu_exp.pipeline import run_job
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "docs" / "bundles" / "default-run.zip"
@@ -38,7 +39,7 @@ def readme_output() -> str:
 def test_replaying_the_readme_bundle_prints_the_readme_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    checks = replay(BUNDLE, tmp_path)
+    checks = replay(BUNDLE, run_job, tmp_path)
     printed = capsys.readouterr().out
     assert [check.difference for check in checks] == [None], [check.line() for check in checks]
     assert results_table(printed) == results_table(readme_output())

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from mcu_exp.bundle import safety
-from mcu_exp.bundle.cli import main as bundle_main
+from mcu_exp.cli.bundle import main as bundle_main
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "docs" / "bundles" / "default-run.zip"
@@ -161,7 +161,7 @@ def test_a_zip_bomb_is_refused_from_the_directory_before_it_inflates(tmp_path: P
     child = (
         "import resource, sys\n"
         "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
-        "from mcu_exp.bundle.cli import main\n"
+        "from mcu_exp.cli.bundle import main\n"
         "try:\n"
         "    main(['show', sys.argv[1]])\n"
         "finally:\n"

@@ -24,8 +24,8 @@ from mcu_exp.ceiling.program_bootstrap import (
     compare_to_bounds,
     disattenuate,
 )
+from mcu_exp.ceiling.split_half import split_half
 from mcu_exp.data import Dataset
-from mcu_exp.data.reliability import split_half
 
 
 def test_point_estimates_are_split_half_with_the_same_splits() -> None:

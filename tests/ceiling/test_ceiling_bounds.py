@@ -21,8 +21,8 @@ from mcu_exp.ceiling.bounds import (
     upper_bound,
     upper_bound_from_counts,
 )
+from mcu_exp.ceiling.split_half import split_half
 from mcu_exp.data import Dataset, Program
-from mcu_exp.data.reliability import split_half
 from mcu_exp.data.types import evaluations_frame
 
 

@@ -16,9 +16,9 @@ from scipy.stats import spearmanr
 from sklearn.metrics import roc_auc_score
 
 from mcu_exp.app import config_dir
+from mcu_exp.ceiling.split_half import MIN_PROGRAMS, split_half
+from mcu_exp.cli.reliability import main as reliability_main
 from mcu_exp.data import Dataset, Program
-from mcu_exp.data.reliability import MIN_PROGRAMS, split_half
-from mcu_exp.data.reliability_cli import main as reliability_main
 from mcu_exp.data.types import evaluations_frame
 from support.datasets import write_csv
 
@@ -233,7 +233,7 @@ def test_splits_are_seeded_and_balanced() -> None:
     data = panel(np.random.default_rng(2).uniform(0.1, 0.9, 20), [2, 3, 5, 4] * 5, np.random.default_rng(2))
     assert split_half(data, seed=4, splits=30).figures == split_half(data, seed=4, splits=30).figures
     assert split_half(data, seed=4, splits=30).figures != split_half(data, seed=5, splits=30).figures
-    from mcu_exp.data.reliability import _split_halves
+    from mcu_exp.ceiling.split_half import _split_halves
 
     programs = np.repeat(np.arange(3), [2, 3, 5])
     in_a = _split_halves(programs, 2000, np.random.default_rng(0))
@@ -246,8 +246,8 @@ def test_splits_are_seeded_and_balanced() -> None:
 def test_the_rule_sees_each_half_alone() -> None:
     """Half A's statistics are the rule's output on half A's evaluations alone."""
     data = panel(np.random.default_rng(4).uniform(0.1, 0.9, 12), 5, np.random.default_rng(4))
+    from mcu_exp.ceiling.split_half import _half_statistics, _split_halves
     from mcu_exp.data.labels import RULES, share_correct
-    from mcu_exp.data.reliability import _half_statistics, _split_halves
 
     ev = data.evaluations.assign(_c=data.evaluations["program_id"].str[1:].astype(int)).sort_values("_c", kind="stable")
     programs = ev.pop("_c").to_numpy()

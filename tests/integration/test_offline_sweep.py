@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from mcu_exp.report.cli import main as report_main
+from mcu_exp.cli.report import main as report_main
 from support.browser import check_screenshot, chromium
 from support.mlflow_store import all_metrics, seed_store
 from support.tiny_llama import LOCAL_EXPERTS, model_overrides

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from mcu_exp.cli.cache import main as cache_main
 from mcu_exp.llm.cache import GenerationCache, open_generation_cache
 from mcu_exp.llm.contract import Sample
 from mcu_exp.scoring.score_cache import ScoreCache
-from mcu_exp.store.cli import main as cache_main
 from mcu_exp.store.faults import StoreFault
 from support.small_disk import fill, small_disk
 

@@ -10,9 +10,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from mcu_exp.config import register_configs
-from mcu_exp.config.checks import config_problems
+from mcu_exp.config.schema import typed_config
+from mcu_exp.job.validate import config_problems
 from mcu_exp.llm.cache import GenerationCache, open_generation_cache
-from mcu_exp.pipeline import typed_config
 from mcu_exp.scoring.score_cache import ScoreCache
 from mcu_exp.store.postgres import StoreError
 from support.postgres import free_port
@@ -73,7 +73,7 @@ def test_an_unreachable_server_is_one_line_naming_the_url(tmp_path: Path) -> Non
 def test_the_cache_command_never_prints_a_password_given_in_url(
     url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mcu_exp.store.cli import main
+    from mcu_exp.cli.cache import main
 
     for action in ("import", "export"):
         with pytest.raises(SystemExit) as code:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcu_exp.config.checks import config_problems
+from mcu_exp.job.validate import config_problems
 from support.postgres import free_port
 
 SECRET = "Zq8-unique-SECRET-4711"
@@ -58,7 +58,7 @@ def test_a_job_refuses_an_ssl_passphrase_in_cache_url_without_showing_it(form: s
     from hydra import compose, initialize_config_dir
 
     from mcu_exp.config import register_configs
-    from mcu_exp.pipeline import typed_config
+    from mcu_exp.config.schema import typed_config
     from mcu_exp.redact import redact_text
 
     register_configs()

@@ -164,7 +164,7 @@ def test_the_cache_location_and_the_off_switch_come_from_the_environment(
 
 def test_model_convert_refuses_a_model_without_a_gguf_file_in_one_line(capsys: pytest.CaptureFixture[str]):
     from mcu_exp.app import config_dir
-    from mcu_exp.llm.model_cli import main
+    from mcu_exp.cli.model import main
 
     with pytest.raises(SystemExit) as exit_:
         main(["convert", "model=gpt-4o"], config_dir())

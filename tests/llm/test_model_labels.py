@@ -42,7 +42,7 @@ def test_a_remote_config_renamed_is_refused_too(tmp_path: Path) -> None:
 
 
 def test_overrides_that_change_what_runs_pass() -> None:
-    from mcu_exp.config.checks import config_problems
+    from mcu_exp.job.validate import config_problems
 
     for overrides in [
         (),

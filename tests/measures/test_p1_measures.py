@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcu_exp.config.checks import config_problems
+from mcu_exp.config.schema import typed_config
 from mcu_exp.evaluation import epsilon_sweep, threshold_sweep
+from mcu_exp.job.validate import config_problems
 from mcu_exp.measures import MEASURES, measure_column, register_measure, unregister_measure
-from mcu_exp.pipeline import typed_config
 from mcu_exp.proxies.base import Proxy, ProxyOutcome
 from mcu_exp.proxies.p1_consistency import ConsistencyConfig
 from mcu_exp.proxies.stages import summary_requests

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hydra.errors import MissingConfigException
 
-from mcu_exp.pipeline import typed_config
+from mcu_exp.config.schema import typed_config
 from mcu_exp.proxies.experts import EXPERT_SUMMARIES, centrality, top_n
 from mcu_exp.proxies.stages import TARGET_SUMMARIES
 from mcu_exp.rng_streams import REFERENCE, draw_index, expert_summaries, program_rng, program_seed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from mcu_exp.pipeline import typed_config
+from mcu_exp.config.schema import typed_config
 from mcu_exp.proxies.p3_judge import assign_judges, judge_request
 from support.proxies import compose_cfg
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from hydra.errors import ConfigCompositionException
 
-from mcu_exp.config.checks import config_problems
-from mcu_exp.pipeline import typed_config
+from mcu_exp.config.schema import typed_config
+from mcu_exp.job.validate import config_problems
 from mcu_exp.proxies.base import build_proxy, proxy_class
 from mcu_exp.proxies.p0_subject import SubjectConfig, SubjectProxy
 from mcu_exp.proxies.p1_consistency import ConsistencyConfig, ConsistencyProxy, SummaryConfig

@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+from mcu_exp.cli.report import main
 from mcu_exp.names import TAG_DEBUG
-from mcu_exp.report.cli import ReportError, main, make_report
+from mcu_exp.report.build import ReportError, make_report
 from support.md_tables import section
 from support.mlflow_runs import Store, log_job
 

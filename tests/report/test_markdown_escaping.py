@@ -10,7 +10,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from mcu_exp.markdown import md_text
-from mcu_exp.report.cli import make_report
+from mcu_exp.report.build import make_report
 from mcu_exp.tracking.conventions import NOTE_TAG
 from support.datasets import write_csv
 from support.mlflow_store import seed_store

@@ -21,7 +21,7 @@ from mlflow.tracking import MlflowClient
 
 from mcu_exp.names import METRICS_FILE, UNDEFINED, sensitivity_file
 from mcu_exp.report import figures
-from mcu_exp.report.cli import make_report
+from mcu_exp.report.build import make_report
 from mcu_exp.report.sources import RunFiles, merged_metrics
 from mcu_exp.tracking.artifacts import RunArtifacts, artifact_root, experiment_location
 from support.md_tables import section, table_rows

@@ -13,8 +13,8 @@ from test_report_tables import record
 
 from mcu_exp.names import UNDEFINED
 from mcu_exp.report import ceiling, figures, tables
+from mcu_exp.report.build import make_report
 from mcu_exp.report.ceiling_figure import plot_ceiling
-from mcu_exp.report.cli import make_report
 from support.mlflow_runs import METRICS, Store, log_job
 
 NAN = float("nan")

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+from mcu_exp.cli.report import main
 from mcu_exp.names import mlflow_series
-from mcu_exp.report.cli import ReportError, main, make_report
+from mcu_exp.report.build import ReportError, make_report
 from mcu_exp.report.sources import RunFiles
 from mcu_exp.tracking.artifacts import RunArtifacts
 from mcu_exp.tracking.headline import chart_key

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mcu_exp.report.cli import make_report
+from mcu_exp.report.build import make_report
 from mcu_exp.report.identity import NOT_CONFIGURATION, is_configuration
 from support.md_tables import section, table_rows
 from support.mlflow_runs import METRICS, Store, log_job

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from mcu_exp.cli.report import main
 from mcu_exp.report import ranking, tables
-from mcu_exp.report.cli import main
 from mcu_exp.report.html import ReportDocument, Section, render_html, render_markdown
 from mcu_exp.report.lead import BEST, lead
 from support.html_tables import element_text, parse

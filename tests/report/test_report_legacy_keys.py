@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from mcu_exp.names import current_metric_key
-from mcu_exp.report.cli import make_report
+from mcu_exp.report.build import make_report
 from support.mlflow_runs import METRICS, Store, log_job
 
 

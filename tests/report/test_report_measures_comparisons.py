@@ -20,7 +20,7 @@ from mlflow.tracking import MlflowClient
 
 from mcu_exp.evaluation.paired import compare_many, holm
 from mcu_exp.names import MEASURES_FILE, METRICS_FILE, PER_PROGRAM_FILE
-from mcu_exp.report.cli import make_report
+from mcu_exp.report.build import make_report
 from mcu_exp.report.comparisons import comparison_part
 from mcu_exp.tracking.artifacts import RunArtifacts, experiment_location
 from support.md_tables import section, table_rows

@@ -11,7 +11,7 @@ from pathlib import Path
 from mlflow.tracking import MlflowClient
 
 from mcu_exp.names import TAG_CLASS_WARNING, TAG_VERDICT, UNDEFINED, mlflow_series
-from mcu_exp.report.cli import make_report
+from mcu_exp.report.build import make_report
 from support.md_tables import section, table_rows
 from support.mlflow_runs import METRICS, Store, log_job
 

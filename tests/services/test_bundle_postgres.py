@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from mcu_exp.bundle.cli import main as bundle_main
+from mcu_exp.cli.bundle import main as bundle_main
 from mcu_exp.config import register_configs
 from mcu_exp.llm.cache import GenerationCache
 from mcu_exp.pipeline import run_job

@@ -201,7 +201,7 @@ def test_a_killed_job_is_marked_killed_by_the_next_job(server: Server, killed: R
 def test_report_reads_the_sweep_from_the_server(
     server: Server, sweep: Sweep, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mcu_exp.report.cli import main
+    from mcu_exp.cli.report import main
 
     out = tmp_path / "report"
     main(["--sweep", sweep.name, "--tracking-uri", server.url, "--out", str(out)])  # `mcu-exp report`
@@ -223,7 +223,7 @@ def test_report_reads_the_sweep_from_the_server(
 def test_tune_reads_a_job_from_the_server(
     server: Server, sweep: Sweep, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mcu_exp.tune.cli import main
+    from mcu_exp.cli.tune import main
     from mcu_exp.tune.nested_cv import nested_cv, read_per_program
 
     job = next(

@@ -255,7 +255,7 @@ def mcu_exp(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 def cache_command(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     """``mcu-exp cache ARGS`` run in this process (its parser, copy and messages): exit code, stdout, stderr."""
-    from mcu_exp.store.cli import main
+    from mcu_exp.cli.cache import main
 
     capsys.readouterr()
     try:

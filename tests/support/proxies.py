@@ -11,13 +11,13 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from mcu_exp.config import register_configs
+from mcu_exp.config.schema import typed_config
 from mcu_exp.data import Dataset, Program, Question
 from mcu_exp.data.types import evaluations_frame
 from mcu_exp.llm import GenerationRequest, Sample
 from mcu_exp.llm.cache import GenerationCache, key_parts, sample_key
 from mcu_exp.llm.factory import backend_identity
 from mcu_exp.llm.generator import CACHE_FILE
-from mcu_exp.pipeline import typed_config
 from mcu_exp.proxies.base import Proxy, ProxyContext, build_proxy
 from mcu_exp.proxies.stages import Generators, Stage, StageResults, run_stages
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcu_exp.tune.cli import main, storage_url
+from mcu_exp.cli.tune import main, storage_url
 from mcu_exp.tune.nested_cv import nested_cv, read_per_program
 
 REPO = Path(__file__).resolve().parents[2]

@@ -247,7 +247,7 @@ def test_a_job_charts_its_sensitivity_against_the_threshold(sweep: Sweep, tmp_pa
 def test_html_report_renders_every_figure(
     sweep: Sweep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mcu_exp.report.cli import main
+    from mcu_exp.cli.report import main
 
     out = tmp_path / "report"
     # `mcu-exp report`'s entry point in this process, reading the server as the command would.

@@ -11,7 +11,7 @@ Layout::
     cache/<table>.jsonl           requests, samples, specs, pair_scores, text_lengths
     data/<i>/...                  the dataset's files (``--with-data`` only)
 
-Rows are copied with :func:`mcu_exp.store.cli.copy_tables`, the code ``mcu-exp cache
+Rows are copied with :func:`mcu_exp.store.table_copy.copy_tables`, the code ``mcu-exp cache
 export/import`` uses, from a cache (only the keys a job read) into a :class:`RowSet`, and from
 a bundle's :class:`RowSet` into the SQLite caches of a replay.
 

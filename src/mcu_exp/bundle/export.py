@@ -1,7 +1,7 @@
 """Building a run bundle: from a job as it ends (``tracking.bundle``), or from finished MLflow
 runs (``mcu-exp bundle export RUN_ID``; a sweep's parent run brings all its children).
 
-A job records the cache keys it read (:mod:`mcu_exp.bundle.reads`); :class:`JobPart` holds
+A job records the cache keys it read (:mod:`mcu_exp.store.reads`); :class:`JobPart` holds
 what one job contributes: its files, the keys (as rows copied from the cache), the identities
 its keys were made from, its dataset digest and headline.
 """
@@ -19,10 +19,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.bundle import archive, reads
+from mcu_exp.bundle import archive
 from mcu_exp.bundle.archive import GENERATION_TABLES, SCORE_TABLES, RowSet
 from mcu_exp.bundle.machine import numeric_dispatch
 from mcu_exp.registry import plugin_record
+from mcu_exp.store import reads
 
 READS_FILE = "reads.json"  # a job without a bundle logs the keys it read (bundle/reads.json)
 BUNDLE_DIR = "bundle"  # the artifact folder of both
@@ -195,7 +196,7 @@ def _read_rows(
 ) -> RowSet:
     from mcu_exp.llm.cache import open_generation_cache
     from mcu_exp.scoring.score_cache import ScoreCache
-    from mcu_exp.store.cli import copy_tables
+    from mcu_exp.store.table_copy import copy_tables
 
     rows = RowSet()
     if keys.get(reads.SAMPLES):

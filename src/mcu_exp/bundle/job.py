@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from mcu_exp import console, names
-from mcu_exp.bundle import reads
 from mcu_exp.bundle.export import (
     BUNDLE_DIR,
     BUNDLE_FILE,
@@ -20,6 +19,7 @@ from mcu_exp.bundle.export import (
     reads_record,
     write_bundle,
 )
+from mcu_exp.store import reads
 
 log = logging.getLogger("mcu_exp")
 

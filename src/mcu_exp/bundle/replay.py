@@ -19,15 +19,16 @@ import io
 import math
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mcu_exp import names
-from mcu_exp.bundle import archive, reads, shape
+from mcu_exp.bundle import archive, shape
 from mcu_exp.bundle.archive import GENERATION_TABLES, SCORE_TABLES, BundleError, RowSet
 from mcu_exp.bundle.safety import shown, target_under
+from mcu_exp.store import reads
 
 RTOL = 1e-9  # relative tolerance for floating-point values that differ in their last digits
 # Metrics that describe the job's run, not its result: time, cache hits, whether a model loaded, usage.
@@ -62,18 +63,24 @@ class JobCheck:
         return f"job {self.name}: {self.metrics} metrics and {self.files} files {how}"
 
 
-def replay(path: Path, work: Path | None = None, quiet: bool = True) -> list[JobCheck]:
-    """Replay every job of the bundle at ``path`` (printing each job's tables as it runs) in
-    ``work`` (a temporary folder by default); the checks, one per job."""
+def replay(path: Path, run_job: Callable[[Any], Any], work: Path | None = None, quiet: bool = True) -> list[JobCheck]:
+    """Replay every job of the bundle at ``path`` with ``run_job`` (the pipeline's, which
+    receives each job's composed config; printing each job's tables as it runs) in ``work`` (a
+    temporary folder by default); the checks, one per job."""
     manifest, members = archive.read(path)
     if work is None:
         with tempfile.TemporaryDirectory(prefix="mcu-exp-replay-") as tmp:
-            return _replay(path, manifest, members, Path(tmp), quiet)
-    return _replay(path, manifest, members, work, quiet)
+            return _replay(path, manifest, members, Path(tmp), quiet, run_job)
+    return _replay(path, manifest, members, work, quiet, run_job)
 
 
 def _replay(
-    path: Path, manifest: Mapping[str, Any], members: Mapping[str, bytes], work: Path, quiet: bool
+    path: Path,
+    manifest: Mapping[str, Any],
+    members: Mapping[str, bytes],
+    work: Path,
+    quiet: bool,
+    run_job: Callable[[Any], Any],
 ) -> list[JobCheck]:
     from mcu_exp.bundle.export import environment
     from mcu_exp.bundle.machine import kernel_differences
@@ -96,8 +103,6 @@ def _replay(
                 index,
             )
             check_dataset(raw, entry)
-            from mcu_exp.pipeline import run_job
-
             run_job(raw)
             found = sorted(outputs.glob(f"runs/*/*/{names.RESULTS_DIR}"))
             if len(found) != 1:
@@ -115,7 +120,7 @@ def import_rows(rows: RowSet, cache_dir: Path) -> None:
     """The bundle's rows into fresh SQLite caches in ``cache_dir``, as ``mcu-exp cache import`` copies."""
     from mcu_exp.llm.cache import CACHE_FILE, GenerationCache
     from mcu_exp.scoring.score_cache import ScoreCache
-    from mcu_exp.store.cli import copy_tables
+    from mcu_exp.store.table_copy import copy_tables
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     with GenerationCache(cache_dir / CACHE_FILE) as generations:
@@ -184,8 +189,8 @@ def job_config(
 
 def check_dataset(raw: Any, entry: Mapping[str, Any]) -> None:
     """Refuse a replay whose dataset differs from the one the job read (by digest)."""
+    from mcu_exp.config.schema import typed_config
     from mcu_exp.data import load_dataset
-    from mcu_exp.pipeline import typed_config
     from mcu_exp.tracking.conventions import dataset_digest
 
     wanted = entry.get("dataset", {})

@@ -1,6 +1,6 @@
 """The humans' ceiling as two bounds: split-half (lower) and a beta-binomial reader model (upper).
 
-**Lower bound.** Today's split-half figures (:func:`mcu_exp.data.reliability.split_half`): half a
+**Lower bound.** Today's split-half figures (:func:`mcu_exp.ceiling.split_half.split_half`): half a
 panel's mean ABU50 against the other half's label. A proxy is scored against the *full* panel,
 whose label is less noisy than a half panel's, so the half-panel AUC understates what a perfect
 predictor could reach: a pessimistic bound. :func:`lower_bound` is that computation, unchanged.
@@ -57,8 +57,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mcu_exp.ceiling.split_half import MIN_PROGRAMS, Reliability, split_half
 from mcu_exp.data.labels import ALL, RULES, TOLERANCE, abu50, check_settings, label_evaluations, share_correct
-from mcu_exp.data.reliability import MIN_PROGRAMS, Reliability, split_half
 from mcu_exp.data.types import Dataset
 
 MODEL_RULE = "mean_abu50"
@@ -326,7 +326,7 @@ def upper_bound(
 ) -> UpperBound:
     """The beta-binomial fit and the model-based figures of the label set ``rule ≥ min_fraction``
     over ``group``'s evaluations (``readers``: all, or only those asked questions). Undefined (NaN)
-    below :data:`~mcu_exp.data.reliability.MIN_PROGRAMS` programs with two readers, or when the
+    below :data:`~mcu_exp.ceiling.split_half.MIN_PROGRAMS` programs with two readers, or when the
     full-panel labels have one class."""
     if rule != MODEL_RULE:
         raise ValueError(f"the beta-binomial upper bound models labels.rule={MODEL_RULE!r}, not {rule!r}")
@@ -389,7 +389,7 @@ def lower_bound(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> Reliability:
-    """The split-half (lower) bound: :func:`mcu_exp.data.reliability.split_half` unchanged, its
+    """The split-half (lower) bound: :func:`mcu_exp.ceiling.split_half.split_half` unchanged, its
     intervals the spread over splits (for intervals over programs see
     :func:`mcu_exp.ceiling.program_bootstrap.ceiling_bootstrap`)."""
     return split_half(dataset, rule, min_fraction, group, readers, splits, seed, confidence)

@@ -37,7 +37,7 @@ nothing; 135 of Scalabrino's 444) are a choice, ``untested``:
 **Reliability of the program scores**: ``var(m) / (var(m) + mean(s²))`` over the programs,
 ``m`` the posterior means of ``u_p`` and ``s`` their posterior SDs (population variances):
 the share of the scores' spread that is signal rather than posterior uncertainty (the
-empirical-Bayes counterpart of the split-half reliability of :mod:`mcu_exp.data.reliability`).
+empirical-Bayes counterpart of the split-half reliability of :mod:`mcu_exp.ceiling.split_half`).
 
 **Alignment** (:func:`latent_alignment`) of a proxy's per-program score (higher = more
 understandable) with the latent understandability: Spearman's ρ, and the score's ROC AUC

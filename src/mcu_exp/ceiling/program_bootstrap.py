@@ -10,7 +10,7 @@ studied, not how their readers happened to be split. So each figure gets:
   central ``confidence`` percentile interval of the resampled values (a percentile bootstrap);
 * an **inner set of reader splits** for the half-panel figures: ``splits`` random splits of
   every program's readers into halves, drawn once (exactly the splits of
-  :func:`mcu_exp.data.reliability.split_half` with the same seed), each program keeping its
+  :func:`mcu_exp.ceiling.split_half.split_half` with the same seed), each program keeping its
   splits in every resample (a program drawn twice brings the same splits: the split is part
   of the inner Monte Carlo average, not of the sample of programs). A figure is the mean over
   the splits; its **Monte Carlo error** is the standard error of that mean over splits on the
@@ -27,7 +27,7 @@ clipped to [−1, 1]; the result is flagged where the reliability's interval rea
 upper end is then not bounded by the data). Never a ratio to the ceiling ("share of ceiling"):
 its noisy denominator makes the ratio's interval meaningless.
 
-Edge cases follow :mod:`mcu_exp.data.reliability`: a program with one reader cannot be split
+Edge cases follow :mod:`mcu_exp.ceiling.split_half`: a program with one reader cannot be split
 and is left out of the half-panel figures (and counted), but stays in the model fit and the
 proxy's AUC; a replicate with fewer than ``MIN_PROGRAMS`` splittable programs, or a split whose
 half labels have one class, is undefined (NaN) and left out of means and intervals; the
@@ -54,12 +54,12 @@ from mcu_exp.ceiling.bounds import (
     reader_counts,
     size_weights,
 )
+from mcu_exp.ceiling.split_half import MIN_PROGRAMS, _half_statistics, _split_halves, spearman_brown
 from mcu_exp.data.labels import ALL, TOLERANCE
-from mcu_exp.data.reliability import MIN_PROGRAMS, _half_statistics, _split_halves, spearman_brown
 from mcu_exp.data.types import Dataset
 
 HALF_PANEL = ("auc_score", "f1", "split_half_rho", "reliability", "spearman")
-"""The split-half figures (names as in :mod:`mcu_exp.data.reliability`)."""
+"""The split-half figures (names as in :mod:`mcu_exp.ceiling.split_half`)."""
 FIGURES = (*HALF_PANEL, *MODEL_FIGURES, "model_icc")
 BOUNDS = {"half_panel": "auc_score", "second_panel": "second_panel_auc_score", "upper": "upper_auc_score"}
 """The AUC bounds a proxy is compared with, by name: lower, middle, upper."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from mcu_exp.names import UNDEFINED
 
 if TYPE_CHECKING:
-    from mcu_exp.compare.cli import Source
+    from mcu_exp.compare.sides import Source
 
 
 def _undefined(x: float) -> bool:

@@ -1,9 +1,10 @@
-"""The job's configuration: the typed schema (:mod:`.schema`), the checks Hydra cannot make
-(:mod:`.checks`) and "did you mean" for misspelled keys and names (:mod:`.suggest`).
+"""The job's configuration: the typed schema (:mod:`.schema`) and "did you mean" for misspelled
+keys and names (:mod:`.suggest`), nothing else.
 
 The schema's dataclasses are re-exported here, so ``from mcu_exp.config import ModelConfig``
-reads as the configuration's public face; the checks import the registries and are imported
-from :mod:`mcu_exp.config.checks` where needed.
+reads as the configuration's public face. The values are checked by the folder that owns each
+section (``calibration``, ``data``, ``evaluation``, ``llm``, ``scoring``, ``store``, the proxies),
+all run by :mod:`mcu_exp.job.validate`.
 """
 
 from mcu_exp.config.schema import (

@@ -283,3 +283,10 @@ def register_configs() -> None:
     """Register the schema so `conf/config.yaml` can name it in its defaults list."""
     cs = ConfigStore.instance()
     cs.store(name="mcu_schema", node=Config)
+
+
+def typed_config(cfg: Any) -> Config:
+    """The composed config (a ``DictConfig``) as the schema's dataclasses (interpolations resolved)."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_object(cfg)  # type: ignore[return-value]

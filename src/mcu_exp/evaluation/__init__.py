@@ -2,6 +2,7 @@
 baselines, sensitivity grids and the results table."""
 
 from mcu_exp.evaluation import definitions  # noqa: F401  (registers the built-in metrics first)
+from mcu_exp.evaluation.alignment_report import AlignmentReport, evaluate, metrics_for_mlflow, render_table
 from mcu_exp.evaluation.baselines import always_positive, random_expected
 from mcu_exp.evaluation.bootstrap import (
     bootstrap_ci,
@@ -31,7 +32,6 @@ from mcu_exp.evaluation.registry import (
     registered,
     unregister,
 )
-from mcu_exp.evaluation.report import AlignmentReport, evaluate, metrics_for_mlflow, render_table
 from mcu_exp.evaluation.sensitivity import (
     by_subgroup,
     epsilon_sweep,

@@ -1,7 +1,7 @@
 """The per-group table a job prints under its results: for all readers and each reader
 subgroup, the programs per human class, F1, AUC (labels) and AUC (score) with their CIs, each
 label set's own humans' AUC ceiling and the share of it the proxy reaches (when the reports
-carry one, :mod:`mcu_exp.evaluation.ceiling`), the class-size warning of every label set, and
+carry one, :mod:`mcu_exp.evaluation.ceiling_lines`), the class-size warning of every label set, and
 how many intervals the table holds.
 
 Every interval is an unadjusted 95 % interval (the one each number would have alone); read
@@ -16,8 +16,8 @@ import io
 from rich.console import Console
 from rich.table import Table
 
+from mcu_exp.evaluation.alignment_report import CI_DESCRIPTIONS, AlignmentReport, format_interval, format_value
 from mcu_exp.evaluation.registry import header
-from mcu_exp.evaluation.report import CI_DESCRIPTIONS, AlignmentReport, format_interval, format_value
 
 GROUP_METRICS = ("f1", "auc_binary", "auc_score")  # shown per group, when the report has them
 CEILING_NOTE = (
@@ -55,7 +55,7 @@ def _cell(report: AlignmentReport, name: str) -> str:
 def _ceiling_cells(report: AlignmentReport) -> list[str]:
     """The group's own split-half AUC ceiling [spread over splits] and the share of it the
     proxy's AUC (score) reaches [interval]; ``undefined`` where too few programs can be split."""
-    from mcu_exp.evaluation.ceiling import CEILING, SHARE, estimate, percent
+    from mcu_exp.evaluation.ceiling_lines import CEILING, SHARE, estimate, percent
 
     return [estimate(report.ceiling, f"{CEILING}auc_score", "auc_score"), percent(report.ceiling, f"{SHARE}auc_score")]
 

@@ -39,12 +39,12 @@ from rich.table import Table
 
 from mcu_exp import names
 from mcu_exp.data.code_metrics import CODE_DIRECTIONS, HARDER
+from mcu_exp.evaluation.alignment_report import format_interval, format_value
 from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES, percentile_interval, stratified_indices
 from mcu_exp.evaluation.groups_table import family_caption
 from mcu_exp.evaluation.metrics import as_binary
 from mcu_exp.evaluation.registry import Ranking, header, metric
 from mcu_exp.evaluation.rejection import prediction_rejection_ratio, prr_interval_and_p
-from mcu_exp.evaluation.report import format_interval, format_value
 from mcu_exp.evaluation.significance import MIN_PERMUTATIONS
 
 PREFIXES = (names.MEASURE_PREFIX, names.CODE_PREFIX, names.DATASET_METRIC_PREFIX)  # the columns it scores

@@ -11,13 +11,27 @@ it separates the classes when the interval excludes 0.5.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from mcu_exp.evaluation.baselines import ALWAYS
 from mcu_exp.evaluation.registry import CHANCE_AUC, PRIMARY, header, metric
 
-if TYPE_CHECKING:
-    from mcu_exp.evaluation.report import AlignmentReport
+
+class AlignmentReport(Protocol):
+    """What the verdict reads of a report (:class:`mcu_exp.evaluation.alignment_report.AlignmentReport`,
+    which asks this module for its verdict): its metrics, their intervals and confidence, its
+    baselines and the humans' ceiling beside it."""
+
+    @property
+    def metrics(self) -> dict[str, float]: ...
+    @property
+    def ci(self) -> dict[str, tuple[float, float]]: ...
+    @property
+    def baselines(self) -> dict[str, dict[str, float]]: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def ceiling(self) -> dict[str, float]: ...
 
 
 def _estimate(report: AlignmentReport, name: str) -> tuple[str, float, float] | None:
@@ -91,7 +105,7 @@ def verdict(report: AlignmentReport) -> str:
     level = f"{100.0 * report.confidence:g} %"
     ceiling = ""
     if report.ceiling:
-        from mcu_exp.evaluation.ceiling import verdict_clause
+        from mcu_exp.evaluation.ceiling_lines import verdict_clause
 
         ceiling = f"; {verdict_clause(report.ceiling)}"
     return f"Verdict ({level} CIs): {f1_clause(report)}; {auc_clause(report)}{ceiling}."

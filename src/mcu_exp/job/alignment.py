@@ -15,9 +15,9 @@ from mcu_exp.config import EvaluationConfig
 from mcu_exp.data import HumanLabels
 from mcu_exp.data.labels import class_size_warning
 from mcu_exp.evaluation import AlignmentReport, DegenerateMetricWarning, evaluate
+from mcu_exp.evaluation.alignment_report import CI_RECALIBRATE, Reuse
 from mcu_exp.evaluation.bootstrap import Calibration, Relabel
 from mcu_exp.evaluation.groups_table import class_counts
-from mcu_exp.evaluation.report import CI_RECALIBRATE, Reuse
 from mcu_exp.proxies.base import Proxy, ProxyOutcome
 from mcu_exp.proxies.stages import Generators, run_stages
 
@@ -46,7 +46,7 @@ def relabeller(proxy: Proxy, outcome: ProxyOutcome, ev: EvaluationConfig) -> Rel
 
 
 SCORE_CODE = (
-    "mcu_exp.evaluation.report",
+    "mcu_exp.evaluation.alignment_report",
     "mcu_exp.evaluation.bootstrap",
     "mcu_exp.evaluation.registry",
     "mcu_exp.evaluation.definitions",

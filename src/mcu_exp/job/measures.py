@@ -32,7 +32,7 @@ MEASURE_CODE = (
     "mcu_exp.data.code_metrics",
 )  # the measure table's code
 CEILING_CODE = (
-    "mcu_exp.data.reliability",
+    "mcu_exp.ceiling.split_half",
     "mcu_exp.data.labels",
     "mcu_exp.evaluation.bootstrap",
     "mcu_exp.evaluation.registry",
@@ -146,8 +146,8 @@ def attach_ceilings(
     ``results``. The ceilings depend on the evaluations, the label rule, the groups and the
     split settings, never on the decision: with ``cache_dir`` they are computed once per input
     (:func:`mcu_exp.result_cache.cached_result`)."""
-    from mcu_exp.data.reliability import Reliability, reliabilities, reliability_table
-    from mcu_exp.evaluation.ceiling import with_ceilings
+    from mcu_exp.ceiling.split_half import Reliability, reliabilities, reliability_table
+    from mcu_exp.ceiling.versus import with_ceilings
     from mcu_exp.result_cache import cached_result, mapping_of
 
     groups = [g for g in reports if g != names.ALL_READERS]

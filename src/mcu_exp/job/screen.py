@@ -9,7 +9,7 @@ from mcu_exp import names
 from mcu_exp.config import Config
 from mcu_exp.data import Dataset, HumanLabels
 from mcu_exp.evaluation import render_table
-from mcu_exp.evaluation.ceiling import measure_line
+from mcu_exp.evaluation.ceiling_lines import measure_line
 from mcu_exp.evaluation.groups_table import render_group_table
 from mcu_exp.job.measures import render_measures
 from mcu_exp.job.record import JobResults

@@ -37,7 +37,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.bundle import reads
 from mcu_exp.llm.cache_keys import (  # noqa: F401  (the key helpers' first home: still importable from here)
     canonical_json,
     key_parts,
@@ -49,6 +48,7 @@ from mcu_exp.llm.claims import ClaimOwner, holder_name, lease_free
 from mcu_exp.llm.contract import Sample
 from mcu_exp.llm.errors import CacheCorrupt
 from mcu_exp.llm.stored_text import escape_rows, storable, storable_json, unescape
+from mcu_exp.store import reads
 from mcu_exp.store.faults import check_sqlite_path, sqlite_fault
 from mcu_exp.store.sql import (
     POSTGRESQL,

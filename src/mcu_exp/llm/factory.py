@@ -86,7 +86,7 @@ def build_backend(cfg: ModelConfig, *, progress: bool = True, cache_dir: str | P
 def backend_identity(cfg: ModelConfig) -> dict[str, Any]:
     """The model part of cache keys for ``cfg``, without creating the backend or loading a model
     (during a bundle's replay, the identity the bundle recorded for it)."""
-    from mcu_exp.bundle import reads
+    from mcu_exp.store import reads
 
     return dict(reads.pinned_identity(reads.MODELS, cfg, lambda: _identity(cfg)))
 

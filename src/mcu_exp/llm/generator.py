@@ -154,8 +154,8 @@ class CachedGenerator:
             if self._given_backend is not None:
                 self.backend = self._given_backend
             else:
-                from mcu_exp.bundle import reads
                 from mcu_exp.llm.factory import build_backend
+                from mcu_exp.store import reads
 
                 reads.no_model(f"a sample of model {getattr(self.model_cfg, 'name', '?')}")
                 self.backend = build_backend(self._config(), progress=self.progress, cache_dir=self.cache_dir)

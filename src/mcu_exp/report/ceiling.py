@@ -75,7 +75,7 @@ def columns(frame: pd.DataFrame, prefix: str = "") -> list[str]:
 
 def logged(frame: pd.DataFrame) -> bool:
     """Whether any row holds a ceiling (a value, or an undefined one)."""
-    from mcu_exp.report.display import value  # display imports this module
+    from mcu_exp.report.columns import value
 
     names = [ceiling_key(n) for n in CEILINGS]
     return any(value(row, c) is not None for _, row in frame.iterrows() for c in names if c in frame.columns)
@@ -101,7 +101,7 @@ def share_cell(number: float | None, low: float | None = None, high: float | Non
 def main_cells(summary: pd.DataFrame, name: str) -> dict[str, list[str]]:
     """The main table's columns for ``name``'s ceiling and share (header → cells), empty when
     no row logged that ceiling; placed right after ``name``'s own column."""
-    from mcu_exp.report.display import cell, value
+    from mcu_exp.report.columns import cell, value
 
     key = ceiling_key(name)
     if key not in summary.columns or all(value(row, key) is None for _, row in summary.iterrows()):
@@ -117,7 +117,7 @@ def main_cells(summary: pd.DataFrame, name: str) -> dict[str, list[str]]:
 def group_cells(row: pd.Series) -> dict[str, str]:
     """One per-group row's ceiling cells (its AUC (score) ceiling and the share of it), keyed
     "AUC ceiling" and "share"; the caller appends the group's name."""
-    from mcu_exp.report.display import cell, value
+    from mcu_exp.report.columns import cell, value
 
     key, share = ceiling_key(GROUP_METRIC), share_key(GROUP_METRIC)
     return {

@@ -22,9 +22,11 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from mcu_exp.evaluation.registry import CHANCE_AUC, header, metric  # noqa: E402
 from mcu_exp.report.ceiling import EXTRAPOLATED, SHARES, ceiling_key  # noqa: E402
-from mcu_exp.report.columns import with_ci  # noqa: E402
-from mcu_exp.report.display import value  # noqa: E402
-from mcu_exp.report.figures import curve_label  # noqa: E402
+from mcu_exp.report.columns import (
+    value,  # noqa: E402
+    with_ci,  # noqa: E402
+)
+from mcu_exp.report.identity import row_label  # noqa: E402
 
 
 def _numbers(rows: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
@@ -44,7 +46,7 @@ def _missing(row: pd.Series, name: str) -> str:
 def plot_ceiling(rows: pd.DataFrame, keys: Sequence[str], names: Sequence[str] = SHARES) -> Figure:
     """One panel per metric of ``names``: each configuration (one x position per row of
     ``rows``, labelled by ``keys``) its value with its CI, over its own ceiling band."""
-    labels = [curve_label(row, keys, skip=()).replace(" · ", "\n") for _, row in rows.iterrows()]
+    labels = [row_label(row, keys).replace(" · ", "\n") for _, row in rows.iterrows()]
     lines = 1 + max((label.count("\n") for label in labels), default=0)  # + the "(no ceiling …)" line
     x = np.arange(len(rows))
     fig, grid = plt.subplots(1, len(names), figsize=(max(5.0, 1.5 + 0.9 * len(rows)) * len(names), 4.6), squeeze=False)

@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from mcu_exp.names import HUMAN_LABEL, LABEL, PER_PROGRAM_FILE, PROGRAM_ID, SCORE, SCORES_FILE
-from mcu_exp.report.display import cell, count_text, p_text
+from mcu_exp.report.columns import cell
+from mcu_exp.report.display import count_text, p_text
 from mcu_exp.report.identity import row_label
 
 if TYPE_CHECKING:

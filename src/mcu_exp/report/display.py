@@ -13,45 +13,18 @@ from typing import Any
 
 import pandas as pd
 
+from mcu_exp.evaluation.alignment_report import AUC_PERMUTATION_P, baseline_key
 from mcu_exp.evaluation.baselines import ALWAYS, RANDOM
 from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header, metric
-from mcu_exp.evaluation.report import AUC_PERMUTATION_P, baseline_key, format_value
 from mcu_exp.markdown import md_text
 from mcu_exp.names import ALL_READERS, UNDEFINED, VS_REFERENCE_PREFIX
 from mcu_exp.report import ceiling
-from mcu_exp.report.columns import UNDEFINED_COLUMN, main_metrics, vs_reference_metrics, with_ci
+from mcu_exp.report.columns import MISSING, cell, main_metrics, value, vs_reference_metrics, with_ci
 from mcu_exp.report.identity import PARAM_PREFIX, key_header, key_text, row_label
 from mcu_exp.report.ranking import headline, verdict_marks
 
-MISSING = "—"
 BASELINE_HEADERS = {ALWAYS: "always-1", RANDOM: "random"}  # after the metric's header
 RULE_TEXT = {"mean_abu50": "mean ABU50"}  # labels.rule → words
-
-
-def value(row: pd.Series, column: str) -> float | None:
-    """``column`` of a table row: a number, NaN when the run logged it undefined, None when
-    the run has no such metric."""
-    raw = row.get(column)
-    if raw is None or pd.isna(raw):
-        return math.nan if column in (row.get(UNDEFINED_COLUMN) or ()) else None
-    return float(raw)
-
-
-def _text(name: str, number: float | None) -> str:
-    if number is None:
-        return MISSING
-    if math.isnan(number):
-        return UNDEFINED
-    return format_value(name, number)
-
-
-def cell(name: str, number: float | None, low: float | None = None, high: float | None = None) -> str:
-    """A metric with its CI as text, in the metric's registered format; each of the three
-    reads ``undefined`` when NaN; no CI when the run logged no bound."""
-    text = _text(name, number)
-    if number is None or math.isnan(number) or (low is None and high is None):
-        return text
-    return f"{text} [{_text(name, low)}, {_text(name, high)}]"
 
 
 def _cells(table: pd.DataFrame, column: str, name: str | None = None) -> list[str]:

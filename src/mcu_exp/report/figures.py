@@ -26,9 +26,9 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from mcu_exp.evaluation.alignment_report import baseline_key, format_value
 from mcu_exp.evaluation.baselines import ALWAYS
 from mcu_exp.evaluation.registry import HEADLINE, PRIMARY, header, metric
-from mcu_exp.evaluation.report import baseline_key, format_value
 from mcu_exp.report import ceiling
 from mcu_exp.report.identity import as_text, key_text, row_label
 

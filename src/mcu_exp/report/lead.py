@@ -13,7 +13,7 @@ import pandas as pd
 
 from mcu_exp.evaluation.registry import PRIMARY, header
 from mcu_exp.report import ranking
-from mcu_exp.report.display import cell
+from mcu_exp.report.columns import cell
 from mcu_exp.report.identity import row_label
 
 BEST = "★"

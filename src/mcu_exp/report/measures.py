@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from mcu_exp.names import CODE_PREFIX, MEASURE_PREFIX, MEASURES_FILE
-from mcu_exp.report.display import cell, count_text
+from mcu_exp.report.columns import cell
+from mcu_exp.report.display import count_text
 from mcu_exp.report.identity import PARAM_PREFIX, row_label
 
 if TYPE_CHECKING:

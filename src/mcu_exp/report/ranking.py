@@ -20,8 +20,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from mcu_exp.evaluation.alignment_report import CI_HIGH, CI_LOW
 from mcu_exp.evaluation.registry import CHANCE_AUC, PRIMARY, header, metric
-from mcu_exp.evaluation.report import CI_HIGH, CI_LOW
 from mcu_exp.evaluation.versus_always import ALWAYS_F1, KEY, f1_minus_always, rank_key
 from mcu_exp.names import UNDEFINED
 

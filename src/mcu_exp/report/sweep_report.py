@@ -34,7 +34,7 @@ def report_command(sweep: str, experiment: str, debug: bool, uri: str) -> str:
     """The ``mcu-exp report`` command that selects this sweep's runs: ``--experiment`` when it is
     not the default one, ``--debug`` for debug runs (which a report skips otherwise),
     ``--tracking-uri`` when the store is not the one the command finds by itself."""
-    from mcu_exp.report.cli import default_tracking_uri
+    from mcu_exp.report.build import default_tracking_uri
 
     parts = ["mcu-exp report", f"--sweep {sweep}"]
     if experiment != DEFAULT_EXPERIMENT:
@@ -118,7 +118,7 @@ class SweepReport(SweepCallback):
     def _log_report(self, run_id: str) -> Path | None:
         """``mcu-exp report`` over this sweep's finished jobs, into ``<sweep dir>/report`` and
         the parent's artifacts (``report/``); its folder, or None when none could be made."""
-        from mcu_exp.report.cli import ReportError, make_report
+        from mcu_exp.report.build import ReportError, make_report
         from mcu_exp.tracking.artifacts import RunArtifacts
 
         assert self.folder is not None

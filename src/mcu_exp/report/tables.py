@@ -17,8 +17,8 @@ from typing import Any
 import pandas as pd
 
 from mcu_exp.calibration import RULES
+from mcu_exp.evaluation.alignment_report import AUC_PERMUTATION_P
 from mcu_exp.evaluation.registry import HEADLINE, PRIMARY
-from mcu_exp.evaluation.report import AUC_PERMUTATION_P
 from mcu_exp.names import ALL_READERS, TAG_CLASS_WARNING, TAG_UNDEFINED, group_prefix
 from mcu_exp.report import ceiling
 from mcu_exp.report.columns import (

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from mcu_exp.bundle import reads
 from mcu_exp.config import ScorerConfig
 from mcu_exp.console import progress_enabled
 from mcu_exp.scoring.score_cache import ScoreCache, pair_key, text_key
+from mcu_exp.store import reads
 
 BAR_DELAY_S = 1.0  # a progress bar shows once its work has taken this long
 

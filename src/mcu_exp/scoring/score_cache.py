@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.bundle import reads
+from mcu_exp.store import reads
 from mcu_exp.store.faults import check_sqlite_path, sqlite_fault
 from mcu_exp.store.sql import (
     POSTGRESQL,

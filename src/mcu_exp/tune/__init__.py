@@ -1,7 +1,7 @@
 """Tuning the decision (ε or τ) on cached scores, with nested cross-validation over programs
 to show how much tuning on the evaluation programs overstates alignment.
 
-The names below load on first use, so ``mcu-exp`` (which imports :mod:`mcu_exp.tune.cli`)
+The names below load on first use, so ``mcu-exp`` (which imports :mod:`mcu_exp.cli.tune`)
 does not pay for scikit-learn or Optuna at start-up.
 """
 

@@ -16,8 +16,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
-from mcu_exp.bundle.cli import main as bundle_main
 from mcu_exp.bundle.replay import VOLATILE
+from mcu_exp.cli.bundle import main as bundle_main
 from mcu_exp.config import register_configs
 from mcu_exp.pipeline import run_job
 from support.fake_api import PLANTED_KEY, FakeServer
@@ -162,7 +162,7 @@ def test_bit_identity_is_expected_only_on_the_bundles_kernels(exported: dict, tm
     machine's: the check names the flags, so no bit-identity is demanded of it."""
     from mcu_exp.bundle.replay import replay
 
-    (same,) = replay(exported["bundle"], tmp_path / "same")
+    (same,) = replay(exported["bundle"], run_job, tmp_path / "same")
     assert same.difference is None and same.tolerated == 0 and same.kernels == ()
 
     def other_cpu(blob: bytes) -> bytes:
@@ -172,7 +172,7 @@ def test_bit_identity_is_expected_only_on_the_bundles_kernels(exported: dict, tm
         return json.dumps(manifest).encode()
 
     moved = _edited(exported["bundle"], tmp_path / "other-cpu.zip", "manifest.json", other_cpu)
-    (other,) = replay(moved, tmp_path / "other")
+    (other,) = replay(moved, run_job, tmp_path / "other")
     assert other.difference is None
     assert other.kernels and other.kernels[0].startswith("CPU flags: this machine lacks avx10_2"), other.kernels
 
@@ -246,7 +246,7 @@ def test_sweep_parent_bundle_replays_every_job(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_the_report_links_each_run_bundle(exported: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
-    from mcu_exp.report.cli import make_report
+    from mcu_exp.report.build import make_report
 
     uri = f"sqlite:///{exported['outputs'] / 'mlflow.db'}"
     out = make_report(uri, experiments=("mcu_exp-debug",), include_debug=True, log=False, out=tmp_path / "report")

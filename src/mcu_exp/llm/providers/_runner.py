@@ -57,7 +57,7 @@ class CallResult:
     completion_tokens: int = 0
 
 
-class Provider(Protocol):
+class RemoteApi(Protocol):
     """The provider-specific part of a remote backend."""
 
     name: str  # backend name, as in ``model.backend``
@@ -103,7 +103,7 @@ class RemoteBackend:
     def __init__(
         self,
         cfg: ModelConfig,
-        provider: Provider,
+        provider: RemoteApi,
         secret: Secret | None,
         identity: dict[str, Any],
         *,

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
     from mcu_exp.llm.contract import Backend
     from mcu_exp.llm.providers._batch import BatchApi
-    from mcu_exp.llm.providers._runner import Provider as Calls
+    from mcu_exp.llm.providers._runner import RemoteApi as Calls
 
 log = logging.getLogger("mcu_exp")
 

@@ -78,7 +78,7 @@ class AlignmentReport:
     permutations: int = 0
     ceiling: dict[str, float] = field(default_factory=dict)
     """The humans' ceiling and the share of it (``ceiling.*``, ``share.*``;
-    :mod:`mcu_exp.evaluation.ceiling`); empty when not computed."""
+    :mod:`mcu_exp.evaluation.ceiling_lines`); empty when not computed."""
 
     @property
     def undefined(self) -> list[str]:
@@ -272,7 +272,7 @@ def render_table(
             highlight=False,
         )
     if report.ceiling:
-        from mcu_exp.evaluation.ceiling import ceiling_lines
+        from mcu_exp.evaluation.ceiling_lines import ceiling_lines
 
         for line in ceiling_lines(report.ceiling, splits=ceiling_splits):
             console.print(line, markup=False, highlight=False)

@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from mcu_exp.data.reliability import SPREAD, Reliability
+from mcu_exp.ceiling.split_half import SPREAD, Reliability
+from mcu_exp.ceiling.versus import share, share_interval, with_ceilings
 from mcu_exp.evaluation import evaluate, metrics_for_mlflow, render_table
-from mcu_exp.evaluation.ceiling import share, share_interval, with_ceilings
 from mcu_exp.evaluation.groups_table import render_group_table
 from mcu_exp.tracking.headline import MAIN, MAX_HEADLINE, OTHER, SORT_KEYS, headline, headline_metrics
 

@@ -1,35 +1,31 @@
-"""``mcu-exp report``: compare finished runs of MLflow in paper-style tables and figures.
-
-Selects runs (an experiment, a sweep tag, any MLflow filter string; debug runs, tagged
-``mcu.debug=true``, only with ``--debug``), collapses reruns of a configuration (every
-result-changing parameter equal, see :mod:`mcu_exp.report.identity`) to the newest, and
-writes ``report.md``, ``report.html`` (self-contained), ``summary.csv``, ``subgroups.csv``,
-``runs.csv``, ``measures.csv`` and ``comparisons.csv`` (when the runs left what they need,
-see :mod:`mcu_exp.report.measures` and :mod:`mcu_exp.report.comparisons`) and
-``figures/*.png`` to ``--out``; then logs that folder as the artifacts of a
-run named ``report · <sweep>`` (tag ``mcu.kind=report``), which later reports leave out, as
-they leave out a multirun's parent run (``mcu.kind=sweep``). Each run's metrics and curves
-come from its artifacts too (:mod:`mcu_exp.report.sources`). Heavy imports wait until a
-report is actually made, so ``mcu-exp`` stays quick to start.
+"""A report of finished runs, made: the runs selected from MLflow (an experiment, a sweep tag, a
+filter string; debug runs only when asked), reruns of a configuration collapsed to the newest,
+the tables and figures written to a folder, and that folder logged as a report run.
+``mcu-exp report`` (:mod:`mcu_exp.cli.report`) and a sweep's end (:mod:`mcu_exp.report.sweep_report`) call it.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from mcu_exp.names import EPSILON_GRID, MEASURES_FILE, TAG_DEBUG, THETA_GRID, THRESHOLD_GRID
-from mcu_exp.registry import load_plugins
 
 REPORT_KIND = "report"
+
+
 SWEEP_KIND = "sweep"  # a multirun's parent run (mcu_exp.tracking.sweep.KIND_SWEEP; that module imports Hydra)
+
+
 SUBGROUP_FIGURE = "auc_subgroups.png"  # its caption names the groups too small for an AUC
+
+
 NOT_COMPARED = (REPORT_KIND, SWEEP_KIND)  # tag mcu.kind of runs that are no job: never a row
+
+
 FIGURE_CAPTIONS = {
     "f1_threshold.png": "F1 against the threshold on α_test; dots: each run's calibrated τ, labelled with its ε; "
     "dotted: the always-understandable baseline, in its series' colour (grey when series share one).",
@@ -51,39 +47,6 @@ def default_tracking_uri() -> str:
     if env:
         return env
     return f"sqlite:///{(outputs_dir() / 'mlflow.db').resolve()}"
-
-
-def build_parser(prog: str = "mcu-exp report") -> argparse.ArgumentParser:
-    """The command's arguments."""
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description=(
-            "Compare finished MLflow runs in paper-style tables (Markdown, CSV) and one self-contained "
-            "HTML page with figures; the report is also logged as an MLflow run."
-        ),
-    )
-    parser.add_argument(
-        "--experiment", action="append", metavar="NAME", help="MLflow experiment name (repeatable; default: mcu_exp)"
-    )
-    parser.add_argument(
-        "--sweep", metavar="TAG", help="only the runs of this sweep (tag mcu.sweep); 'latest' picks the newest sweep"
-    )
-    parser.add_argument(
-        "--filter", metavar="EXPR", default="", help="MLflow search filter, e.g. \"tags.`mcu.model` = 'gpt-4o'\""
-    )
-    parser.add_argument("--status", default="FINISHED", help="run status to keep, or 'any' (default FINISHED)")
-    parser.add_argument(
-        "--tracking-uri", default=None, help="default: $MLFLOW_TRACKING_URI, else sqlite:///<outputs>/mlflow.db"
-    )
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default outputs/reports/<time>)")
-    parser.add_argument("--title", default=None, help="page title")
-    parser.add_argument("--no-log", action="store_true", help="do not log the report as an MLflow run")
-    parser.add_argument(
-        "--debug",
-        action="store_true",
-        help="also compare debug and smoke runs (tag mcu.debug=true), which are skipped otherwise",
-    )
-    return parser
 
 
 class ReportError(ValueError):
@@ -368,28 +331,3 @@ def log_report(client: Any, experiment_id: str, label: str, selection: str, n_ru
         raise
     client.set_terminated(run.info.run_id, status="FINISHED")
     return str(run.info.run_id)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of ``mcu-exp report``."""
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    load_plugins()  # metrics (and rules) a plugin package adds are known by name here too
-    uri = args.tracking_uri or default_tracking_uri()
-    try:
-        out = make_report(
-            uri,
-            args.experiment or ["mcu_exp"],
-            args.sweep,
-            args.filter,
-            args.status,
-            args.out,
-            args.title,
-            log=not args.no_log,
-            include_debug=args.debug,
-            echo=True,
-        )
-    except ReportError as exc:
-        print(f"mcu-exp report: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    print(f"Report: {out / 'report.html'}")
-    print(f"  tables: {out / 'report.md'}, {out / 'summary.csv'}")

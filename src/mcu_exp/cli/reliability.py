@@ -15,9 +15,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from mcu_exp.data.reliability import Reliability
-
 if TYPE_CHECKING:
+    from mcu_exp.ceiling.split_half import Reliability
     from mcu_exp.config import Config
 
 PROG = "mcu-exp reliability"
@@ -118,9 +117,9 @@ def report(config_dir: str, overrides: Sequence[str]) -> str:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from mcu_exp.config.checks import check_config
+    from mcu_exp.ceiling.split_half import reliabilities
     from mcu_exp.data import load_dataset
-    from mcu_exp.data.reliability import reliabilities
+    from mcu_exp.job.validate import check_config
 
     with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
         cfg: Config = OmegaConf.to_object(compose("config", overrides=list(overrides)))  # type: ignore[assignment]

@@ -213,7 +213,7 @@ def run(args: argparse.Namespace) -> list[Any]:
     """Load the scores, run the searches, print and optionally save the table."""
     import pandas as pd
 
-    from mcu_exp.report.cli import default_tracking_uri
+    from mcu_exp.report.build import default_tracking_uri
     from mcu_exp.tune.nested_cv import nested_cv, read_per_program
 
     if args.trials < 1:

@@ -15,34 +15,16 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
+
+from mcu_exp.store.table_copy import TABLE_LABELS, Cache, copy_tables
 
 PROG = "mcu-exp cache"
 URL_ENV = "MCU_EXP_CACHE_URL"
 GENERATIONS, SCORES = "generations.sqlite", "bertscore.sqlite"
-_LABELS = {
-    "requests": "requests",
-    "samples": "samples",
-    "specs": "scorer specs",
-    "pair_scores": "pair scores",
-    "text_lengths": "text lengths",
-}
-
-
-class _Table(Protocol):
-    def rows(self, table: str, size: int = ...) -> Iterator[list[tuple[Any, ...]]]: ...
-    def count(self, table: str) -> int: ...
-    def add_rows(self, table: str, rows: list[tuple[Any, ...]]) -> int: ...
-
-
-class _Cache(_Table, Protocol):
-    """A cache whose tables can be copied (GenerationCache, ScoreCache), closed on exit."""
-
-    def __enter__(self) -> _Cache: ...
-    def __exit__(self, *exc: object) -> None: ...
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -83,28 +65,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     return parser
 
 
-def copy_tables(source: _Table, dest: _Table, tables: Sequence[str], progress: bool) -> dict[str, tuple[int, int]]:
-    """Copy ``tables`` from ``source`` to ``dest`` in chunks (each its own transaction);
-    ``{table: (rows read, rows new at dest)}``."""
-    from tqdm.auto import tqdm
-
-    counts: dict[str, tuple[int, int]] = {}
-    for table in tables:
-        read = added = 0
-        with tqdm(
-            total=source.count(table), desc=_LABELS[table], unit=" rows", disable=not progress, leave=False
-        ) as bar:
-            for rows in source.rows(table):
-                added += dest.add_rows(table, rows)
-                read += len(rows)
-                bar.update(len(rows))
-        counts[table] = (read, added)
-    return counts
-
-
 def transfer(folder: Path, url: str, export: bool, progress: bool = True) -> dict[str, tuple[int, int]]:
     """Copy every entry between the SQLite files in ``folder`` and the store at ``url``
-    (``export``: from the store to the folder); the counts of :func:`copy_tables`."""
+    (``export``: from the store to the folder); the counts of :func:`~mcu_exp.store.table_copy.copy_tables`."""
     from mcu_exp.llm.cache import EXPORTED, GenerationCache
     from mcu_exp.scoring.score_cache import TABLES, ScoreCache
 
@@ -117,7 +80,7 @@ def transfer(folder: Path, url: str, export: bool, progress: bool = True) -> dic
             )
     counts: dict[str, tuple[int, int]] = {}
     with ExitStack() as stack:
-        caches: tuple[tuple[str, Callable[[Any], _Cache], list[str]], ...] = (
+        caches: tuple[tuple[str, Callable[[Any], Cache], list[str]], ...] = (
             (GENERATIONS, GenerationCache, list(EXPORTED)),
             (SCORES, ScoreCache, list(TABLES)),
         )
@@ -138,7 +101,7 @@ def transfer(folder: Path, url: str, export: bool, progress: bool = True) -> dic
 def render(counts: dict[str, tuple[int, int]]) -> str:
     """One line per table: rows copied and how many of them were new."""
     return "\n".join(
-        f"  {_LABELS[t]}: {read:,} ({added:,} new, {read - added:,} there already)"
+        f"  {TABLE_LABELS[t]}: {read:,} ({added:,} new, {read - added:,} there already)"
         for t, (read, added) in counts.items()
     )
 

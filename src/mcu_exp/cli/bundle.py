@@ -246,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.action == "show":
             print(show(args.file))
         elif args.action == "export":
-            from mcu_exp.report.cli import default_tracking_uri
+            from mcu_exp.report.build import default_tracking_uri
 
             out = args.out or Path(f"run-bundle-{args.run_id}.zip")
             size = export_run(
@@ -272,11 +272,12 @@ def _replay(path: Path, keep: Path | None) -> None:
     """Replay, print each job's check, exit 1 when one differs."""
     from mcu_exp.bundle.replay import replay
     from mcu_exp.bundle.safety import shown
+    from mcu_exp.pipeline import run_job
 
     plugins = _bundle_plugins(path)
     if plugins:  # a replay loads no plugin: what they computed or replaced can differ
         print(f"The bundle's run had {plugins}; this replay runs without them")
-    checks = replay(path, keep)
+    checks = replay(path, run_job, keep)
     print(f"Replay of {shown(str(path))}:")
     for check in checks:
         print(f"  {shown(check.line())}")

@@ -25,10 +25,10 @@ import argparse
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcu_exp.compare.sides import CompareError, Source
 from mcu_exp.names import (
     CONFIG_FILE,
     METRICS_FILE,
@@ -67,26 +67,6 @@ def build_parser(prog: str = "mcu-exp compare") -> argparse.ArgumentParser:
         "--out", type=Path, default=None, help=f"also write {COMPARISON_FILE} and {REJECTION_FILE} to this folder"
     )
     return parser
-
-
-class CompareError(ValueError):
-    """A run that cannot be compared; the message is one line."""
-
-
-@dataclass(frozen=True)
-class Source:
-    """One side of the comparison: a short name, where it came from, its per-program table
-    and, for a calibrated run, what recalibrating it needs (else ``missing`` says what lacks);
-    its human ceiling and share of it (:mod:`mcu_exp.compare.ceiling`) and its label settings."""
-
-    name: str
-    where: str
-    frame: Any  # pandas.DataFrame, index program_id
-    calibration: Any = None  # mcu_exp.evaluation.paired_recalibration.RunCalibration | None
-    missing: str = ""
-    ceiling: dict[str, float] = field(default_factory=dict)  # ceiling.* and share.* of its own labels
-    labels: dict[str, str] = field(default_factory=dict)  # labels.rule, min_fraction, group, readers
-    params: dict[str, str] = field(default_factory=dict)  # the flat config it ran with (mcu_exp.compare.params)
 
 
 def read_per_program(path: Path) -> Any:
@@ -267,7 +247,7 @@ def run(args: argparse.Namespace) -> Any:
     from mcu_exp.compare.display import render
     from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES
     from mcu_exp.evaluation.paired import arms, compare_paired, pair
-    from mcu_exp.report.cli import default_tracking_uri
+    from mcu_exp.report.build import default_tracking_uri
 
     if args.resamples < MIN_RESAMPLES:
         raise CompareError(f"--resamples must be at least {MIN_RESAMPLES}, got {args.resamples}")
