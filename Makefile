@@ -75,7 +75,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The floor kept clean by tools (configured in pyproject.toml; CI runs it): ruff's linter with
-# import sorting, ruff's formatter as a check, mypy (strict on the numerical core and the config).
+# import sorting, ruff's formatter as a check, mypy (strict on the whole package).
 LINT_PATHS := src tests scripts
 
 lint: $(STAMP)
