@@ -161,7 +161,7 @@ def main() -> None:
     parser.add_argument("--sweep", action="store_true", help="also run a real mcu-exp joblib sweep both ways")
     parser.add_argument("--sweep-programs", type=int, default=10, help="dataset.limit of the --sweep jobs")
     args = parser.parse_args()
-    show("load", open("/proc/loadavg").read().strip())
+    show("load", Path("/proc/loadavg").read_text().strip())
     cluster = None
     url = args.url
     if url is None:
@@ -208,7 +208,7 @@ def main() -> None:
         api.close()
         if cluster is not None:
             cluster.stop()
-    show("load", open("/proc/loadavg").read().strip())
+    show("load", Path("/proc/loadavg").read_text().strip())
     raise SystemExit(0 if ok else 1)
 
 

@@ -389,7 +389,7 @@ def main() -> None:
     args.requests = args.requests or (100 if args.quick else 400)
     args.latency_requests = args.latency_requests or (1280 if args.quick else 3200)
     args.cached_requests = args.cached_requests or (2250 if args.quick else 22_500)
-    show("load", open("/proc/loadavg").read().strip())
+    show("load", Path("/proc/loadavg").read_text().strip())
     verdicts: list[bool] = []
     sizes: list[tuple[str, tuple[int, int], int]] = []
     with tempfile.TemporaryDirectory(prefix="bench-remote-") as tmp:
@@ -412,7 +412,7 @@ def main() -> None:
                 f"  [{'PASS' if live <= 200 else 'FAIL'}] (d) {name}: {size:,} bytes / {samples:,} judge samples "
                 f"= {per:,.0f} bytes per sample; {live:,.0f} without the {free:,} free-list bytes (aim <= 200)"
             )
-    show("load", open("/proc/loadavg").read().strip())
+    show("load", Path("/proc/loadavg").read_text().strip())
     print(
         f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GB; "
         f"{sum(verdicts)} of {len(verdicts)} targets met"

@@ -30,7 +30,7 @@ def example() -> tuple[dict[str, str], tuple[str, str]]:
     text = DOC.read_text(encoding="utf-8")
     section = text[text.index(SECTION) :]
     section = section[: section.index("\n### ", len(SECTION))]
-    files = {name: body for name, body in FILE_BLOCK.findall(section)}
+    files = dict(FILE_BLOCK.findall(section))
     (entry,) = ENTRY_POINT.findall(section)
     return files, entry
 

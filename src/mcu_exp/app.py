@@ -322,7 +322,7 @@ def check_config_dirs(argv: list[str]) -> None:
     try:
         args, _ = parser.parse_known_args(argv)
         overrides = OverridesParser.create().parse_overrides(args.overrides)
-    except Exception:  # Hydra reports a malformed command line itself
+    except Exception:  # noqa: BLE001 (whatever the parsers raise: Hydra reports a malformed command line itself)
         return
     folders = [Path(args.config_dir)] if args.config_dir else []
     if args.config_path and "://" not in args.config_path:

@@ -211,10 +211,8 @@ def _show_warning(
 ) -> None:
     """:func:`warnings.showwarning` through ``tqdm.write``: a warning never breaks a bar."""
     text = warnings.formatwarning(message, category, filename, lineno, line)
-    try:
+    with contextlib.suppress(OSError, ValueError):
         tqdm.write(text.rstrip("\n"), file=file or sys.stderr)
-    except (OSError, ValueError):
-        pass
 
 
 class JobInterrupted(KeyboardInterrupt):

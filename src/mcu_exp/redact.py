@@ -224,7 +224,7 @@ def _nothing_to_mask(path: Path) -> bool:
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        tree = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 (a safe loader)
+        tree = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # a safe loader
     except (yaml.YAMLError, OSError, UnicodeDecodeError):
         return False
     pending = [tree]
@@ -250,7 +250,7 @@ class _RedactingRecordFactory:
         record: logging.LogRecord = self.inner(*args, **kwargs)
         try:
             message = record.getMessage()
-        except Exception:  # a malformed call: leave it to logging's own error report
+        except Exception:  # noqa: BLE001 (a malformed call: leave it to logging's own error report)
             return record
         cleaned = redact_text(message)
         if cleaned != message:

@@ -211,7 +211,7 @@ class Registry(Generic[T]):
 
     def get(self, name: str, default: T | None = None) -> T | None:
         """The entry ``name``, or ``default`` when none is registered."""
-        return self[name] if name in self else default
+        return self[name] if name in self else default  # noqa: SIM401 (this is get itself)
 
     def items(self) -> list[tuple[str, T]]:
         """``(name, entry)`` pairs in registration order (lazy entries imported)."""

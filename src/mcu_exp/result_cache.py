@@ -24,6 +24,7 @@ logged, never raised).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import logging
@@ -219,7 +220,5 @@ def _store(path: Path, value: Any, name: str) -> None:
         os.replace(tmp, path)
     except OSError as exc:
         log.warning("result cache: could not store %s in %s (%s); it is recomputed next time", name, path, exc)
-        try:
+        with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        except OSError:
-            pass

@@ -163,7 +163,9 @@ def test_by_subgroup_epsilon_uses_one_tau_for_all_groups() -> None:
 def test_by_subgroup_without_shared_programs_names_the_group() -> None:
     labels, scores = _subgroups()
     labels["nobody"] = pd.Series([1, 0], index=["x", "y"])
-    with pytest.raises(ValueError, match="labels\\['nobody'\\] shares no labelled program_id"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DegenerateMetricWarning)
-            by_subgroup(labels, scores)
+    with (
+        pytest.raises(ValueError, match="labels\\['nobody'\\] shares no labelled program_id"),
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore", DegenerateMetricWarning)
+        by_subgroup(labels, scores)

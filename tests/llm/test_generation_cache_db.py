@@ -42,7 +42,7 @@ def _writer(path: str, worker: int, rows: int, errors) -> None:
             cache.put(key, Sample(f"{worker}:{i}", "stop", 1, 1), {"worker": worker})
             cache.get_many([key, f"shared{i}"])
         cache.close()
-    except Exception as exc:  # reported to the parent, which fails the test
+    except Exception as exc:  # noqa: BLE001 (any error is reported to the parent, which fails the test)
         errors.put(f"{type(exc).__name__}: {exc}")
 
 

@@ -88,11 +88,10 @@ def per_program_frame(seed: int, group: str) -> pd.DataFrame:
     rng = np.random.default_rng(100 + seed)
     truth = TRUTH if group == "all" else OTHER_TRUTH
     score = truth + rng.normal(0.0, 1.2, N)
-    frame = pd.DataFrame(
+    return pd.DataFrame(
         {"human_label": truth, "human_fraction": truth * 0.8, "score": score, "label": (score > 0.3).astype(int)},
         index=pd.Index([f"prog-{i:02d}" for i in range(N)], name="program_id"),
     )
-    return frame
 
 
 def build_store(outputs: Path) -> tuple[str, dict[tuple[str, str], str]]:

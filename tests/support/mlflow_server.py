@@ -3,6 +3,7 @@ backend store URI (SQLite, PostgreSQL), artifacts proxied to a local folder, sto
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -68,10 +69,8 @@ def mlflow_server(backend_store_uri: str, folder: Path, timeout_s: float = 180) 
 def stop(proc: subprocess.Popen[bytes]) -> None:
     """End the server's process group: SIGTERM, then SIGKILL after 2 s."""
     for sig, wait_s in ((signal.SIGTERM, 2), (signal.SIGKILL, 30)):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass
         try:
             proc.wait(timeout=wait_s)
             return

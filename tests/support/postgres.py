@@ -14,6 +14,7 @@ also stops when the test process is killed outright (``PR_SET_PDEATHSIG``).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -35,10 +36,8 @@ SUPERUSER = "mcu"  # the cluster's superuser; trust authentication on 127.0.0.1 
 PR_SET_PDEATHSIG = 1  # prctl(2)
 _LIBC: ctypes.CDLL | None = None  # loaded here: a preexec_fn must not import
 if sys.platform == "linux":
-    try:
+    with contextlib.suppress(OSError):
         _LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    except OSError:
-        pass
 
 
 def free_port() -> int:

@@ -131,7 +131,7 @@ def environment() -> dict[str, Any]:
             for k, v in np.show_config(mode="dicts").get("Build Dependencies", {}).items()
             if k in ("blas", "lapack")
         }
-    except Exception:  # an older numpy without mode="dicts"
+    except Exception:  # noqa: BLE001 (best effort: an older numpy without mode="dicts", another layout)
         pass
     torch = sys.modules.get("torch")
     if torch is not None:

@@ -100,7 +100,7 @@ def config_keys(cfg: object) -> list[str]:
     def walk(node: object, prefix: str) -> None:
         if not OmegaConf.is_dict(node):
             return
-        for name in node.keys():  # type: ignore[attr-defined]
+        for name in node:  # type: ignore[attr-defined]
             full = f"{prefix}{name}"
             keys.append(full)
             walk(node._get_node(name), full + ".")  # type: ignore[attr-defined]

@@ -267,7 +267,7 @@ class Behind:
             _place(self.staging, self.final, self._made)
             self._folder = self.final
             log.info("converted model: %s", self.final)
-        except Exception as exc:  # a full disk, a read-only cache: the next load converts again
+        except Exception as exc:  # noqa: BLE001 (a full disk, a read-only cache, whatever: the next load converts again)
             log.warning(
                 "cannot write the converted model under %s (%s): the next load de-quantises the GGUF again",
                 self.final.parent,

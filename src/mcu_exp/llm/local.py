@@ -128,7 +128,7 @@ class LocalBackend:
                 with console.step(message, logger=log):
                     tokenizer, model = load_pretrained(folder, dtype)
                 self.loaded_from = folder
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 (a broken converted copy, whatever the error: the GGUF is loaded again)
                 log.warning(
                     "cannot load the converted model in %s (%s): loading the GGUF and converting it again",
                     folder,
@@ -175,9 +175,11 @@ class LocalBackend:
             log.info("%s is converted from transformers' GGUF load: %s", gguf.name, exc)
             return None, True
         try:
-            with console.step(f"Converting {gguf.name} into a model folder (once)", logger=log):
-                with console.quiet_output("transformers"):
-                    behind = converted.convert_behind(weights, dtype_name)
+            with (
+                console.step(f"Converting {gguf.name} into a model folder (once)", logger=log),
+                console.quiet_output("transformers"),
+            ):
+                behind = converted.convert_behind(weights, dtype_name)
         except OSError as exc:
             log.warning(
                 "cannot write the converted model under %s (%s): loading the GGUF, and the next load "
@@ -187,14 +189,14 @@ class LocalBackend:
                 converted.CONVERT_ENV,
             )
             return None, False
-        except Exception as exc:  # a GGUF the fast converter misreads: transformers' load says more
+        except Exception as exc:  # noqa: BLE001 (a GGUF the fast converter misreads: transformers' load says more)
             log.warning("cannot convert %s (%s): loading it with transformers", gguf.name, _first_line(exc))
             return None, True
         try:
             message = load_message(self.cfg, weights, self.device, threads, from_converted=True)
             with console.step(message, logger=log):
                 built = build_from_memory(behind.staging, behind.prepared.weights, dtype)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (whatever the build raised: transformers' own load is the fallback)
             behind.abandon()
             log.warning("cannot build the converted model (%s): loading the GGUF with transformers", _first_line(exc))
             return None, True

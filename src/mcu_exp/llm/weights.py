@@ -76,7 +76,7 @@ def locate_weights(cfg: ModelConfig) -> Weights:
         from huggingface_hub import snapshot_download
 
         snapshot = Path(snapshot_download(model_id, local_files_only=True))
-    except Exception:
+    except Exception:  # noqa: BLE001 (not cached, an invalid id, no hub: one message says what to do)
         raise BackendError(
             f"model.model_id {model_id!r} is neither a local folder nor in the local Hugging Face cache: "
             f"fix the path, or fetch it once with `hf download {model_id}`"
@@ -158,11 +158,13 @@ def load_message(
     or ``(converted GGUF, …)`` when the de-quantised copy in the user cache is loaded."""
     if from_converted:
         source = "converted GGUF"
+    elif weights.gguf_file:
+        source = "GGUF → transformers"
     else:
-        source = "GGUF → transformers" if weights.gguf_file else "transformers"
+        source = "transformers"
     try:
         name = str(cfg.name) if cfg.name not in (None, "???") else str(cfg.model_id)
-    except Exception:  # a config without a name (MISSING)
+    except Exception:  # noqa: BLE001 (a config without a name, MISSING: the line must not fail)
         name = str(cfg.model_id)
     where = device.upper() if threads is None else f"{device.upper()}, {threads} thread{'s' if threads != 1 else ''}"
     return f"Loading {name} ({source}, {where})"

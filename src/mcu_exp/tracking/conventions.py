@@ -8,6 +8,7 @@ changed file a different one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import subprocess
@@ -76,10 +77,8 @@ def source_tags() -> dict[str, str]:
     checkout, MLflow's ``mlflow.source.git.commit`` (with ``-dirty`` never guessed: the
     commit only)."""
     tags = {}
-    try:
+    with contextlib.suppress(metadata.PackageNotFoundError):
         tags[VERSION_TAG] = metadata.version("mcu_exp")
-    except metadata.PackageNotFoundError:
-        pass
     commit = _git_commit()
     if commit:
         tags[GIT_COMMIT_TAG] = commit

@@ -359,7 +359,7 @@ def mlflow_run(tracking: TrackingConfig, outputs: str, run_name: str, tags: Mapp
     client, uri, exp_id, name = open_experiment(tracking, outputs, debug=str(tags.get(TAG_DEBUG, "")).lower() == "true")
     try:
         mark_stale_runs(client, exp_id)
-    except Exception as exc:  # never let the clean-up stop the job
+    except Exception as exc:  # noqa: BLE001 (never let the clean-up stop the job)
         log.warning("could not check for runs left RUNNING: %s", exc)
     owner = owner_tags()
     parent = job_parent()

@@ -69,7 +69,7 @@ def set_headline_view(client: Any, experiment_id: str) -> None:
         return
     try:
         client.set_experiment_tag(experiment_id, tag, value)
-    except Exception as exc:  # jobs starting together on one server: another stored it first (a unique key)
+    except Exception as exc:  # noqa: BLE001 (jobs starting together on one server: another stored it first, a unique key)
         if client.get_experiment(experiment_id).tags.get(tag) != value:
             log.warning("the experiment's headline view was not stored: %s", str(exc).splitlines()[0][:200])
 

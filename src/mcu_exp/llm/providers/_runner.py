@@ -15,6 +15,7 @@ a second signal ends it at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import queue
@@ -287,10 +288,8 @@ class _Run:
         with self._lock:
             self._cancelled = True
             if self._loop is not None and self._task is not None and not self._loop.is_closed():
-                try:
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                     self._loop.call_soon_threadsafe(self._task.cancel)
-                except RuntimeError:
-                    pass  # the loop closed meanwhile
 
     async def _main(self) -> None:
         with self._lock:
