@@ -19,10 +19,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "ceiling"))
 
-from test_ceiling_bounds import bb_dataset  # noqa: E402
+from test_ceiling_bounds import bb_dataset
 
-from mcu_exp.ceiling.bounds import model_figures, quadrature, size_weights  # noqa: E402
-from mcu_exp.ceiling.program_bootstrap import ceiling_bootstrap  # noqa: E402
+from mcu_exp.ceiling.bounds import model_figures, quadrature, size_weights
+from mcu_exp.ceiling.program_bootstrap import ceiling_bootstrap
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -108,7 +108,7 @@ def test_same_ceiling_undefined_and_one_sided(tmp_path: Path, capsys: pytest.Cap
     # undefined bounds (a ceiling interval reaching 0) are printed, not eaten as rich markup
     assert row_of(printed, "ρ share of ceiling").endswith("│ 30.2% [undefined, undefined] │")
 
-    undefined = with_metrics(tmp_path / "U", {k: None for k in (*CEILING, *SHARE)})
+    undefined = with_metrics(tmp_path / "U", dict.fromkeys((*CEILING, *SHARE)))
     printed = compare(a, undefined, capsys)
     assert row_of(printed, "ρ ceiling").endswith("│ undefined │")
     assert row_of(printed, "AUC (score) share of ceiling").endswith("│ undefined │")

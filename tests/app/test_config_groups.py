@@ -143,7 +143,7 @@ def test_proxy_values_are_checked_by_the_proxy() -> None:
 def test_composition_errors_are_one_line_with_a_suggestion(override: str, expected: str) -> None:
     from mcu_exp.config.suggest import composition_message
 
-    with pytest.raises(Exception) as caught:  # noqa: PT011 (Hydra's composition errors, of several classes)
+    with pytest.raises(Exception) as caught:  # Hydra's composition errors, of several classes
         compose_cfg(override)
     message = composition_message(caught.value)
     assert message is not None and message.startswith(expected) and "\n" not in message

@@ -36,11 +36,10 @@ def only_run(outputs: Path) -> object:
 
 
 def test_a_run_whose_job_fills_the_disk_ends_failed(outputs: Path) -> None:
-    with pytest.raises(StoreFault) as caught:
-        with mlflow_run(TrackingConfig(), str(outputs), "fills the disk", {}):
-            cache = open_generation_cache(outputs / "cache")
-            fill(outputs.parent)  # what the job's outputs did
-            cache.put_many([(f"k{i}", Sample("x" * 4000, "stop", 1, 1), {"index": i}) for i in range(100)])
+    with pytest.raises(StoreFault) as caught, mlflow_run(TrackingConfig(), str(outputs), "fills the disk", {}):
+        cache = open_generation_cache(outputs / "cache")
+        fill(outputs.parent)  # what the job's outputs did
+        cache.put_many([(f"k{i}", Sample("x" * 4000, "stop", 1, 1), {"index": i}) for i in range(100)])
     assert "the disk is full" in str(caught.value) and "\n" not in str(caught.value)
     run = only_run(outputs)
     assert run.info.status == "FAILED"  # was RUNNING: the store could not take the end

@@ -204,7 +204,7 @@ def micro_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     folder = tmp_path_factory.mktemp("micro-llama")
-    vocab = {w: i for i, w in enumerate("<unk> <s> </s> the quick brown fox jumps over".split())}
+    vocab = {w: i for i, w in enumerate(["<unk>", "<s>", "</s>", "the", "quick", "brown", "fox", "jumps", "over"])}
     words = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     words.pre_tokenizer = pre_tokenizers.Whitespace()
     PreTrainedTokenizerFast(

@@ -68,7 +68,7 @@ def test_a_swallowed_ctrl_c_is_raised_again_at_the_next_check(monkeypatch: pytes
         try:  # a library that catches everything
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(5)
-        except BaseException:  # noqa: BLE001, S110
+        except BaseException:  # noqa: BLE001
             pass
         with pytest.raises(KeyboardInterrupt):
             interrupts.check()

@@ -48,7 +48,7 @@ def job(outputs: Path, *overrides: str) -> DictConfig:
         )
 
 
-def only_run(outputs: Path):  # noqa: ANN201  (an mlflow Run)
+def only_run(outputs: Path):  # -> an mlflow Run
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     (run,) = client.search_runs([client.get_experiment_by_name("mcu_exp").experiment_id])
     return run

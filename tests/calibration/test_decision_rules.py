@@ -114,7 +114,7 @@ def test_p1_and_theta_is_the_conjunction() -> None:
     theta = 0.55
     p1 = decide(P1_CAL, P1_TEST, 0.2, "conformal")
     combined = apply_rule("p1_and_theta", P2_SCORES, rule_cfg("p1_and_theta", 0.2, "conformal", theta))
-    assert np.array_equal(combined.labels, (p1.labels == 1) & (META_TEST >= theta))
+    assert np.array_equal(combined.labels, (p1.labels == 1) & (theta <= META_TEST))
     without_p1 = Scores(alpha_cal=1 - META_CAL, alpha_test=1 - META_TEST, similarity_test=META_TEST)
     with pytest.raises(ValueError, match="p1_alpha_cal, p1_alpha_test"):
         check_rule("p1_and_theta", "p2", without_p1.offered())

@@ -34,7 +34,7 @@ def reliability(auc: float, low: float, high: float, rho: float = 0.8, programs:
     return Reliability(group="all", figures=figures, splits=1000, confidence=0.95, seed=0)
 
 
-def report():  # noqa: ANN201  (an AlignmentReport)
+def report():  # -> an AlignmentReport
     rng = np.random.default_rng(0)
     truth = np.repeat([0, 1], 25)
     score = truth + rng.normal(0, 1.5, 50)
@@ -95,7 +95,7 @@ def test_too_few_programs_say_undefined_everywhere() -> None:
 
 def test_ceiling_headline_keys_fill_only_the_room_left() -> None:
     groups = ["all", "bachelor", "master", "phd", "professional"]
-    metrics = {k: 0.5 for k in (*SORT_KEYS, *MAIN, *OTHER)}
+    metrics = dict.fromkeys((*SORT_KEYS, *MAIN, *OTHER), 0.5)
     metrics.update({f"{m}{suffix}": 0.5 for m in headline_metrics() for suffix in ("", "_ci_low", "_ci_high")})
     metrics.update({f"group.{g}.{m}": 0.5 for g in groups[1:] for m in ("f1", "auc_score")})
     base = len(headline(metrics, groups))  # every non-ceiling headline key

@@ -33,7 +33,7 @@ def test_two_responses_eccentricity_keeps_eigenvectors_below_the_threshold() -> 
     assert measure("ecc")(pair(0.5)) == pytest.approx(1.0)
     # s = 0.9: eigenvalues 0 and 1.8/1.9 ≈ 0.947 ≥ 0.9: only the λ = 0 vector D^½·1/‖·‖ is
     # kept, constant since both degrees are 1.9; centred it is 0, so Ecc = 0.
-    assert 1.8 / 1.9 > ECC_EIGENVALUE_THRESHOLD
+    assert ECC_EIGENVALUE_THRESHOLD < 1.8 / 1.9
     assert measure("ecc")(pair(0.9)) == pytest.approx(0.0, abs=1e-12)
 
 

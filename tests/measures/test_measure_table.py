@@ -114,7 +114,7 @@ def test_prr_interval_and_permutation_p_mean_what_they_say() -> None:
     table = measure_table(null, labels, None, resamples=1000, permutations=1000)
     # under the null a PRR's 95 % interval is about ±0.39 wide around it, and covers 0 in ~95 % of columns
     assert ((table["prr_ci_high"] - table["prr_ci_low"]) > 0.4).all()
-    assert ((table["prr_ci_low"] <= 0) & (0 <= table["prr_ci_high"])).mean() >= 0.85
+    assert ((table["prr_ci_low"] <= 0) & (table["prr_ci_high"] >= 0)).mean() >= 0.85
     assert (table["prr_perm_p"] > 0.05).mean() >= 0.85
     strong = pd.DataFrame({"measure.good": labels + rng.normal(0, 0.3, 50)}, index=ids)
     row = measure_table(strong, labels, None, resamples=1000, permutations=1000).loc["measure.good"]

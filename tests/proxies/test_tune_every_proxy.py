@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow  # whole jobs, stores or encoders: scheduled first
 PROGRAMS = 12
 
 
-def text(stage_title: str):  # noqa: ANN201
+def text(stage_title: str):
     """Summaries that differ by program and sample, so every α is a real BERTScore."""
     return lambda pos, i: f"{stage_title}: method {pos} returns x plus {pos % 4}, variant {i % 3}."
 

@@ -132,7 +132,7 @@ class FakeServer:
             def log_message(self, *args: Any) -> None:  # keep pytest output clean
                 return
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_POST(self) -> None:  # http.server's naming
                 server._handle(self)
 
         class Server(ThreadingHTTPServer):

@@ -75,7 +75,7 @@ def test_single_run_prints_table_and_logs_artifacts(outputs: Path) -> None:
     assert f1 == run.data.metrics["f1"]
     series = client.get_metric_history(run.info.run_id, "sensitivity/f1_vs_threshold_milli.minilm")
     steps = [m.step for m in series]  # the threshold in thousandths
-    assert len(series) >= 35 and steps == sorted(set(steps)) and 0 <= steps[0] and steps[-1] <= 1000
+    assert len(series) >= 35 and steps == sorted(set(steps)) and steps[0] >= 0 and steps[-1] <= 1000
     assert run.data.tags["mcu.labels.group"] == "professional"
 
 

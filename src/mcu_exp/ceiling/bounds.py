@@ -346,7 +346,7 @@ def upper_bound_from_counts(
         labels = (k / np.maximum(n, 1) >= min_fraction - TOLERANCE).astype(int)
     fit = fit_beta_binomial(k, n) if n.size else BetaBinomialFit(math.nan, math.nan, math.nan, 0)
     splittable = int((n >= 2).sum())
-    figures = {name: math.nan for name in MODEL_FIGURES}
+    figures = dict.fromkeys(MODEL_FIGURES, math.nan)
     if splittable >= MIN_PROGRAMS and np.unique(labels).size == 2 and np.isfinite(fit.a):
         quad = quadrature(n, min_fraction, fit.a, fit.b)
         found = model_figures(np.array([fit.a]), np.array([fit.b]), size_weights(n, quad.sizes), quad)

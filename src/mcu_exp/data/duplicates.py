@@ -102,7 +102,7 @@ def collapse_duplicates(evaluations: pd.DataFrame) -> tuple[pd.DataFrame, Duplic
     out = distinct[~distinct.duplicated(PAIR)].copy()
     conflicting: set[tuple[str, str]] = set()
     if differing.any():
-        out = out.astype({c: "Float64" for c in AVERAGED})
+        out = out.astype(dict.fromkeys(AVERAGED, "Float64"))
         for key, rows in distinct[differing].groupby(PAIR, sort=False):
             first = rows.index[0]
             for column, value in _merged(rows).items():
@@ -110,7 +110,7 @@ def collapse_duplicates(evaluations: pd.DataFrame) -> tuple[pd.DataFrame, Duplic
             conflicting.add((str(key[0]), str(key[1])))
         whole = all((out[c].dropna() == out[c].dropna().round()).all() for c in AVERAGED)
         if whole:
-            out = out.astype({c: "Int64" for c in AVERAGED})
+            out = out.astype(dict.fromkeys(AVERAGED, "Int64"))
     pairs = pd.DataFrame(
         {
             "program_id": pd.array([k[0] for k in sizes.index], dtype="string"),

@@ -6,7 +6,7 @@ built-ins (``ssc``, ``eigv``, ``deg``, ``ecc``) and their maths: docs/measures.m
 subsets of different sizes: :mod:`mcu_exp.measures.sizing`.
 """
 
-from mcu_exp.measures import definitions  # noqa: E402,F401,I001  (registers the built-ins, in order)
+from mcu_exp.measures import definitions  # noqa: F401  (registers the built-ins, in order)
 from mcu_exp.measures.definitions import ECC_EIGENVALUE_THRESHOLD, mean_pairwise, normalized_laplacian
 from mcu_exp.measures.registry import (
     COLUMN_PREFIX,

@@ -15,18 +15,18 @@ from collections.abc import Sequence
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-from mcu_exp.evaluation.registry import CHANCE_AUC, header, metric  # noqa: E402
-from mcu_exp.report.ceiling import EXTRAPOLATED, SHARES, ceiling_key  # noqa: E402
+from mcu_exp.evaluation.registry import CHANCE_AUC, header, metric
+from mcu_exp.report.ceiling import EXTRAPOLATED, SHARES, ceiling_key
 from mcu_exp.report.columns import (
-    value,  # noqa: E402
-    with_ci,  # noqa: E402
+    value,
+    with_ci,
 )
-from mcu_exp.report.identity import row_label  # noqa: E402
+from mcu_exp.report.identity import row_label
 
 
 def _numbers(rows: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:

@@ -112,11 +112,13 @@ class Encoder:
 
             device = self.device
             console.quiet_libraries()
-            with console.step(
-                f"Loading scorer {self.name} ({purpose}, layer {self.num_layers}, {device.upper()})", logger=log
+            with (
+                console.step(
+                    f"Loading scorer {self.name} ({purpose}, layer {self.num_layers}, {device.upper()})", logger=log
+                ),
+                console.quiet_output("transformers"),
             ):
-                with console.quiet_output("transformers"):
-                    self._model = get_model(str(self.path), self.num_layers).to(device)
+                self._model = get_model(str(self.path), self.num_layers).to(device)
         return self._model
 
     def token_ids(self, text: str) -> tuple[list[int], bool]:

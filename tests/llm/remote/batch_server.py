@@ -81,10 +81,10 @@ class BatchServer:
             def log_message(self, *args: Any) -> None:
                 return
 
-            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_GET(self) -> None:  # http.server's naming
                 server._handle(self, "GET")
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 server._handle(self, "POST")
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
