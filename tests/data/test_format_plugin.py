@@ -30,7 +30,7 @@ def test_a_loader_named_by_module_and_function_is_used(dataset_cfg: Any) -> None
     [
         (
             "nonsense",
-            r"^unknown dataset format 'nonsense' \(dataset.format\) \(known: scalabrino, custom\), or package.module:function$",
+            r"^unknown dataset format 'nonsense' \(dataset.format\) \(known: scalabrino, stakelab, atoms, custom\), or package.module:function$",
         ),
         ("test_format_plugin:nowhere", r"dataset.format='test_format_plugin:nowhere': cannot load the loader"),
         ("no_such_module_xyz:load", r"cannot load the loader: No module named 'no_such_module_xyz'"),

@@ -95,7 +95,7 @@ def test_custom_format_dispatch(custom_dir: Path, dataset_cfg: Any) -> None:
     [
         (
             {"format": "parquet"},
-            r"^unknown dataset format 'parquet' \(dataset\.format\) \(known: scalabrino, custom\), or package\.module:function$",
+            r"^unknown dataset format 'parquet' \(dataset\.format\) \(known: scalabrino, stakelab, atoms, custom\), or package\.module:function$",
         ),
         ({"format": "custom", "root": None}, r"dataset\.root is unset"),
         ({"limit": 0}, r"dataset\.limit is 0, expected a positive number"),

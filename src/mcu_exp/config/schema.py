@@ -26,9 +26,9 @@ class DatasetConfig:
     """A dataset of programs with human comprehension evaluations."""
 
     name: str = MISSING
-    format: str = MISSING  # scalabrino | custom
+    format: str = MISSING  # scalabrino | stakelab | atoms | custom
     root: str | None = None  # folder holding the files; None: $MCU_EXP_DATA/<name>, cache, download
-    download: bool = True  # scalabrino only: fetch the pinned, checksummed files when absent
+    download: bool = True  # built-in datasets only: fetch the pinned, checksummed files when absent
     limit: int | None = None  # keep only the first N programs (debugging)
     questions: str | None = None  # path to a multiple-choice questions JSONL file (P0)
 

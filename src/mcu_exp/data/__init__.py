@@ -79,6 +79,8 @@ Loader = Callable[[Any], Dataset]  # the dataset config -> the dataset
 # e.g. ``FORMATS.add_lazy("mine", "pkg.formats:load")``.
 FORMATS: Registry[Loader] = Registry("dataset format", key="dataset.format")
 FORMATS.add("scalabrino", load_scalabrino)
+FORMATS.add_lazy("stakelab", "mcu_exp.data.stakelab:load_stakelab")
+FORMATS.add_lazy("atoms", "mcu_exp.data.atoms:load_atoms")
 FORMATS.add("custom", _load_custom_cfg)
 
 

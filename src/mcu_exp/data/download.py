@@ -15,7 +15,9 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mcu_exp.data.types import DatasetError
 
@@ -96,10 +98,10 @@ def base_url(override: str | None = None) -> str:
     return url if url.endswith("/") else url + "/"
 
 
-def cache_root() -> Path:
-    """The user cache folder for the data: ``$XDG_CACHE_HOME`` or ``~/.cache``."""
+def cache_root(name: str = "scalabrino") -> Path:
+    """The user cache folder for dataset ``name``: under ``$XDG_CACHE_HOME`` or ``~/.cache``."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mcu_exp" / "data" / "scalabrino"
+    return Path(base) / "mcu_exp" / "data" / name
 
 
 def file_urls(url: str | None = None) -> dict[str, str]:
@@ -111,7 +113,8 @@ def file_urls(url: str | None = None) -> dict[str, str]:
     return urls
 
 
-def _sha256_of(paths: list[Path]) -> str:
+def sha256_of(paths: list[Path]) -> str:
+    """SHA-256 of the files' bytes concatenated in the given order."""
     digest = hashlib.sha256()
     for path in paths:
         with path.open("rb") as handle:
@@ -131,7 +134,7 @@ def checksum_problems(root: Path) -> list[tuple[str, str]]:
     if not evaluations.is_file():
         problems.append((EVALUATIONS_FILE, "missing"))
     else:
-        got = _sha256_of([evaluations])
+        got = sha256_of([evaluations])
         if got != EVALUATIONS_SHA256:
             problems.append((EVALUATIONS_FILE, f"sha256 {got}, expected {EVALUATIONS_SHA256}"))
     names = sorted(SNIPPET_FILES, key=str.encode)
@@ -139,7 +142,7 @@ def checksum_problems(root: Path) -> list[tuple[str, str]]:
     if absent:
         problems.append((f"{SNIPPETS_DIR}/{absent[0]}", f"missing ({len(absent)} snippets absent)"))
     else:
-        got = _sha256_of([root / SNIPPETS_DIR / n for n in names])
+        got = sha256_of([root / SNIPPETS_DIR / n for n in names])
         if got != SNIPPETS_SHA256:
             problems.append(
                 (
@@ -155,7 +158,8 @@ def is_verified(root: Path) -> bool:
     return root.is_dir() and not checksum_problems(root)
 
 
-def _fetch(url: str, dest: Path, timeout: float) -> None:
+def fetch(url: str, dest: Path, timeout: float) -> None:
+    """Save ``url`` at ``dest``; a one-line :class:`DatasetError` naming the URL on failure."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response, dest.open("wb") as out:
             shutil.copyfileobj(response, out)
@@ -184,26 +188,99 @@ def download(dest: Path | None = None, url: str | None = None, timeout: float = 
     try:
         (tmp / SNIPPETS_DIR).mkdir()
         for relative, file_url in urls.items():
-            _fetch(file_url, tmp / relative, timeout)
+            fetch(file_url, tmp / relative, timeout)
         problems = checksum_problems(tmp)
         if problems:
             relative, detail = problems[0]
             source = urls.get(relative, f"{base_url(url)}{SNIPPETS_PATH}/")
             raise DatasetError(f"downloaded {relative} ({source}) fails verification: {detail}; nothing was cached")
-        _install(tmp, dest)
+        install(tmp, dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return dest
 
 
-def _install(tmp: Path, dest: Path) -> None:
-    """Move a verified folder onto ``dest``, replacing an unverified one; tolerate a racer."""
-    if dest.exists() and not is_verified(dest):
+def install(tmp: Path, dest: Path, verified: Callable[[Path], bool] = is_verified) -> None:
+    """Move a verified folder onto ``dest``, replacing one ``verified`` refuses; tolerate a racer."""
+    if dest.exists() and not verified(dest):
         stale = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", suffix=".stale", dir=dest.parent))
         os.rename(dest, stale / dest.name)
         shutil.rmtree(stale, ignore_errors=True)
     try:
         os.rename(tmp, dest)
     except OSError:
-        if not is_verified(dest):  # another process installed something unusable meanwhile
+        if not verified(dest):  # another process installed something unusable meanwhile
             raise
+
+
+DATA_ENV = "MCU_EXP_DATA"
+"""Environment variable naming a folder that holds one subfolder per dataset."""
+
+
+def resolve_folder(
+    cfg: Any, name: str, verified: Callable[[Path], bool], fetch_into: Callable[[Path], Path]
+) -> tuple[Path, str]:
+    """The folder of dataset ``name`` and how it was found: ``dataset.root``;
+    ``$MCU_EXP_DATA/<name>``; the user cache when ``verified``; else ``fetch_into(cache)`` when
+    ``dataset.download`` allows it (a one-line :class:`DatasetError` when it does not)."""
+    root = getattr(cfg, "root", None)
+    if root:
+        return Path(root).expanduser(), "dataset.root"
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env).expanduser() / name, f"${DATA_ENV}"
+    cache = cache_root(name)
+    if verified(cache):
+        return cache, "user cache, sha256 verified"
+    if not getattr(cfg, "download", True):
+        state = "fails verification" if cache.exists() else "is empty"
+        raise DatasetError(
+            f"{name} data not found: dataset.root is unset, ${DATA_ENV} is unset and the "
+            f"cache {cache} {state}; set one of them or allow dataset.download=true"
+        )
+    return fetch_into(cache), "downloaded, sha256 verified"
+
+
+def download_verified(
+    dest: Path,
+    urls: dict[str, str],
+    problems: Callable[[Path], list[tuple[str, str]]],
+    timeout: float = 60.0,
+    derive: Callable[[Path], None] | None = None,
+) -> Path:
+    """Fetch ``urls`` (local relative path → URL) into a temporary sibling of ``dest``, run
+    ``derive`` on it (e.g. read a database into CSV files), check it with ``problems`` and only
+    then rename it onto ``dest``; on any failure nothing is cached and a one-line
+    :class:`DatasetError` names the file at fault."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    log.info("downloading %d file(s) into %s", len(urls), dest)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", suffix=".partial", dir=dest.parent))
+    try:
+        for relative, file_url in urls.items():
+            (tmp / relative).parent.mkdir(parents=True, exist_ok=True)
+            fetch(file_url, tmp / relative, timeout)
+        if derive is not None:
+            derive(tmp)
+        found = problems(tmp)
+        if found:
+            relative, detail = found[0]
+            source = urls.get(relative, "derived from the download")
+            raise DatasetError(f"downloaded {relative} ({source}) fails verification: {detail}; nothing was cached")
+        install(tmp, dest, lambda path: path.is_dir() and not problems(path))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def file_problems(root: Path, sums: dict[str, str]) -> list[tuple[str, str]]:
+    """``(relative path, what is wrong)`` for each file of ``sums`` missing or not matching its sha256."""
+    found: list[tuple[str, str]] = []
+    for relative, expected in sums.items():
+        path = root / relative
+        if not path.is_file():
+            found.append((relative, "missing"))
+            continue
+        got = sha256_of([path])
+        if got != expected:
+            found.append((relative, f"sha256 {got}, expected {expected}"))
+    return found
