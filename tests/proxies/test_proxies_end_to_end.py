@@ -1,9 +1,11 @@
 """P0, P2 and P3 through the real app, offline and tiny (the tiny random Llama as target and
 experts, MiniLM as scorer: the mechanics, not the text, are under test).
 
-One multirun launches the three jobs in one process, sharing the generation cache as a
-real sweep does (so P3 finds the target summaries P2 generated, and the P0 reference of P2
-and P3 the answers P0's job generated); each test checks one job.
+The three jobs run one after the other in this process, each inside a Hydra job as the app
+runs it (``support.hydra_job``), sharing the outputs folder and its generation cache as the
+jobs of a sweep do (so P3 finds the target summaries P2 generated, and the P0 reference of P2
+and P3 the answers P0's job generated); each test checks one job. (The sweep launcher itself
+is tested in tests/tracking and tests/report.)
 P0 gets one demo question per program (4 rotations each) to keep the prompts few: every
 prompt holds a whole method, and prefilling ~600 tokens is what costs time on a CPU.
 """
@@ -11,16 +13,15 @@ prompt holds a whole method, and prefilling ~600 tokens is what costs time on a 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+from mcu_exp.pipeline import run_job
 from mcu_exp.tracking.artifacts import RunArtifacts
+from support.hydra_job import hydra_job
 from support.mlflow_store import all_metrics, seed_store
 from support.tiny_llama import LOCAL_EXPERTS, model_overrides
 
@@ -62,26 +63,17 @@ def runs(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path) -> dict[str
     base = tmp_path_factory.mktemp("e2e")
     outputs = seed_store(base / "outputs")
     questions = first_questions(base / "questions.jsonl")
-    env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs), "HF_HUB_OFFLINE": "1"}
-    env.pop("MLFLOW_TRACKING_URI", None)
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mcu_exp",
-            "-m",
-            "proxy=p0,p2,p3",
-            *TINY,
-            *model_overrides(tiny_llama, ("model", *LOCAL_EXPERTS)),
-            f"dataset.questions={questions}",
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert res.returncode == 0, res.stderr[-4000:]
+    patch = pytest.MonkeyPatch()
+    try:
+        patch.setenv("MCU_EXP_OUTPUTS", str(outputs))
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        patch.delenv("MLFLOW_TRACKING_URI", raising=False)
+        for proxy in ("p0", "p2", "p3"):  # the order of `-m proxy=p0,p2,p3`
+            overrides = model_overrides(tiny_llama, ("model", *LOCAL_EXPERTS))
+            with hydra_job(f"proxy={proxy}", *TINY, *overrides, f"dataset.questions={questions}") as cfg:
+                run_job(cfg)
+    finally:
+        patch.undo()
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     experiments = [e.experiment_id for e in client.search_experiments()]  # debug runs have their own
     found = {r.data.params["proxy.name"]: r for r in client.search_runs(experiments) if "proxy.name" in r.data.params}

@@ -10,11 +10,13 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from mcu_exp.markdown import md_text
+from mcu_exp.pipeline import run_job
 from mcu_exp.report.build import make_report
 from mcu_exp.tracking.conventions import NOTE_TAG
 from support.datasets import write_csv
+from support.hydra_job import hydra_job
 from support.mlflow_store import seed_store
-from support.sweeps import STANDIN, mcu_exp
+from support.sweeps import STANDIN
 
 HOSTILE_IDS = ["<img src=x onerror=alert(1)>", "**bold**|pipe", "</script><script>alert(2)</script>"]
 HOSTILE_MODEL = "**Evil**|<img src=x onerror=alert(1)></script>"
@@ -44,12 +46,16 @@ def hostile_dataset(root: Path) -> Path:
     return root
 
 
-@pytest.mark.slow  # a job and a report in subprocesses
-def test_program_ids_and_model_name_are_escaped_in_the_run_description_and_report(tmp_path: Path) -> None:
+@pytest.mark.slow  # a job (in this process, inside a Hydra job) and a report
+def test_program_ids_and_model_name_are_escaped_in_the_run_description_and_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = tmp_path / "data"
     data.mkdir()
     outputs = seed_store(tmp_path / "outputs")
-    res = mcu_exp(
+    monkeypatch.setenv("MCU_EXP_OUTPUTS", str(outputs))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    with hydra_job(
         STANDIN,
         "dataset=custom",
         f"dataset.root={hostile_dataset(data)}",
@@ -58,9 +64,8 @@ def test_program_ids_and_model_name_are_escaped_in_the_run_description_and_repor
         "model.model_id=evil-1",  # another model than gpt-4o's: a name of its own is allowed
         "debug=quick",
         "quiet=true",
-        outputs=outputs,
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
+    ) as cfg:
+        run_job(cfg)
     uri = f"sqlite:///{outputs / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
     (run,) = client.search_runs([client.get_experiment_by_name("mcu_exp-debug").experiment_id])

@@ -1,4 +1,6 @@
-"""Whole jobs through the real app with a stand-in proxy: MLflow runs, sweeps, failures, outputs."""
+"""Whole jobs with a stand-in proxy: MLflow runs, sweeps, failures, outputs. The sweep runs
+through the real app (``-m``, its launcher and its exit status); single jobs run in this
+process (the config the app composes, run by :func:`~mcu_exp.pipeline.run_job`)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+from mcu_exp.pipeline import run_job
 from mcu_exp.tracking.artifacts import RunArtifacts
+from support.hydra_job import hydra_job
 
-pytestmark = pytest.mark.slow  # jobs in subprocesses: tens of seconds on 2 cores
+pytestmark = pytest.mark.slow  # whole jobs (a sweep in a subprocess): seconds each on 2 cores
 
 REPO = Path(__file__).resolve().parents[2]
 STANDIN = "proxy._target_=support.standin_proxy.StandInProxy"
@@ -33,6 +37,13 @@ def run_app(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def run_in_process(*overrides: str) -> float:
+    """``run_app(*overrides)`` of a single job, in this process inside a Hydra job (the
+    ``outputs`` fixture has set ``$MCU_EXP_OUTPUTS`` and unset ``$MLFLOW_TRACKING_URI``)."""
+    with hydra_job(STANDIN, "quiet=true", *overrides) as cfg:
+        return run_job(cfg)
+
+
 def runs_in(outputs: Path) -> list:
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     exp = client.get_experiment_by_name("mcu_exp")
@@ -50,16 +61,16 @@ def test_failing_job_is_marked_failed_and_the_sweep_goes_on(outputs: Path) -> No
     assert "asked to fail" in failed.data.tags["mcu.error"]
 
 
-def test_single_run_prints_table_and_logs_artifacts(outputs: Path) -> None:
-    res = run_app("evaluation.bootstrap_resamples=1000", "labels.group=professional")
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert "95 % CI" in res.stdout and "f1" in res.stdout.lower()
-    assert "MLflow run" in res.stdout and "mlflow ui --backend-store-uri sqlite:///" in res.stdout
-    assert "understandable" in res.stdout  # the class balance line
+def test_single_run_prints_table_and_logs_artifacts(outputs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_in_process("evaluation.bootstrap_resamples=1000", "labels.group=professional")
+    stdout = capsys.readouterr().out
+    assert "95 % CI" in stdout and "f1" in stdout.lower()
+    assert "MLflow run" in stdout and "mlflow ui --backend-store-uri sqlite:///" in stdout
+    assert "understandable" in stdout  # the class balance line
     (run,) = runs_in(outputs)
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     address = f"  then: http://127.0.0.1:5000/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}"
-    assert address in res.stdout.splitlines()  # the run's page in the UI, once it is open
+    assert address in stdout.splitlines()  # the run's page in the UI, once it is open
     names = RunArtifacts(client, run.info.run_id, run.info.artifact_uri).list()
     assert {
         "config.yaml",
@@ -80,8 +91,7 @@ def test_single_run_prints_table_and_logs_artifacts(outputs: Path) -> None:
 
 
 def test_debug_job_logs_apart_from_real_runs(outputs: Path) -> None:
-    res = run_app("debug=quick")
-    assert res.returncode == 0, res.stderr[-3000:]
+    run_in_process("debug=quick")
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     assert client.get_experiment_by_name("mcu_exp") is None  # nothing in the real experiment
     (run,) = client.search_runs([client.get_experiment_by_name("mcu_exp-debug").experiment_id])

@@ -1,5 +1,9 @@
 """Whole jobs against the fake server that stop on a user error: one line, once, no traceback,
-and no MLflow run for a configuration problem (it is found before the run starts)."""
+and no MLflow run for a configuration problem (it is found before the run starts).
+
+One case of each kind runs ``mcu-exp`` in a subprocess (its exit status, its one stderr line,
+no secret on its console); the others run the same job in this process (:func:`job_in_process`)
+and assert the exception the app would turn into that line (:func:`assert_one_line_raised`)."""
 
 from __future__ import annotations
 
@@ -9,12 +13,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
+from mcu_exp.app import USER_ERRORS, one_line
+from mcu_exp.config import register_configs
+from mcu_exp.pipeline import run_job
 from support.fake_api import PLANTED_KEY, Action, FakeServer, error_body
 from support.mlflow_store import seed_store
 
-pytestmark = pytest.mark.slow  # jobs in subprocesses
+pytestmark = pytest.mark.slow  # whole jobs, some in subprocesses
 
 REPO = Path(__file__).resolve().parents[3]
 # ROUGE-L scores the summaries: which scorer runs does not matter here, and it loads no encoder.
@@ -46,6 +54,37 @@ def job(server: FakeServer, outputs: Path, *overrides: str, key: bool = True) ->
     )
 
 
+def job_in_process(
+    server: FakeServer, outputs: Path, monkeypatch: pytest.MonkeyPatch, *overrides: str, key: bool = True
+) -> float:
+    """:func:`job` in this process: the config the app composes from the same command line, run
+    by :func:`~mcu_exp.pipeline.run_job` (a user error arrives as the exception the app reports)."""
+    monkeypatch.setenv("MCU_EXP_OUTPUTS", str(outputs))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    if key:
+        monkeypatch.setenv("OPENAI_API_KEY", PLANTED_KEY)
+    else:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    register_configs()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=["model=gpt-4o", f"model.base_url={server.url}/v1", *QUICK, *overrides])
+    return run_job(cfg)
+
+
+def assert_one_line_raised(exc: BaseException, printed: str, needle: str) -> str:
+    """What :func:`assert_one_line` checks of the app, for an in-process job: the error is one
+    the app reports in one line without a traceback (a user error), that line names the problem,
+    and the job itself printed or logged neither it nor a traceback (``printed``: its stdout,
+    stderr and log records). Returns the line the app would print after ``mcu-exp: error: ``."""
+    assert isinstance(exc, USER_ERRORS), repr(exc)
+    line = one_line(exc)
+    assert needle in line, line
+    assert "Traceback" not in printed, printed[-3000:]
+    assert needle not in printed, printed[-3000:]
+    print(line)  # shown by `pytest -rP`
+    return line
+
+
 def runs(outputs: Path) -> list[object]:
     """Every MLflow run under ``outputs`` (none when no store was created)."""
     db = outputs / "mlflow.db"
@@ -67,43 +106,82 @@ def assert_one_line(res: subprocess.CompletedProcess[str], needle: str) -> None:
     print(errors[0])  # shown by `pytest -rP`
 
 
-@pytest.mark.parametrize(
-    ("overrides", "key", "needle"),
-    [
-        ((), False, "set the environment variable OPENAI_API_KEY"),
-        (("model.backend=nonsense",), True, "model.backend 'nonsense' is unknown"),
-        (("model.base_url=htp:/127.0.0.1:port",), True, "is not a URL"),
-        (("model.base_url=http://reader:pw-SECRET-2718@127.0.0.1:9/v1",), True, "carries a login (user:pass@)"),
-    ],
-    ids=["missing-key", "unknown-backend", "malformed-base-url", "login-beside-key"],
-)
-def test_config_problem_is_one_line_before_any_run(
-    fake_server: FakeServer, tmp_path: Path, overrides: tuple[str, ...], key: bool, needle: str
-) -> None:
+# The process boundary: exit 1, one stderr line, the URL's password not on the console.
+def test_config_problem_is_one_line_before_any_run(fake_server: FakeServer, tmp_path: Path) -> None:
     outputs = tmp_path / "outputs"
-    res = job(fake_server, outputs, *overrides, key=key)
-    assert_one_line(res, needle)
+    res = job(fake_server, outputs, "model.base_url=http://reader:pw-SECRET-2718@127.0.0.1:9/v1")
+    assert_one_line(res, "carries a login (user:pass@)")
     assert "SECRET" not in res.stdout + res.stderr  # neither the URL's password nor the key
     assert runs(outputs) == []
     assert fake_server.log == []
 
 
 @pytest.mark.parametrize(
+    ("overrides", "key", "needle"),
+    [
+        ((), False, "set the environment variable OPENAI_API_KEY"),
+        (("model.backend=nonsense",), True, "model.backend 'nonsense' is unknown"),
+        (("model.base_url=htp:/127.0.0.1:port",), True, "is not a URL"),
+    ],
+    ids=["missing-key", "unknown-backend", "malformed-base-url"],
+)
+def test_config_problem_is_one_line_before_any_run_in_process(
+    fake_server: FakeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    overrides: tuple[str, ...],
+    key: bool,
+    needle: str,
+) -> None:
+    outputs = tmp_path / "outputs"
+    with pytest.raises(USER_ERRORS) as info:  # an error the app reports in one line
+        job_in_process(fake_server, outputs, monkeypatch, *overrides, key=key)
+    captured = capsys.readouterr()
+    printed = captured.out + captured.err + caplog.text
+    line = assert_one_line_raised(info.value, printed, needle)
+    assert "SECRET" not in line + printed  # neither the URL's password nor the key
+    assert runs(outputs) == []
+    assert fake_server.log == []
+
+
+# The process boundary: exit 1, one stderr line, the key the server echoed not on the console.
+def test_remote_failure_is_one_line(fake_server: FakeServer, tmp_path: Path) -> None:
+    fake_server.push(*[Action(401, error_body(401, "invalid key {KEY}"))] * 8)
+    outputs = seed_store(tmp_path / "outputs")
+    res = job(fake_server, outputs)
+    assert_one_line(res, "OPENAI_API_KEY")
+    assert PLANTED_KEY not in res.stdout + res.stderr
+    (run,) = runs(outputs)
+    assert run.info.status == "FAILED"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
     ("actions", "overrides", "needle"),
     [
-        ([Action(401, error_body(401, "invalid key {KEY}"))] * 8, (), "OPENAI_API_KEY"),
         ([Action(503, error_body(503, "overloaded"))] * 40, ("model.max_retries=1",), "gave up after max_retries=1"),
         ([], ("model.max_requests=1",), "budget cap max_requests=1 reached"),
     ],
-    ids=["rejected-key", "retries-exhausted", "budget"],
+    ids=["retries-exhausted", "budget"],
 )
-def test_remote_failure_is_one_line(
-    fake_server: FakeServer, tmp_path: Path, actions: list[Action], overrides: tuple[str, ...], needle: str
+def test_remote_failure_is_one_line_in_process(
+    fake_server: FakeServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    actions: list[Action],
+    overrides: tuple[str, ...],
+    needle: str,
 ) -> None:
     fake_server.push(*actions)
     outputs = seed_store(tmp_path / "outputs")
-    res = job(fake_server, outputs, *overrides)
-    assert_one_line(res, needle)
-    assert PLANTED_KEY not in res.stdout + res.stderr
+    with pytest.raises(USER_ERRORS) as info:  # an error the app reports in one line
+        job_in_process(fake_server, outputs, monkeypatch, *overrides)
+    captured = capsys.readouterr()
+    printed = captured.out + captured.err + caplog.text
+    line = assert_one_line_raised(info.value, printed, needle)
+    assert PLANTED_KEY not in line + printed
     (run,) = runs(outputs)
     assert run.info.status == "FAILED"  # type: ignore[attr-defined]
