@@ -119,6 +119,13 @@ def test_a_field_accessed_on_another_object_is_not_renamed() -> None:
     assert check_edit(code, edited, "java", "rename_identifiers") == []
 
 
+def test_record_components_are_public_and_kept() -> None:
+    code = "record Point(int x, int y) { int sum(int k) { return x + y + k; } }"
+    edited = apply_edit("rename_identifiers", code, "java")
+    assert edited.code == "record Point(int x, int y) { int sum(int v1) { return x + y + v1; } }"
+    assert check_edit(code, edited, "java", "rename_identifiers") == []
+
+
 def test_c_rename_leaves_macros_globals_and_functions() -> None:
     edited = apply_edit("rename_identifiers", C, "c").code
     new = [t.text for t in code_tokens(parse(edited, "c"))]

@@ -204,7 +204,7 @@ class _Walker:
                 return  # declared with its class body
             self.declare(node, renamable=True)
         elif _java_parameter(kind, field_name):
-            self.declare(node, renamable=True)
+            self.declare(node, renamable=not _record_component(parent))
         else:
             self.lookup(node)
 
@@ -237,6 +237,12 @@ def _java_parameter(kind: str, field_name: str | None) -> bool:
         or kind in ("inferred_parameters", "formal_parameter", "spread_parameter")
         or (kind == "lambda_expression" and field_name == "parameters")
     )
+
+
+def _record_component(parameter: Node) -> bool:
+    """Whether a formal parameter is a record's component (a public accessor: not renamed)."""
+    owner = parameter.parent.parent if parameter.parent is not None else None
+    return owner is not None and owner.type == "record_declaration"
 
 
 def foreign_fields(root: Node) -> set[str]:
