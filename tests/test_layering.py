@@ -45,6 +45,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("measures", 1),
     ("llm", 1),
     ("scoring", 1),
+    ("counterfactual", 1),
     # 2 what combines them: proxies
     ("proxies", 2),
     # 3 recording a run: MLflow, run bundles
