@@ -5,11 +5,8 @@ command's α against krippendorff."""
 from __future__ import annotations
 
 import csv
-import functools
-import http.server
 import shutil
 import sqlite3
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +19,7 @@ from mcu_exp.app import config_dir
 from mcu_exp.cli.reliability import main as reliability_main
 from mcu_exp.data import Dataset, DatasetError, human_labels, load_dataset
 from mcu_exp.data import atoms as at
+from support.file_server import serve_folder
 from tests.data.conftest import _data_root, dataset_cfg
 
 
@@ -100,23 +98,13 @@ def _database(atoms_dir: Path, path: Path) -> None:
     db.close()
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def server(atoms_dir: Path, tmp_path: Path) -> Iterator[str]:
     mirror = tmp_path / "mirror"
     (mirror / "snippet_study").mkdir(parents=True)
     _database(atoms_dir, mirror / at.DATABASE_PATH)
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(mirror)))
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_folder(mirror) as url:
+        yield url
 
 
 def test_download_reads_the_database_into_verified_csv_files(

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-import http.server
 import shutil
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,11 +12,7 @@ import pytest
 
 from mcu_exp.data import DatasetError, load_dataset, resolve_root
 from mcu_exp.data import download as dl
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+from support.file_server import serve_folder
 
 
 @pytest.fixture
@@ -39,15 +32,8 @@ def mirror(scalabrino_dir: Path, tmp_path: Path) -> Path:
 @pytest.fixture
 def server(mirror: Path) -> Iterator[str]:
     """Base URL of an HTTP server on 127.0.0.1 serving the mirror."""
-    handler = functools.partial(_QuietHandler, directory=str(mirror))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_folder(mirror) as url:
+        yield url
 
 
 @pytest.fixture

@@ -4,14 +4,10 @@ checksums, the offline download and the reliability command's α against krippen
 from __future__ import annotations
 
 import csv
-import functools
-import http.server
 import shutil
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import krippendorff
 import numpy as np
@@ -21,6 +17,7 @@ from mcu_exp.app import config_dir
 from mcu_exp.cli.reliability import main as reliability_main
 from mcu_exp.data import Dataset, DatasetError, DatasetWarning, load_dataset
 from mcu_exp.data import stakelab as sl
+from support.file_server import serve_folder
 from tests.data.conftest import _data_root, dataset_cfg
 
 
@@ -84,21 +81,10 @@ def test_a_changed_file_fails_its_checksum(stake_dir: Path, tmp_path: Path) -> N
     assert name == "dataset.csv" and detail.startswith("sha256 ") and "\n" not in detail
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def server(stake_dir: Path) -> Iterator[str]:
-    handler = functools.partial(_Quiet, directory=str(stake_dir))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_folder(stake_dir) as url:
+        yield url
 
 
 def test_download_from_a_local_server_verifies_and_caches(
