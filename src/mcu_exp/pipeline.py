@@ -129,7 +129,8 @@ def run_job(raw: DictConfig) -> float:
             outcome.metrics.update(generators.usage())
             relabel = relabeller(proxy, outcome, cfg.evaluation)
             reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel, ctx.cache_dir)
-            reports = attach_ceilings(reports, dataset, cfg.labels, cfg.evaluation, results, ctx.cache_dir)
+            score = outcome.table[names.SCORE].astype(float) if names.SCORE in outcome.table else None
+            reports = attach_ceilings(reports, dataset, cfg.labels, cfg.evaluation, results, ctx.cache_dir, score)
             vs_ref = reference_report(
                 proxy,
                 reference,

@@ -1,5 +1,5 @@
-"""Share of the humans' ceiling, its interval by corners, what the results table and verdict
-say about it, and the headline metrics it may take."""
+"""A job's ceiling figures: both bounds and the proxy's paired differences on the same programs,
+what the results table, the verdict, the per-group ceiling table and the MLflow headline say."""
 
 from __future__ import annotations
 
@@ -7,90 +7,110 @@ import dataclasses
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
+from sklearn.metrics import roc_auc_score
+from test_ceiling_bounds import bb_dataset
 
-from mcu_exp.ceiling.split_half import SPREAD, Reliability
-from mcu_exp.ceiling.versus import share, share_interval, with_ceilings
+from mcu_exp.ceiling.program_bootstrap import compare_to_bounds
+from mcu_exp.ceiling.versus import ceilings, with_ceilings
+from mcu_exp.config import EvaluationConfig, LabelsConfig
+from mcu_exp.data import Dataset
+from mcu_exp.data.labels import human_labels
 from mcu_exp.evaluation import evaluate, metrics_for_mlflow, render_table
-from mcu_exp.evaluation.groups_table import render_group_table
+from mcu_exp.evaluation.ceiling_lines import position, render_ceiling_table
 from mcu_exp.tracking.headline import MAIN, MAX_HEADLINE, OTHER, SORT_KEYS, headline, headline_metrics
 
-
-def reliability(auc: float, low: float, high: float, rho: float = 0.8, programs: int = 50) -> Reliability:
-    figures = {f"{k}{s}": math.nan for k in SPREAD for s in ("", "_ci_low", "_ci_high")}
-    figures.update(
-        {
-            "auc_score": auc,
-            "auc_score_ci_low": low,
-            "auc_score_ci_high": high,
-            "spearman": rho,
-            "spearman_ci_low": rho - 0.1,
-            "spearman_ci_high": rho + 0.05,
-            "krippendorff_alpha": 0.14,
-            "programs": float(programs),
-            "programs_left_out": 2.0,
-        }
-    )
-    return Reliability(group="all", figures=figures, splits=1000, confidence=0.95, seed=0)
+EV = EvaluationConfig(ceiling_resamples=200, ceiling_splits=100, ceiling_inner_splits=10)
 
 
-def report():  # -> an AlignmentReport
-    rng = np.random.default_rng(0)
-    truth = np.repeat([0, 1], 25)
-    score = truth + rng.normal(0, 1.5, 50)
-    return evaluate(
-        truth, (score > 0.5).astype(int), score, resamples=1000, human=score + rng.normal(0, 1, 50), permutations=0
-    )
+def case(seed: int = 5, programs: int = 60) -> tuple[Dataset, pd.Series]:
+    rng = np.random.default_rng(seed)
+    ds, pi = bb_dataset(3.0, 3.0, rng.integers(2, 10, size=programs), rng)
+    return ds, pd.Series(pi + 0.3 * rng.normal(size=pi.size), index=[f"p{i}" for i in range(pi.size)])
 
 
-def test_share_is_the_proxys_distance_from_chance_over_the_ceilings() -> None:
-    assert share(0.6, 0.7, 0.5) == pytest.approx(0.5)
-    assert share(0.3, 0.6, 0.0) == pytest.approx(0.5)
-    assert math.isnan(share(0.6, 0.5, 0.5)) and math.isnan(share(0.6, 0.45, 0.5))  # no room above chance
-    # Corners: the lowest share pairs the proxy's low bound with the ceiling's high one.
-    assert share_interval((0.55, 0.75), (0.6, 0.8), 0.5) == pytest.approx(((0.05 / 0.3), 2.5))
-    assert share_interval((0.40, 0.75), (0.6, 0.8), 0.5) == pytest.approx((-1.0, 2.5))
-    assert all(math.isnan(v) for v in share_interval((0.55, 0.75), (0.5, 0.8), 0.5))
+def report_of(ds: Dataset, score: pd.Series):  # -> an AlignmentReport
+    labels = human_labels(ds, LabelsConfig()).labels
+    truth = labels.to_numpy()
+    values = score.reindex(labels.index).to_numpy()
+    return evaluate(truth, (values > np.median(values)).astype(int), values, resamples=1000, permutations=0)
 
 
-def test_report_carries_ceiling_share_table_lines_and_verdict_clause() -> None:
-    rep = report()
-    (attached,) = with_ceilings({"all": rep}, {"all": reliability(0.65, 0.56, 0.75)}).values()
-    found = metrics_for_mlflow(attached)
-    expected = (rep.metrics["auc_score"] - 0.5) / 0.15
-    assert found["share.auc_score"] == pytest.approx(expected)
-    low, high = rep.ci["auc_score"]
-    assert found["share.auc_score_ci_low"] == pytest.approx(min((low - 0.5) / 0.25, (low - 0.5) / 0.06))
-    assert found["share.auc_score_ci_high"] == pytest.approx(max((high - 0.5) / 0.06, (high - 0.5) / 0.25))
-    assert found["share.spearman"] == pytest.approx(rep.metrics["spearman"] / 0.8)
-    assert found["ceiling.auc_score"] == 0.65 and found["ceiling.programs_left_out"] == 2.0
-    assert "ceiling.auc_score" not in metrics_for_mlflow(rep)  # none without a ceiling
+def test_a_job_reports_both_bounds_and_the_paired_differences() -> None:
+    ds, score = case()
+    found = ceilings(ds, score, LabelsConfig(), EV, [])["all"]
+    direct = compare_to_bounds(ds, score, resamples=200, splits=100, seed=0, inner_splits=10)
+    assert found["ceiling.auc_score"] == direct.ceiling.figures["auc_score"].point
+    assert found["ceiling.upper_auc_score_ci_low"] == direct.ceiling.figures["upper_auc_score"].ci_low
+    assert found["vs_ceiling.upper"] == pytest.approx(found["vs_ceiling.auc_score"] - found["ceiling.upper_auc_score"])
+    assert found["vs_ceiling.lower"] == pytest.approx(found["vs_ceiling.auc_score"] - found["ceiling.auc_score"])
+    assert 0 <= found["vs_ceiling.upper_p_below"] <= 1 and found["disattenuated.flagged"] in (0.0, 1.0)
+    assert found["ceiling.programs"] + found["ceiling.programs_left_out"] == 60
+    # The proxy's AUC here is on the splittable programs alone: sklearn on exactly those.
+    labels = human_labels(ds, LabelsConfig())
+    readers = ds.evaluations.groupby("program_id").size()
+    kept = [p for p in labels.labels.index if readers[p] >= 2]
+    assert found["vs_ceiling.auc_score"] == pytest.approx(roc_auc_score(labels.labels[kept], score[kept]), abs=1e-12)
 
-    text = " ".join(render_table(attached, ceiling_splits=1000).split())
-    assert "Humans' ceiling: 1,000 random split-halves of each program's readers" in text
-    assert "50 programs split, 2 with one reader left out; Krippendorff's α = 0.140" in text
-    assert "half-panel: AUC (score) 0.650 [0.560, 0.750]" in text and "ceiling on ρ 0.800 [0.700, 0.850]" in text
-    assert f"share of ceiling: AUC (score) {expected:.0%}" in text
-    assert attached.verdict.endswith(
-        f"the humans' own split-half AUC is 0.650 [0.560, 0.750], of which the "
-        f"proxy reaches {expected:.0%} [{found['share.auc_score_ci_low']:.0%}, "
-        f"{found['share.auc_score_ci_high']:.0%}]."
-    )
-    assert "humans' own" not in rep.verdict
+
+def test_table_verdict_and_mlflow_carry_the_bounds() -> None:
+    ds, score = case(6)
+    rep = report_of(ds, score)
+    (attached,) = with_ceilings({"all": rep}, ceilings(ds, score, LabelsConfig(), EV, [])).values()
+    flat = metrics_for_mlflow(attached)
+    assert {"ceiling.upper_auc_score", "vs_ceiling.lower_ci_low", "disattenuated.spearman"} <= set(flat)
+    assert not any(key.startswith("share.") for key in flat)
+    text = " ".join(render_table(attached).split())
+    assert "lower bound, pessimistic (half panel vs half panel, 100 splits):" in text
+    assert "upper bound (beta-binomial reader model, ICC" in text and "95 % CI over programs (200 program" in text
+    assert "− upper bound" in text and "disattenuated ρ = ρ/√reliability" in text
+    assert "Krippendorff's α of the readers' ABU50" in text
+    where = position(flat["vs_ceiling.auc_score"], flat["ceiling.auc_score"], flat["ceiling.upper_auc_score"])
+    assert f"against the humans' bounds it lies {where}" in attached.verdict
+    assert "share" not in text and "humans' own" not in rep.verdict
+
+
+def test_where_a_proxy_lies_between_chance_and_the_bounds() -> None:
+    assert position(0.45, 0.65, 0.88) == "at or below chance"
+    assert position(0.6, 0.65, 0.88) == "between chance and the lower bound"
+    assert position(0.7, 0.65, 0.88) == "between the lower and the upper bound"
+    assert position(0.9, 0.65, 0.88) == "at or above the upper bound"
+    assert position(0.7, 0.65, math.nan) == "above the lower bound"
+
+
+def test_a_subgroup_is_scored_on_the_programs_its_ceiling_uses() -> None:
+    """A Scalabrino-like master group: most programs have one master reader. The ceiling can
+    only use programs with two; the proxy's AUC beside it must be on the same programs."""
+    ds, score = case(7, programs=80)
+    evaluations = ds.evaluations.copy()
+    rng = np.random.default_rng(8)
+    evaluations["group"] = np.where(rng.random(len(evaluations)) < 0.25, "master", "bachelor")
+    ds = dataclasses.replace(ds, evaluations=evaluations)
+    found = ceilings(ds, score, LabelsConfig(), EV, ["master"])["master"]
+    master = evaluations[evaluations["group"] == "master"]
+    counts = master.groupby("program_id").size()
+    two = counts[counts >= 2].index
+    assert found["ceiling.programs"] == len(two) and found["ceiling.programs_left_out"] == int((counts == 1).sum())
+    labels = human_labels(ds, LabelsConfig(group="master")).labels
+    same = roc_auc_score(labels[two], score[two])
+    everything = roc_auc_score(labels, score[labels.index])
+    assert found["vs_ceiling.auc_score"] == pytest.approx(same, abs=1e-12)
+    assert abs(same - everything) > 1e-6  # the group's all-program AUC is another number
+    table = render_ceiling_table({"master": found}, "t", 0.95)
+    assert f"{len(two)} ({int((counts == 1).sum())})" in table
 
 
 def test_too_few_programs_say_undefined_everywhere() -> None:
-    rep = report()
-    few = dataclasses.replace(reliability(math.nan, math.nan, math.nan, math.nan, programs=8))
+    ds, score = case(9, programs=12)
+    few = ceilings(ds, score.iloc[:8], LabelsConfig(), EV, [])["all"]
+    rep = report_of(ds, score)
     (attached,) = with_ceilings({"all": rep}, {"all": few}).values()
-    assert math.isnan(metrics_for_mlflow(attached)["share.auc_score"])
-    assert "the humans' own split-half AUC is undefined: 8 programs with two or more readers" in attached.verdict
-    assert "undefined: 8 programs with two or more readers (at least 10 needed)" in render_table(attached)
-    groups = with_ceilings({"all": rep, "phd": rep}, {"all": reliability(0.65, 0.56, 0.75), "phd": few})
-    table = render_group_table(groups, {})
-    assert "ceiling AUC (score)" in table and "share of ceiling" in table
-    phd = next(line for line in table.splitlines() if line.startswith("│ phd"))
-    assert phd.count("undefined") == 2
+    assert math.isnan(metrics_for_mlflow(attached)["vs_ceiling.upper"])
+    assert "the humans' ceiling is undefined:" in attached.verdict
+    assert "(at least 10 needed, in both classes)" in render_table(attached)
+    row = next(line for line in render_ceiling_table({"all": few}, "t", 0.95).splitlines() if line.startswith("│ all"))
+    assert row.count("undefined") == 6
 
 
 def test_ceiling_headline_keys_fill_only_the_room_left() -> None:
@@ -100,9 +120,10 @@ def test_ceiling_headline_keys_fill_only_the_room_left() -> None:
     metrics.update({f"group.{g}.{m}": 0.5 for g in groups[1:] for m in ("f1", "auc_score")})
     base = len(headline(metrics, groups))  # every non-ceiling headline key
     assert base == len(metrics)
-    metrics.update({"ceiling.auc_score": 0.65, "share.auc_score": 0.7, "share.spearman": 0.3, "ceiling.f1": 0.6})
-    assert set(headline(metrics, groups, series=0)) >= {"ceiling.auc_score", "share.auc_score", "share.spearman"}
-    assert len(headline(metrics, groups, series=MAX_HEADLINE - base - 3)) == base + 3
+    bounds = {"ceiling.auc_score", "ceiling.upper_auc_score", "vs_ceiling.upper", "disattenuated.spearman"}
+    metrics.update(dict.fromkeys(bounds, 0.1) | {"ceiling.f1": 0.6, "vs_ceiling.lower": -0.1})
+    assert set(headline(metrics, groups, series=0)) >= bounds
+    assert len(headline(metrics, groups, series=MAX_HEADLINE - base - 4)) == base + 4
     one = headline(metrics, groups, series=MAX_HEADLINE - base - 1)
-    assert "ceiling.auc_score" in one and "share.auc_score" not in one
-    assert not {"ceiling.auc_score", "ceiling.f1"} & set(headline(metrics, groups, series=MAX_HEADLINE - base))
+    assert "ceiling.auc_score" in one and "vs_ceiling.upper" not in one
+    assert not bounds & set(headline(metrics, groups, series=MAX_HEADLINE - base))

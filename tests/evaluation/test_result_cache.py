@@ -145,30 +145,35 @@ def test_the_prr_interval_is_reused(tmp_path: Path) -> None:
 
 
 def test_the_humans_ceiling_is_reused_and_keyed_by_group_and_splits(tmp_path: Path, data_root: Path) -> None:
-    """The split-half ceiling depends on the evaluations, the label rule, the groups and the
-    splits, never on the decision: a sweep's later jobs read it back, the same reliability.csv."""
+    """The ceiling and the proxy against it depend on the evaluations, the label rule, the
+    groups, the splits, the resamples and the proxy's score, never on the decision: a sweep's
+    later jobs read them back, the same reliability.csv."""
     dataset = load_dataset(DatasetConfig(name="scalabrino", format="scalabrino", root=str(data_root / "scalabrino")))
     labels_cfg = LabelsConfig()
     labels = human_labels(dataset, labels_cfg)
     outcome, _ = synthetic()
     table = outcome.table.set_axis(labels.labels.index[: len(outcome.table)])
-    ev = EvaluationConfig(bootstrap_resamples=1000, permutations=0, plots=False, ceiling_splits=200)
+    ev = EvaluationConfig(
+        bootstrap_resamples=1000, permutations=0, plots=False, ceiling_splits=200, ceiling_resamples=100
+    )
     reports = {"all": alignment(table, labels.labels, ev)}
     cache = tmp_path / "cache"
     runs = {}
+    score = table["score"].astype(float)
     for name, folder in [("fresh", None), ("stored", cache), ("reused", cache)]:
         (tmp_path / name).mkdir()
-        runs[name] = attach_ceilings(reports, dataset, labels_cfg, ev, tmp_path / name, folder)["all"].ceiling
+        runs[name] = attach_ceilings(reports, dataset, labels_cfg, ev, tmp_path / name, folder, score)["all"].ceiling
     csvs = {(tmp_path / name / "reliability.csv").read_bytes() for name in runs}
     assert len(csvs) == 1 and runs["reused"] == runs["stored"]
     assert str(runs["fresh"]) == str(runs["reused"])
     (entry,) = entries(cache)
     found = pickle.loads(entry.read_bytes())
-    found["all"] = replace(found["all"], splits=7)  # what the entry holds is what a job reads
+    found["all"] = {**found["all"], "ceiling.splits": 7.0}  # what the entry holds is what a job reads
     entry.write_bytes(pickle.dumps(found))
     (tmp_path / "marked").mkdir()
-    attach_ceilings(reports, dataset, labels_cfg, ev, tmp_path / "marked", cache)
-    assert pd.read_csv(tmp_path / "marked" / "reliability.csv")["splits"].tolist() == [7]
-    attach_ceilings(reports, dataset, LabelsConfig(group="professional"), ev, tmp_path / "marked", cache)
-    attach_ceilings(reports, dataset, labels_cfg, replace(ev, ceiling_splits=100), tmp_path / "marked", cache)
-    assert len(entries(cache)) == 3
+    attach_ceilings(reports, dataset, labels_cfg, ev, tmp_path / "marked", cache, score)
+    assert pd.read_csv(tmp_path / "marked" / "reliability.csv")["ceiling.splits"].tolist() == [7]
+    attach_ceilings(reports, dataset, LabelsConfig(group="professional"), ev, tmp_path / "marked", cache, score)
+    attach_ceilings(reports, dataset, labels_cfg, replace(ev, ceiling_splits=100), tmp_path / "marked", cache, score)
+    attach_ceilings(reports, dataset, labels_cfg, ev, tmp_path / "marked", cache, score + 1.0)
+    assert len(entries(cache)) == 4

@@ -100,7 +100,8 @@ def test_render(data: tuple[pd.DataFrame, pd.Series, pd.Series]) -> None:
     eigv = next(line for line in text.splitlines() if "measure.eigv" in line)
     assert f"[{low:.3f}, {high:.3f}]" in eigv and f"{table.loc['measure.eigv', 'prr_perm_p']:.4f}" in eigv
     assert "Laplacian eigenvalues below 0.9" in " ".join(text.split())  # what Ecc is, in the caption
-    rows = len(table)
+    assert "│ measure.ecc" not in text and "measure.ecc ≡ measure.eigv" in " ".join(text.split())  # a copy: folded
+    rows = len(table) - 1
     assert f"unadjusted for multiplicity: a family of {rows} rows × 3 metrics = {3 * rows} intervals" in " ".join(
         text.split()
     )  # the family a reader scans, said in the caption
@@ -137,3 +138,22 @@ def test_code_metrics_are_scored_in_their_declared_direction() -> None:
     assert declared["prr"] == pytest.approx(prediction_rejection_ratio(labels, -tokens), abs=1e-12)
     text = " ".join(render_measure_table(table).split())
     assert "code.*: scored as −value" in text and "higher = harder to understand" in text
+
+
+def test_a_monotone_copy_of_an_earlier_row_is_folded_out_of_the_table_and_family(
+    data: tuple[pd.DataFrame, pd.Series, pd.Series],
+) -> None:
+    per_program, labels, correctness = data
+    m = 10
+    copy = per_program.assign(**{"measure.deg": (1 - 1 / m) * (1 + per_program["measure.ssc"])})
+    # a sum in another order: equal up to 1e-16, which must not break a tie in the ranks
+    copy["measure.deg"] = copy["measure.deg"] + np.where(np.arange(N) % 2, 1e-16, 0.0)
+    frame = measure_table(copy, labels, correctness, resamples=1000, permutations=500)
+    assert frame.loc["measure.deg", "same_ranking_as"] == "measure.ssc"
+    assert (frame.drop(index="measure.deg")["same_ranking_as"] == "").all()
+    assert frame.loc["measure.deg", "auc_score"] == pytest.approx(frame.loc["measure.ssc", "auc_score"], abs=1e-12)
+    text = " ".join(render_measure_table(frame).split())
+    assert "│ measure.deg" not in render_measure_table(frame)
+    assert "measure.deg ≡ measure.ssc" in text
+    shown = len(frame) - 1
+    assert f"a family of {shown} rows × 3 metrics = {3 * shown} intervals" in text

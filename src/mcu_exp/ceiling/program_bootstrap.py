@@ -36,6 +36,7 @@ undefined share is reported.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import zlib
 from dataclasses import dataclass
@@ -57,12 +58,15 @@ from mcu_exp.ceiling.bounds import (
 from mcu_exp.ceiling.split_half import MIN_PROGRAMS, _half_statistics, _split_halves, spearman_brown
 from mcu_exp.data.labels import ALL, TOLERANCE
 from mcu_exp.data.types import Dataset
+from mcu_exp.evaluation.registry import RANK_DECIMALS
 
 HALF_PANEL = ("auc_score", "f1", "split_half_rho", "reliability", "spearman")
 """The split-half figures (names as in :mod:`mcu_exp.ceiling.split_half`)."""
 FIGURES = (*HALF_PANEL, *MODEL_FIGURES, "model_icc")
 BOUNDS = {"half_panel": "auc_score", "second_panel": "second_panel_auc_score", "upper": "upper_auc_score"}
 """The AUC bounds a proxy is compared with, by name: lower, middle, upper."""
+INNER_SPLITS = 50
+"""Reader splits averaged in each program resample (the observed programs use every split)."""
 _STREAM = zlib.crc32(b"program bootstrap")  # the resampling stream, apart from the splits' seed
 
 
@@ -93,6 +97,7 @@ class CeilingBootstrap:
     splits: int
     confidence: float
     seed: int
+    inner_splits: int = INNER_SPLITS
 
 
 @dataclass(frozen=True)
@@ -136,8 +141,9 @@ class BoundComparison:
 
 
 def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """Each value's position among the distinct values (NaN last), and their number."""
-    uniques, codes = np.unique(values, return_inverse=True)
+    """Each value's position among the distinct values (NaN last), and their number; values are
+    rounded to :data:`RANK_DECIMALS` first, so sums that differ only by summation order tie."""
+    uniques, codes = np.unique(np.round(values, RANK_DECIMALS), return_inverse=True)
     return codes.reshape(values.shape), uniques.size
 
 
@@ -289,21 +295,31 @@ def _estimate(values: np.ndarray, confidence: float, mc_error: float = 0.0) -> E
     return Estimate(float(values[0]), low, high, mc_error, undefined)
 
 
-def _check(rule: str, resamples: int, splits: int) -> None:
-    if rule != MODEL_RULE:
-        raise ValueError(f"the ceiling's bounds model labels.rule={MODEL_RULE!r}, not {rule!r}")
-    if resamples < 1 or splits < 2:
-        raise ValueError(f"need at least 1 resample and 2 splits, got {resamples} and {splits}")
+def _check(resamples: int, splits: int, inner_splits: int) -> None:
+    if resamples < 1 or splits < 2 or inner_splits < 2:
+        raise ValueError(
+            f"need at least 1 resample and 2 splits (and inner splits), got {resamples}, {splits} and {inner_splits}"
+        )
 
 
 def _bootstrap(
-    panel: _Panel, resamples: int, seed: int, confidence: float
+    panel: _Panel, resamples: int, seed: int, confidence: float, inner_splits: int, rule: str
 ) -> tuple[CeilingBootstrap, np.ndarray, np.ndarray]:
     labels = panel.counts["label"].to_numpy()
     idx = _indices(labels, resamples, seed)
     weights = np.stack([np.bincount(row, minlength=labels.size) for row in idx]).astype(float)
-    half, mc = _half_panel(panel, idx)
-    model, fit = _model(panel, idx, weights)
+    half, mc = _half_panel(panel, idx[:1])  # the observed programs: every split
+    if resamples:
+        inner = dataclasses.replace(
+            panel, score=panel.score[:inner_splits], correctness=panel.correctness[:inner_splits]
+        )
+        rest, _ = _half_panel(inner, idx[1:])
+        half = {name: np.concatenate([values, rest[name]]) for name, values in half.items()}
+    if rule == MODEL_RULE:
+        model, fit = _model(panel, idx, weights)
+    else:  # the reader model describes counts of readers who understood: mean_abu50 alone
+        model = {name: np.full(idx.shape[0], np.nan) for name in (*MODEL_FIGURES, "model_icc")}
+        fit = BetaBinomialFit(math.nan, math.nan, math.nan, labels.size)
     replicates = {**half, **model}
     figures = {name: _estimate(replicates[name], confidence, mc.get(name, 0.0)) for name in FIGURES}
     ceiling = CeilingBootstrap(
@@ -316,6 +332,7 @@ def _bootstrap(
         splits=panel.score.shape[0],
         confidence=confidence,
         seed=seed,
+        inner_splits=min(inner_splits, panel.score.shape[0]),
     )
     return ceiling, idx, np.vstack([replicates[name] for name in FIGURES])
 
@@ -330,16 +347,19 @@ def ceiling_bootstrap(
     splits: int = 50,
     seed: int = 0,
     confidence: float = 0.95,
+    inner_splits: int = INNER_SPLITS,
 ) -> CeilingBootstrap:
     """Every ceiling figure of the label set ``rule ≥ min_fraction`` over ``group``'s
-    evaluations, with its percentile interval over ``resamples`` stratified program resamples
-    and the Monte Carlo error of its average over ``splits`` reader splits (module docstring).
-    Below ``MIN_PROGRAMS`` splittable programs every figure is NaN."""
-    _check(rule, resamples, splits)
+    evaluations: on the observed programs the mean over ``splits`` reader splits, with its
+    percentile interval over ``resamples`` stratified program resamples (each averaging the
+    first ``inner_splits`` of those splits) and its Monte Carlo error (module docstring). The
+    model figures are NaN unless ``rule`` is :data:`~mcu_exp.ceiling.bounds.MODEL_RULE`; below
+    ``MIN_PROGRAMS`` splittable programs every figure is NaN."""
+    _check(resamples, splits, inner_splits)
     panel = _panel(dataset, rule, min_fraction, group, readers, splits, seed)
     if panel.splittable.sum() < MIN_PROGRAMS or panel.counts["label"].nunique() < 2:
         return _undefined(panel, resamples, splits, seed, confidence)
-    return _bootstrap(panel, resamples, seed, confidence)[0]
+    return _bootstrap(panel, resamples, seed, confidence, inner_splits, rule)[0]
 
 
 def _undefined(panel: _Panel, resamples: int, splits: int, seed: int, confidence: float) -> CeilingBootstrap:
@@ -368,22 +388,30 @@ def compare_to_bounds(
     splits: int = 50,
     seed: int = 0,
     confidence: float = 0.95,
+    inner_splits: int = INNER_SPLITS,
 ) -> BoundComparison:
     """A proxy's per-program ``score`` (indexed by program id; continuous or 0/1, higher = the
-    model understands more) against the ceiling, on the programs with both a finite score and
-    an evaluation: its AUC against the full-panel label and its Spearman ρ against the
+    model understands more) against the ceiling, **on the same programs**: those with a finite
+    score and at least two of the label set's readers (a program with one reader cannot be
+    split; it is left out of every figure here and counted in ``ceiling.programs_left_out``).
+    On them: the proxy's AUC against the full-panel label and its Spearman ρ against the
     full-panel mean correctness, the paired differences AUC_proxy − AUC_bound for each bound of
     :data:`BOUNDS`, and ρ_proxy / √reliability, all from the same program resamples (module
     docstring). Undefined parts are NaN."""
-    _check(rule, resamples, splits)
+    _check(resamples, splits, inner_splits)
     finite = score[np.isfinite(score.astype(float))]
     counts = reader_counts(dataset, rule, min_fraction, group, readers)
-    keep = [pid for pid in counts.index if pid in finite.index]
+    scored = counts[counts.index.isin(finite.index)]
+    keep = [pid for pid in scored.index if scored.at[pid, "readers"] >= 2]
+    left_out = len(scored) - len(keep)
     panel = _panel(dataset.subset(keep), rule, min_fraction, group, readers, splits, seed)
     if panel.splittable.sum() < MIN_PROGRAMS or panel.counts["label"].nunique() < 2:
-        ceiling = _undefined(panel, resamples, splits, seed, confidence)
+        ceiling = dataclasses.replace(
+            _undefined(panel, resamples, splits, seed, confidence), programs_left_out=left_out
+        )
         return _undefined_comparison(ceiling)
-    ceiling, idx, _ = _bootstrap(panel, resamples, seed, confidence)
+    ceiling, idx, _ = _bootstrap(panel, resamples, seed, confidence, inner_splits, rule)
+    ceiling = dataclasses.replace(ceiling, programs_left_out=left_out)
     values = finite.reindex(panel.counts.index).to_numpy(dtype=float)
     ones = np.ones(idx.shape)
     codes, m = _codes(values)

@@ -1,82 +1,131 @@
-"""A proxy's alignment beside the humans' own noise ceiling (:mod:`mcu_exp.ceiling.split_half`).
+"""The humans' ceiling of each label set a job evaluates, and its proxy read against it.
 
-The share of ceiling says how much of what the human data allow a proxy reaches:
-``share.auc_score = (AUC(score) − 0.5) / (ceiling.auc_score − 0.5)`` and
-``share.spearman = ρ / ceiling.spearman``. Its interval combines the proxy's bootstrap
-interval with the ceiling's interval over splits by their corners: the lowest share pairs the
-proxy's lower bound with the ceiling's upper bound, the highest its upper bound with the
-ceiling's lower bound (conservative: both spreads at their extremes at once). Where the
-ceiling's interval reaches chance (0.5 for AUC, 0 for ρ) the share has no upper bound and is
-undefined, as it is where the ceiling itself is.
+For each label set (all readers under the ``labels`` config, each reader subgroup its readers
+alone) :func:`ceilings` computes, on the same programs (those with a finite proxy score and at
+least two of the set's readers), every figure of
+:func:`mcu_exp.ceiling.program_bootstrap.compare_to_bounds`: the two bounds (lower: half panel
+against half panel; upper: the beta-binomial reader model), their intervals over programs, the
+proxy's paired differences to each bound and its disattenuated ρ. Without a score it is the
+ceiling alone (:func:`~mcu_exp.ceiling.program_bootstrap.ceiling_bootstrap`).
+
+The figures come back flat, under the key prefixes of :mod:`mcu_exp.evaluation.ceiling_lines`:
+
+* ``ceiling.<figure>`` for every figure of the program bootstrap (``auc_score``, ``f1``,
+  ``split_half_rho``: the lower bound; ``reliability``, ``spearman``: Spearman–Brown;
+  ``upper_auc_score``, ``second_panel_auc_score``, ``upper_spearman``, ``model_icc``: the
+  reader model), each with ``_ci_low``/``_ci_high`` (percentile interval over programs) and, for
+  the split averages, ``_mc`` (Monte Carlo error); ``ceiling.krippendorff_alpha`` (of the
+  per-evaluation ABU50), ``ceiling.programs``, ``ceiling.programs_left_out``,
+  ``ceiling.resamples``, ``ceiling.splits``, ``ceiling.inner_splits``;
+* ``vs_ceiling.auc_score`` (the proxy's AUC on these programs) and ``vs_ceiling.<bound>``
+  (``lower``, ``second_panel``, ``upper``: AUC_proxy − AUC_bound, paired), each with its
+  interval, and ``vs_ceiling.<bound>_p_below`` (P(proxy < bound));
+* ``disattenuated.spearman`` (ρ / √reliability, clipped to [−1, 1]) with its interval, and
+  ``disattenuated.flagged`` (1: the reliability's interval reaches 0).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from mcu_exp.evaluation.ceiling_lines import CEILING, HIGH, LOW, SHARE, SHARED
-from mcu_exp.names import ALL_READERS, RELIABILITY_FILE
+from mcu_exp.evaluation.ceiling_lines import BOUND_KEYS, CEILING, DISATTENUATED, HIGH, LOW, MC, VS
+from mcu_exp.names import ALL_READERS
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    import pandas as pd
 
-    from mcu_exp.ceiling.split_half import Reliability
+    from mcu_exp.ceiling.program_bootstrap import BoundComparison, CeilingBootstrap
     from mcu_exp.config import EvaluationConfig, LabelsConfig
     from mcu_exp.data.types import Dataset
     from mcu_exp.evaluation.alignment_report import AlignmentReport
 
-
-def share(value: float, ceiling: float, chance: float) -> float:
-    """``(value − chance) / (ceiling − chance)``; NaN unless the ceiling lies above chance."""
-    if not all(math.isfinite(v) for v in (value, ceiling)) or ceiling <= chance:
-        return math.nan
-    return (value - chance) / (ceiling - chance)
+SPLIT_AVERAGES = ("auc_score", "f1", "split_half_rho")  # figures with a Monte Carlo error over splits
 
 
-def share_interval(interval: tuple[float, float], ceiling: tuple[float, float], chance: float) -> tuple[float, float]:
-    """The share's interval from the proxy's ``interval`` and the ceiling's, by their corners
-    (NaN, NaN when the ceiling's interval reaches ``chance`` or a bound is undefined)."""
-    corners = [share(v, c, chance) for v in interval for c in ceiling]
-    if not all(math.isfinite(s) for s in corners):
-        return math.nan, math.nan
-    return min(corners), max(corners)
-
-
-def figures(report: AlignmentReport, ceiling: Reliability) -> dict[str, float]:
-    """``ceiling.<figure>`` (every figure of the ceiling) and ``share.<m>`` with its interval
-    for the measures of :data:`SHARED` the report has."""
-    out = {f"{CEILING}{k}": float(v) for k, v in ceiling.figures.items()}
-    for name, chance in SHARED.items():
-        if name not in report.metrics:
-            continue
-        top = ceiling.figures[name]
-        out[f"{SHARE}{name}"] = share(report.metrics[name], top, chance)
-        low, high = share_interval(report.ci.get(name, (math.nan, math.nan)), ceiling.interval(name), chance)
-        out[f"{SHARE}{name}{LOW}"], out[f"{SHARE}{name}{HIGH}"] = low, high
+def ceiling_figures(ceiling: CeilingBootstrap, alpha: float) -> dict[str, float]:
+    """``ceiling.*``: every figure with its interval over programs, the split averages' Monte
+    Carlo error, Krippendorff's α and the counts behind them."""
+    out: dict[str, float] = {}
+    for name, est in ceiling.figures.items():
+        out[f"{CEILING}{name}"] = est.point
+        out[f"{CEILING}{name}{LOW}"], out[f"{CEILING}{name}{HIGH}"] = est.ci_low, est.ci_high
+        if name in SPLIT_AVERAGES:
+            out[f"{CEILING}{name}{MC}"] = est.mc_error
+    out[f"{CEILING}krippendorff_alpha"] = alpha
+    out[f"{CEILING}programs"] = float(ceiling.programs)
+    out[f"{CEILING}programs_left_out"] = float(ceiling.programs_left_out)
+    out[f"{CEILING}resamples"] = float(ceiling.resamples)
+    out[f"{CEILING}splits"] = float(ceiling.splits)
+    out[f"{CEILING}inner_splits"] = float(ceiling.inner_splits)
     return out
 
 
-def with_ceilings(
-    reports: Mapping[str, AlignmentReport], ceilings: Mapping[str, Reliability]
-) -> dict[str, AlignmentReport]:
-    """Each report with its own label set's ceiling and share of ceiling attached."""
+def comparison_figures(found: BoundComparison, alpha: float) -> dict[str, float]:
+    """:func:`ceiling_figures` and the proxy against them (``vs_ceiling.*``, ``disattenuated.*``)."""
+    out = ceiling_figures(found.ceiling, alpha)
+    auc = found.proxy_auc
+    out[f"{VS}auc_score"], out[f"{VS}auc_score{LOW}"], out[f"{VS}auc_score{HIGH}"] = auc.point, auc.ci_low, auc.ci_high
+    for bound, diff in found.differences.items():
+        key = f"{VS}{BOUND_KEYS[bound]}"
+        out[key], out[f"{key}{LOW}"], out[f"{key}{HIGH}"] = diff.point, diff.ci_low, diff.ci_high
+        out[f"{key}_p_below"] = diff.p_below
+    dis = found.disattenuated
+    key = f"{DISATTENUATED}spearman"
+    out[key], out[f"{key}{LOW}"], out[f"{key}{HIGH}"] = dis.point, dis.ci_low, dis.ci_high
+    out[f"{DISATTENUATED}flagged"] = float(dis.flagged)
+    return out
+
+
+def label_set_ceiling(
+    dataset: Dataset, score: pd.Series | None, labels: LabelsConfig, ev: EvaluationConfig, group: str
+) -> dict[str, float]:
+    """The flat figures of one label set (module docstring): the ceiling, and with a ``score``
+    (per program, higher = more understandable; none finite: the ceiling alone) the proxy against
+    it on the same programs."""
+    import numpy as np
+
+    from mcu_exp.ceiling.program_bootstrap import ceiling_bootstrap, compare_to_bounds
+    from mcu_exp.ceiling.split_half import krippendorff_alpha
+    from mcu_exp.data.labels import label_evaluations
+
+    alpha = krippendorff_alpha(label_evaluations(dataset, group, labels.readers))
+    rule, fraction, readers = labels.rule, float(labels.min_fraction), labels.readers
+    resamples, splits, inner = ev.ceiling_resamples, ev.ceiling_splits, ev.ceiling_inner_splits
+    if score is None or not np.isfinite(score.to_numpy(dtype=float)).any():
+        alone = ceiling_bootstrap(
+            dataset, rule, fraction, group, readers, resamples, splits, ev.seed, ev.confidence, inner
+        )
+        return ceiling_figures(alone, alpha)
+    found = compare_to_bounds(
+        dataset, score, rule, fraction, group, readers, resamples, splits, ev.seed, ev.confidence, inner
+    )
+    return comparison_figures(found, alpha)
+
+
+def ceilings(
+    dataset: Dataset, score: pd.Series | None, labels: LabelsConfig, ev: EvaluationConfig, groups: list[str]
+) -> dict[str, dict[str, float]]:
+    """:func:`label_set_ceiling` of ``all`` (the ``labels`` config's own group) and each subgroup."""
     return {
-        name: dataclasses.replace(rep, ceiling=figures(rep, ceilings[name])) if name in ceilings else rep
-        for name, rep in reports.items()
+        name: label_set_ceiling(dataset, score, labels, ev, labels.group if name == ALL_READERS else name)
+        for name in [ALL_READERS, *groups]
     }
 
 
-def attach_ceilings(
-    reports: Mapping[str, AlignmentReport], dataset: Dataset, labels: LabelsConfig, ev: EvaluationConfig, results: Path
-) -> dict[str, AlignmentReport]:
-    """The job's reports, each with its own label set's ceiling (all readers under the
-    ``labels`` config, each subgroup its readers alone); ``reliability.csv`` written to
-    ``results``."""
-    from mcu_exp.ceiling.split_half import reliabilities, reliability_table
+def ceiling_table(found: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
+    """``reliability.csv``: one row per label set (``group``), every figure by its key."""
+    import pandas as pd
 
-    found = reliabilities(dataset, labels, ev, [g for g in reports if g != ALL_READERS])
-    reliability_table(found).to_csv(results / RELIABILITY_FILE, index=False)
-    return with_ceilings(reports, found)
+    return pd.DataFrame([{"group": name, **figures} for name, figures in found.items()])
+
+
+def with_ceilings(
+    reports: Mapping[str, AlignmentReport], found: Mapping[str, Mapping[str, float]]
+) -> dict[str, AlignmentReport]:
+    """Each report with its own label set's figures attached (``report.ceiling``)."""
+    return {
+        name: dataclasses.replace(rep, ceiling={k: float(v) for k, v in found[name].items()}) if name in found else rep
+        for name, rep in reports.items()
+    }

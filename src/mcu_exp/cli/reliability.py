@@ -16,16 +16,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mcu_exp.ceiling.split_half import Reliability
     from mcu_exp.config import Config
 
 PROG = "mcu-exp reliability"
 COLUMNS = (
-    ("auc_score", "AUC", "half"),
-    ("f1", "F1", "half"),
-    ("split_half_rho", "ρ", "half"),
-    ("reliability", "reliability", "full"),
-    ("spearman", "ceiling on ρ", "full"),
+    ("auc_score", "AUC (lower)", "auc_score"),
+    ("f1", "F1 (lower)", "f1"),
+    ("split_half_rho", "ρ (lower)", "spearman"),
+    ("reliability", "reliability (full)", "spearman"),
+    ("spearman", "ceiling on ρ (full)", "spearman"),
+    ("upper_auc_score", "AUC (upper)", "auc_score"),
+    ("second_panel_auc_score", "AUC (2nd panel)", "auc_score"),
 )
 
 
@@ -35,11 +36,14 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         prog=prog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Print the humans' own noise ceiling of a dataset: each program's readers split in half\n"
-            "at random many times (evaluation.ceiling_splits, seed evaluation.seed), the half-panel\n"
-            "AUC and F1 of one half against the other's label, their rank correlation, its\n"
-            "Spearman-Brown extrapolation to the full panel and the ceiling on any predictor's rho,\n"
-            "and Krippendorff's alpha; for all readers and each reader subgroup. No model is run."
+            "Print the humans' own ceiling of a dataset as two bounds: the lower (pessimistic) one\n"
+            "splits each program's readers in half at random many times (evaluation.ceiling_splits,\n"
+            "seed evaluation.seed): the half-panel AUC and F1 of one half against the other's label,\n"
+            "their rank correlation, its Spearman-Brown extrapolation to the full panel and the\n"
+            "ceiling on any predictor's rho; the upper one fits a beta-binomial reader model: the AUC\n"
+            "of the programs' true understandability against a full panel's labels. Intervals are\n"
+            "over programs (evaluation.ceiling_resamples stratified resamples). With Krippendorff's\n"
+            "alpha; for all readers and each reader subgroup. No model is run."
         ),
         epilog="examples: mcu-exp reliability\n"
         "          mcu-exp reliability dataset=custom dataset.root=/path/to/folder labels.readers=tested",
@@ -53,46 +57,42 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     return parser
 
 
-def _cell(rel: Reliability, name: str) -> str:
-    value = rel.figures[name]
-    if not math.isfinite(value):
-        return "undefined"
-    low, high = rel.interval(name)
-    if name == "f1":
-        return f"{value:.1%} [{low:.1%}, {high:.1%}]"
-    return f"{value:.3f} [{low:.3f}, {high:.3f}]"
-
-
-def render(found: dict[str, Reliability], dataset: str, labels: str) -> str:
-    """The reliability of every label set as a text table, with what each column is."""
+def render(found: dict[str, dict[str, float]], dataset: str, labels: str, confidence: float) -> str:
+    """The ceiling of every label set as a text table, with what each column is."""
     from rich.console import Console
     from rich.table import Table
+
+    from mcu_exp.evaluation.ceiling_lines import CEILING, estimate, value
 
     first = next(iter(found.values()))
     table = Table(
         title=f"Human reliability of {dataset} ({labels})",
         caption=(
-            f"half: one half of each program's readers (AUC: its mean ABU50; ρ: its mean correctness) against the other (mean over {first.splits:,} splits "
-            f"[{100 * first.confidence:g} % of splits]); full: the whole panel, by Spearman–Brown; ceiling on ρ = "
-            "√reliability; α: Krippendorff's α (nominal) on each evaluation's ABU50; programs: with two or more "
-            "readers (left out: one reader); undefined below 10 programs"
+            f"[ ] = {100 * confidence:g} % CI over programs ({value(first, CEILING + 'resamples'):,.0f} stratified "
+            f"program resamples × {value(first, CEILING + 'inner_splits'):,.0f} reader splits); lower: one half of "
+            "each program's readers (AUC: its mean ABU50; ρ: its mean correctness) against the other, mean over "
+            f"{value(first, CEILING + 'splits'):,.0f} splits (pessimistic); full: the whole panel, by Spearman–Brown; "
+            "ceiling on ρ = √reliability; upper: the programs' true understandability against a full panel's "
+            "labels under a beta-binomial reader model (labels.rule=mean_abu50); 2nd panel: a second, "
+            "independent full panel; α: Krippendorff's α (nominal) on each evaluation's ABU50; programs: with "
+            "two or more readers (1 reader: left out); undefined below 10 programs"
         ),
     )
     table.add_column("group")
     table.add_column("programs (1 reader)", justify="right", no_wrap=True)
-    for _, head, kind in COLUMNS:
-        table.add_column(f"{head} ({kind})", justify="right", no_wrap=True)
     table.add_column("α", justify="right")
-    for name, rel in found.items():
-        alpha = rel.figures["krippendorff_alpha"]
+    for _, head, _ in COLUMNS:
+        table.add_column(head, justify="right", no_wrap=True)
+    for name, figures in found.items():
+        alpha = value(figures, CEILING + "krippendorff_alpha")
         table.add_row(
             name,
-            f"{rel.figures['programs']:.0f} ({rel.figures['programs_left_out']:.0f})",
-            *(_cell(rel, key) for key, _, _ in COLUMNS),
+            f"{value(figures, CEILING + 'programs'):.0f} ({value(figures, CEILING + 'programs_left_out'):.0f})",
             f"{alpha:.3f}" if math.isfinite(alpha) else "undefined",
+            *(estimate(figures, CEILING + key, kind) for key, _, kind in COLUMNS),
         )
     buffer = io.StringIO()
-    Console(file=buffer, width=170, color_system=None, force_terminal=False, soft_wrap=False).print(table)
+    Console(file=buffer, width=210, color_system=None, force_terminal=False, soft_wrap=False).print(table)
     return buffer.getvalue()
 
 
@@ -117,7 +117,7 @@ def report(config_dir: str, overrides: Sequence[str]) -> str:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from mcu_exp.ceiling.split_half import reliabilities
+    from mcu_exp.ceiling.versus import ceilings
     from mcu_exp.data import load_dataset
     from mcu_exp.job.validate import check_config
 
@@ -127,9 +127,9 @@ def report(config_dir: str, overrides: Sequence[str]) -> str:
     dataset = load_dataset(cfg.dataset)
     lab, ev = cfg.labels, cfg.evaluation
     present = set(dataset.evaluations["group"].dropna())
-    found = reliabilities(dataset, lab, ev, [g for g in ev.subgroups if g in present])
+    found = ceilings(dataset, None, lab, ev, [g for g in ev.subgroups if g in present])
     labels = f"{lab.rule} ≥ {lab.min_fraction:g}, group {lab.group}, readers {lab.readers}"
     return (
         f"Dataset {dataset.name}: {len(dataset.programs)} programs, {len(dataset.evaluations)} evaluations\n"
-        + render(found, dataset.name, labels)
+        + render(found, dataset.name, labels, ev.confidence)
     )

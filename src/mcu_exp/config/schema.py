@@ -227,6 +227,8 @@ class EvaluationConfig:
     # (Scalabrino: the original study's 117), none = the proxy's own measures only.
     baselines: str = "code"
     ceiling_splits: int = 1000  # random split-halves of each program's readers for the humans' ceiling
+    ceiling_resamples: int = 1000  # stratified program resamples for the ceiling's intervals over programs
+    ceiling_inner_splits: int = 50  # reader splits averaged in each of those resamples
     plots: bool = True  # per-job PNG plots (~0.5-1 s a job); large sweeps: false, `mcu-exp report` draws them
 
 

@@ -77,8 +77,8 @@ class AlignmentReport:
     tests: dict[str, float] = field(default_factory=dict)
     permutations: int = 0
     ceiling: dict[str, float] = field(default_factory=dict)
-    """The humans' ceiling and the share of it (``ceiling.*``, ``share.*``;
-    :mod:`mcu_exp.evaluation.ceiling_lines`); empty when not computed."""
+    """The humans' ceiling and the proxy against it (``ceiling.*``, ``vs_ceiling.*``,
+    ``disattenuated.*``: :mod:`mcu_exp.evaluation.ceiling_lines`); empty when not computed."""
 
     @property
     def undefined(self) -> list[str]:
@@ -227,12 +227,10 @@ def format_interval(name: str, interval: tuple[float, float] | None) -> str:
     return f"[{low}, {high}]"
 
 
-def render_table(
-    report: AlignmentReport, title: str = "Alignment with human labels", ceiling_splits: int | None = None
-) -> str:
+def render_table(report: AlignmentReport, title: str = "Alignment with human labels") -> str:
     """The report as a text table (metric | value | CI | always-1 | random baseline), rendered
-    with rich into a string 100 columns wide, without colour or a TTY; the humans' ceiling
-    (over ``ceiling_splits`` splits) under it when the report has one."""
+    with rich into a string 100 columns wide, without colour or a TTY; the humans' ceiling and
+    the proxy against it under it when the report has them."""
     table = Table(
         title=title,
         caption=(
@@ -274,7 +272,7 @@ def render_table(
     if report.ceiling:
         from mcu_exp.evaluation.ceiling_lines import ceiling_lines
 
-        for line in ceiling_lines(report.ceiling, splits=ceiling_splits):
+        for line in ceiling_lines(report.ceiling):
             console.print(line, markup=False, highlight=False)
     for message in report.warnings:
         console.print(f"warning: {message}", markup=False, highlight=False)
@@ -286,7 +284,8 @@ def metrics_for_mlflow(report: AlignmentReport, prefix: str = "") -> dict[str, f
     """Flat name → value for ``mlflow.log_metrics``: each metric (with n and prevalence),
     ``<m>_ci_low``/``<m>_ci_high``, ``baseline_always_<m>`` and ``baseline_random_<m>`` for
     the registered rates, AUCs and correlations, the tests' p-values, and the humans' ceiling
-    with the share of it (``ceiling.*``, ``share.*``) when the report has them. Undefined values
+    with the proxy against it (``ceiling.*``, ``vs_ceiling.*``, ``disattenuated.*``) when the
+    report has them. Undefined values
     stay NaN (MLflow stores NaN); missing ones are left out."""
     flat: dict[str, float | None] = {**report.metrics, **report.tests, **report.ceiling}
     for name, (low, high) in report.ci.items():

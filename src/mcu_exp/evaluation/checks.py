@@ -28,8 +28,12 @@ def evaluation_problems(ev: EvaluationConfig) -> Iterator[str]:
         yield f"evaluation.min_per_class={ev.min_per_class}: expected at least 1"
     if not 0.0 < ev.confidence < 1.0:
         yield f"evaluation.confidence={ev.confidence}: expected a value in (0, 1)"
-    if ev.ceiling_splits < 1:
-        yield f"evaluation.ceiling_splits={ev.ceiling_splits}: expected at least 1 split of the readers"
+    if ev.ceiling_splits < 2:
+        yield f"evaluation.ceiling_splits={ev.ceiling_splits}: expected at least 2 splits of the readers"
+    if ev.ceiling_resamples < 1:
+        yield f"evaluation.ceiling_resamples={ev.ceiling_resamples}: expected at least 1 program resample"
+    if ev.ceiling_inner_splits < 2:
+        yield f"evaluation.ceiling_inner_splits={ev.ceiling_inner_splits}: expected at least 2 splits per resample"
     if ev.threshold_grid < 2:
         yield f"evaluation.threshold_grid={ev.threshold_grid}: expected at least 2 points"
     bad_eps = [e for e in ev.epsilon_grid if not 0.0 < e < 1.0]

@@ -1,8 +1,8 @@
 """The per-group table a job prints under its results: for all readers and each reader
-subgroup, the programs per human class, F1, AUC (labels) and AUC (score) with their CIs, each
-label set's own humans' AUC ceiling and the share of it the proxy reaches (when the reports
-carry one, :mod:`mcu_exp.evaluation.ceiling_lines`), the class-size warning of every label set, and
-how many intervals the table holds.
+subgroup, the programs per human class, F1, AUC (labels) and AUC (score) with their CIs, the
+class-size warning of every label set, and how many intervals the table holds. Each label set's
+own ceiling, on the same programs as the proxy's figures, is a table of its own
+(:func:`mcu_exp.evaluation.ceiling_lines.render_ceiling_table`).
 
 Every interval is an unadjusted 95 % interval (the one each number would have alone); read
 side by side, some of a family of G groups × M metrics will miss by chance, so the caption
@@ -20,10 +20,6 @@ from mcu_exp.evaluation.alignment_report import CI_DESCRIPTIONS, AlignmentReport
 from mcu_exp.evaluation.registry import header
 
 GROUP_METRICS = ("f1", "auc_binary", "auc_score")  # shown per group, when the report has them
-CEILING_NOTE = (
-    "ceiling: half-panel AUC of the group's own readers [spread over splits], undefined below 10 "
-    "programs with two; share: (AUC − 0.5)/(ceiling − 0.5)"
-)
 
 
 def class_counts(report: AlignmentReport) -> tuple[int, int]:
@@ -52,14 +48,6 @@ def _cell(report: AlignmentReport, name: str) -> str:
     return text if text == "undefined" or interval is None else f"{text} {format_interval(name, interval)}"
 
 
-def _ceiling_cells(report: AlignmentReport) -> list[str]:
-    """The group's own split-half AUC ceiling [spread over splits] and the share of it the
-    proxy's AUC (score) reaches [interval]; ``undefined`` where too few programs can be split."""
-    from mcu_exp.evaluation.ceiling_lines import CEILING, SHARE, estimate, percent
-
-    return [estimate(report.ceiling, f"{CEILING}auc_score", "auc_score"), percent(report.ceiling, f"{SHARE}auc_score")]
-
-
 def render_group_table(
     reports: dict[str, AlignmentReport], warnings: dict[str, str | None], title: str = "Per reader group"
 ) -> str:
@@ -79,28 +67,20 @@ def render_group_table(
     table.add_column("n (1 / 0)", justify="right")
     for name in shown:
         table.add_column(header(name), justify="right")
-    ceiling = any(report.ceiling for report in reports.values()) and "auc_score" in shown
-    if ceiling:
-        table.add_column("ceiling AUC (score)", justify="right")
-        table.add_column("share of ceiling", justify="right")
     for group, report in reports.items():
         positives, negatives = class_counts(report)
         cells = [_cell(report, name) for name in shown]
-        if ceiling:
-            cells += _ceiling_cells(report)
         table.add_row(group, f"{report.n} ({positives} / {negatives})", *cells)
     buffer = io.StringIO()
     console = Console(
         file=buffer,
-        width=150 if ceiling else 100,
+        width=100,
         color_system=None,
         force_terminal=False,
         force_jupyter=False,
         soft_wrap=False,
     )
     console.print(table)
-    if ceiling:
-        console.print(CEILING_NOTE, markup=False, highlight=False)
     for group, warning in warnings.items():
         if warning:
             console.print(f"warning: {group}: {warning}", markup=False, highlight=False)

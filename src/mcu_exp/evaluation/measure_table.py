@@ -21,6 +21,11 @@ each such column, in table order:
   negatives). Every column is scored on the same resamples when it covers the same programs
   (one seeded draw per program set), so columns are compared on paired resamples.
 
+A column that ranks its programs exactly as an earlier row's does (values rounded to
+``RANK_DECIMALS`` first: e.g. ``measure.deg`` = (1 − 1/m)(1 − ``ssc``) is a monotone function
+of ``measure.ssc``) names that row in ``same_ranking_as``: its figures are the earlier row's, so
+the printed table folds it into a caption note and leaves it out of the multiplicity family.
+
 A column is scored on the programs that have a human label (and correctness, when given) and
 a finite value in it; ``n`` counts them. Undefined values (one class, a constant column, no
 program) are NaN: a constant column ranks nothing, so its AUC, ρ, PRR and their intervals
@@ -43,7 +48,7 @@ from mcu_exp.evaluation.alignment_report import format_interval, format_value
 from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES, percentile_interval, stratified_indices
 from mcu_exp.evaluation.groups_table import family_caption
 from mcu_exp.evaluation.metrics import as_binary
-from mcu_exp.evaluation.registry import Ranking, header, metric
+from mcu_exp.evaluation.registry import RANK_DECIMALS, Ranking, header, metric
 from mcu_exp.evaluation.rejection import prediction_rejection_ratio, prr_interval_and_p
 from mcu_exp.evaluation.significance import MIN_PERMUTATIONS
 
@@ -67,7 +72,8 @@ VALUES = (
     PRR + CI_HIGH,
     PRR_P,
 )
-COLUMNS = ("n", *VALUES, "spearman_vs", DIRECTION)
+SAME_AS = "same_ranking_as"  # an earlier row whose column ranks these programs exactly alike ("" when none)
+COLUMNS = ("n", *VALUES, "spearman_vs", DIRECTION, SAME_AS)
 ECC_NOTE = "measure.ecc is in effect √(number of Laplacian eigenvalues below 0.9 − 1), a step count (docs/measures.md)"
 
 
@@ -125,7 +131,7 @@ def measure_table(
 ) -> pd.DataFrame:
     """One row per ``measure.*``/``code.*``/``dataset.*`` column of ``per_program`` (indexed by
     program id): n, auc_score, spearman and prr each with its CI, prr_perm_p, spearman_vs
-    ("correctness" or "labels") and direction. ``human_labels`` (0/1) and ``human_correctness``
+    ("correctness" or "labels"), direction and same_ranking_as. ``human_labels`` (0/1) and ``human_correctness``
     are indexed by program id; missing values leave a program out. ``directions``: declared
     directions by column (default the code metrics'). The frame's ``attrs`` keep resamples,
     confidence, seed and permutations."""
@@ -147,11 +153,15 @@ def measure_table(
         humans["human"] = humans["label"].astype(float)
     vs = VS_LABELS if human_correctness is None else VS_CORRECTNESS
     rows = {}
+    ranks: dict[str, pd.Series] = {}
     for column in measure_columns(per_program):
         way = direction(column, directions)
         values = pd.to_numeric(per_program[column], errors="coerce").astype(float)
         joined = humans.join((-values if way == NEGATED else values).rename("score"), how="inner")
         joined = joined[np.isfinite(joined["score"].to_numpy())]
+        ranked = joined["score"].round(RANK_DECIMALS).rank(method="average")
+        same = next((c for c, r in ranks.items() if r.index.equals(ranked.index) and r.equals(ranked)), "")
+        ranks[column] = ranked
         row = _row(
             joined["score"].to_numpy(float),
             joined["label"].to_numpy(int),
@@ -161,7 +171,7 @@ def measure_table(
             seed,
             permutations,
         )
-        rows[column] = {**row, "spearman_vs": vs, DIRECTION: way}
+        rows[column] = {**row, "spearman_vs": vs, DIRECTION: way, SAME_AS: same}
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))
     frame["n"] = frame["n"].astype(int)
     frame.index.name = "column"
@@ -194,6 +204,13 @@ def render_measure_table(frame: pd.DataFrame, title: str = "Measures vs human la
     if any(str(c) == f"{names.MEASURE_PREFIX}ecc" for c in frame.index):
         caption += f"; {ECC_NOTE}"
     caption += "; a constant column is undefined"
+    same = frame[SAME_AS].fillna("").astype(str) if SAME_AS in frame else pd.Series("", index=frame.index)
+    folded = [f"{column} ≡ {same[column]}" for column in frame.index if same[column]]
+    frame = frame[same == ""]
+    if folded:
+        caption += (
+            f"; not shown and outside the family, ranking the programs exactly as the row named: {', '.join(folded)}"
+        )
     caption += f"; {family_caption(len(frame), 3, confidence, noun='row')}, PRR's p unadjusted too"
     if "resamples" in frame.attrs:
         caption += (

@@ -63,6 +63,10 @@ def safe_ratio(num: np.ndarray, den: np.ndarray, default: float = UNDEFINED) -> 
     return out
 
 
+RANK_DECIMALS = 12
+"""Decimals every rank-based figure rounds its values to first (ties within summation error)."""
+
+
 @dataclass(frozen=True)
 class Counts:
     """Confusion counts of one or many labellings (arrays of one shape; positive class = 1)."""
@@ -118,6 +122,13 @@ class Ranking:
     indices: np.ndarray
     truth: np.ndarray
     human: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        # Ranks compare values: two sums of the same numbers in another order can differ by
+        # 1e-16 and break a tie, so values are rounded to RANK_DECIMALS before any ranking.
+        object.__setattr__(self, "score", np.round(np.asarray(self.score, dtype=float), RANK_DECIMALS))
+        if self.human is not None:
+            object.__setattr__(self, "human", np.round(np.asarray(self.human, dtype=float), RANK_DECIMALS))
 
     @classmethod
     def single(cls, score: np.ndarray, truth: np.ndarray, human: np.ndarray | None = None) -> Ranking:

@@ -33,12 +33,15 @@ MEASURE_CODE = (
 )  # the measure table's code
 CEILING_CODE = (
     "mcu_exp.ceiling.split_half",
+    "mcu_exp.ceiling.bounds",
+    "mcu_exp.ceiling.program_bootstrap",
+    "mcu_exp.ceiling.versus",
     "mcu_exp.data.labels",
     "mcu_exp.evaluation.bootstrap",
     "mcu_exp.evaluation.registry",
     "mcu_exp.evaluation.definitions",
     "mcu_exp.evaluation.metrics",
-)  # the split-half ceiling's code
+)  # the ceiling's code: both bounds, the program bootstrap
 
 
 def measures_and_baselines(
@@ -140,14 +143,14 @@ def attach_ceilings(
     ev: EvaluationConfig,
     results: Path,
     cache_dir: Path | None = None,
+    score: pd.Series | None = None,
 ) -> dict[str, AlignmentReport]:
     """The job's reports, each with its own label set's humans' ceiling (all readers under the
-    ``labels`` config, each subgroup its readers alone); ``reliability.csv`` written to
-    ``results``. The ceilings depend on the evaluations, the label rule, the groups and the
-    split settings, never on the decision: with ``cache_dir`` they are computed once per input
-    (:func:`mcu_exp.result_cache.cached_result`)."""
-    from mcu_exp.ceiling.split_half import Reliability, reliabilities, reliability_table
-    from mcu_exp.ceiling.versus import with_ceilings
+    ``labels`` config, each subgroup its readers alone) and, with the proxy's per-program
+    ``score``, the proxy against it on the same programs (:mod:`mcu_exp.ceiling.versus`);
+    ``reliability.csv`` written to ``results``. None of it depends on the decision (ε, τ): with
+    ``cache_dir`` it is computed once per input (:func:`mcu_exp.result_cache.cached_result`)."""
+    from mcu_exp.ceiling.versus import ceiling_table, ceilings, with_ceilings
     from mcu_exp.result_cache import cached_result, mapping_of
 
     groups = [g for g in reports if g != names.ALL_READERS]
@@ -160,16 +163,19 @@ def attach_ceilings(
         labels.readers,
         groups,
         ev.ceiling_splits,
+        ev.ceiling_resamples,
+        ev.ceiling_inner_splits,
         ev.seed,
         ev.confidence,
+        score,
     )
     found = cached_result(
         cache_dir,
-        "reliabilities",
+        "ceiling_bounds",
         key,
-        lambda: reliabilities(dataset, labels, ev, groups),
+        lambda: ceilings(dataset, score, labels, ev, groups),
         code=CEILING_CODE,
-        kind=mapping_of(Reliability),
+        kind=mapping_of(dict),
     )
-    reliability_table(found).to_csv(results / names.RELIABILITY_FILE, index=False)
+    ceiling_table(found).to_csv(results / names.RELIABILITY_FILE, index=False)
     return with_ceilings(reports, found)

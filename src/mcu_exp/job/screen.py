@@ -9,7 +9,7 @@ from mcu_exp import names
 from mcu_exp.config import Config
 from mcu_exp.data import Dataset, HumanLabels
 from mcu_exp.evaluation import render_table
-from mcu_exp.evaluation.ceiling_lines import measure_line
+from mcu_exp.evaluation.ceiling_lines import measure_line, render_ceiling_table
 from mcu_exp.evaluation.groups_table import render_group_table
 from mcu_exp.job.measures import render_measures
 from mcu_exp.job.record import JobResults
@@ -34,12 +34,15 @@ def print_results(done: JobResults, cfg: Config, reference: Proxy | None) -> Non
         render_table(
             main,
             title=f"{done.title} vs human labels ({cfg.labels.group}, n={main.n})",
-            ceiling_splits=cfg.evaluation.ceiling_splits,
         )
     )
     if len(done.reports) > 1:
         shown = {k: v for k, v in small.items() if k in done.reports and k != names.ALL_READERS}
         print(render_group_table(done.reports, shown, title=f"{done.title} per reader group"))
+        ceilings = {name: rep.ceiling for name, rep in done.reports.items() if rep.ceiling}
+        if len(ceilings) > 1:
+            title = f"{done.title} against the humans' ceiling, per reader group"
+            print(render_ceiling_table(ceilings, title, main.confidence))
     if done.vs_ref is not None and reference is not None:
         print(
             render_table(

@@ -55,10 +55,11 @@ MAIN = (
 )
 GROUP = ("f1", "auc_score")  # per reader subgroup
 OTHER = (f"{names.VS_REFERENCE_PREFIX}f1", f"{names.VS_REFERENCE_PREFIX}auc_binary")
-# The humans' ceiling against all readers and the proxy's share of it (every ceiling.* and
-# share.* figure, per group too, is in metrics.json): added while the run stays within
+# The humans' two bounds against all readers, the proxy's difference to the upper one and its
+# disattenuated ρ (every ceiling.*, vs_ceiling.* and disattenuated.* figure, per group too, is
+# in metrics.json): added while the run stays within
 # MAX_HEADLINE, in this order.
-CEILING = ("ceiling.auc_score", "share.auc_score", "share.spearman")
+CEILING = ("ceiling.auc_score", "ceiling.upper_auc_score", "vs_ceiling.upper", "disattenuated.spearman")
 DESCRIPTOR_PARAMS = ("n", "prevalence", "calibration_fraction")  # params result.<name>
 DESCRIPTOR_TAGS = {"job_seconds": "mcu.job_seconds"}
 VERDICT_TAGS = {"verdict.f1_vs_always": "mcu.beats_always", "verdict.auc_vs_chance": "mcu.beats_chance"}
