@@ -62,13 +62,14 @@ def run_job(raw: DictConfig) -> float:
     # test collecting it) then loads neither pandas nor MLflow until a job runs.
     from mcu_exp import console, interrupts, names
     from mcu_exp.bundle.job import finish_job
-    from mcu_exp.data import HumanLabels, human_labels, load_dataset, subgroup_labels
+    from mcu_exp.data import HumanLabels, load_dataset
     from mcu_exp.evaluation import PRIMARY
     from mcu_exp.evaluation.versus_always import headline_text
     from mcu_exp.job.alignment import class_warnings, evaluate_groups, reference_report, relabeller
     from mcu_exp.job.measures import attach_ceilings, measures_and_baselines, write_rejection
     from mcu_exp.job.record import JobResults, job_metrics, record_results, run_facts, save_config, unused_sections
     from mcu_exp.job.screen import print_inputs, print_results, print_where
+    from mcu_exp.job.targets import job_labels
     from mcu_exp.job.validate import check_config
     from mcu_exp.outputs import write_outputs
     from mcu_exp.proxies.base import ProxyContext
@@ -83,11 +84,10 @@ def run_job(raw: DictConfig) -> float:
     cfg = typed_config(raw)
     check_config(cfg)
     dataset = load_dataset(cfg.dataset)
-    labels = human_labels(dataset, cfg.labels)
+    labels, subgroups = job_labels(dataset, cfg.labels, cfg.evaluation.subgroups)
     class_warning = labels.class_warning(cfg.evaluation.min_per_class)
     print_inputs(dataset, labels, class_warning)
-    groups: dict[str, HumanLabels] = {names.ALL_READERS: labels}
-    groups.update(subgroup_labels(dataset, cfg.labels, cfg.evaluation.subgroups))
+    groups: dict[str, HumanLabels] = {names.ALL_READERS: labels, **subgroups}
 
     ctx = ProxyContext(
         dataset=dataset,
@@ -130,7 +130,10 @@ def run_job(raw: DictConfig) -> float:
             relabel = relabeller(proxy, outcome, cfg.evaluation)
             reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel, ctx.cache_dir)
             score = outcome.table[names.SCORE].astype(float) if names.SCORE in outcome.table else None
-            reports = attach_ceilings(reports, dataset, cfg.labels, cfg.evaluation, results, ctx.cache_dir, score)
+            latent = {name: hl.model for name, hl in groups.items()} if labels.model else None
+            reports = attach_ceilings(
+                reports, dataset, cfg.labels, cfg.evaluation, results, ctx.cache_dir, score, latent
+            )
             vs_ref = reference_report(
                 proxy,
                 reference,

@@ -12,11 +12,12 @@ import pytest
 from sklearn.metrics import roc_auc_score
 from test_ceiling_bounds import bb_dataset
 
+from mcu_exp.ceiling.concordance import concordance
 from mcu_exp.ceiling.program_bootstrap import compare_to_bounds
 from mcu_exp.ceiling.versus import ceilings, with_ceilings
 from mcu_exp.config import EvaluationConfig, LabelsConfig
 from mcu_exp.data import Dataset
-from mcu_exp.data.labels import human_labels
+from mcu_exp.data.labels import human_labels, label_evaluations
 from mcu_exp.evaluation import evaluate, metrics_for_mlflow, render_table
 from mcu_exp.evaluation.ceiling_lines import position, render_ceiling_table
 from mcu_exp.tracking.headline import MAIN, MAX_HEADLINE, OTHER, SORT_KEYS, headline, headline_metrics
@@ -47,6 +48,9 @@ def test_a_job_reports_both_bounds_and_the_paired_differences() -> None:
     assert found["vs_ceiling.lower"] == pytest.approx(found["vs_ceiling.auc_score"] - found["ceiling.auc_score"])
     assert 0 <= found["vs_ceiling.upper_p_below"] <= 1 and found["disattenuated.flagged"] in (0.0, 1.0)
     assert found["ceiling.programs"] + found["ceiling.programs_left_out"] == 60
+    pairs = concordance(label_evaluations(ds), score, resamples=200, confidence=0.95, seed=0)
+    assert pairs.proxy is not None and found["concordance.proxy"] == pairs.proxy.value
+    assert found["concordance.ceiling_ci_low"] == pairs.ceiling.ci[0]
     # The proxy's AUC here is on the splittable programs alone: sklearn on exactly those.
     labels = human_labels(ds, LabelsConfig())
     readers = ds.evaluations.groupby("program_id").size()
@@ -66,6 +70,7 @@ def test_table_verdict_and_mlflow_carry_the_bounds() -> None:
     assert "upper bound (beta-binomial reader model, ICC" in text and "95 % CI over programs (200 program" in text
     assert "− upper bound" in text and "disattenuated ρ = ρ/√reliability" in text
     assert "Krippendorff's α of the readers' ABU50" in text
+    assert f"proxy {flat['concordance.proxy']:.3f}" in text and "reader-pair ceiling" in text
     where = position(flat["vs_ceiling.auc_score"], flat["ceiling.auc_score"], flat["ceiling.upper_auc_score"])
     assert f"against the humans' bounds it lies {where}" in attached.verdict
     assert "share" not in text and "humans' own" not in rep.verdict

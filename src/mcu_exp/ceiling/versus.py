@@ -21,7 +21,11 @@ The figures come back flat, under the key prefixes of :mod:`mcu_exp.evaluation.c
   (``lower``, ``second_panel``, ``upper``: AUC_proxy − AUC_bound, paired), each with its
   interval, and ``vs_ceiling.<bound>_p_below`` (P(proxy < bound));
 * ``disattenuated.spearman`` (ρ / √reliability, clipped to [−1, 1]) with its interval, and
-  ``disattenuated.flagged`` (1: the reliability's interval reaches 0).
+  ``disattenuated.flagged`` (1: the reliability's interval reaches 0);
+* for all readers only (it costs ~0.3 s a label set), ``concordance.proxy``: the proxy's
+  within-reader pairwise concordance, ``concordance.ceiling``: how often another reader of both
+  programs orders a pair the same way, ``concordance.gap``, each with its program-and-reader
+  bootstrap interval (:mod:`mcu_exp.ceiling.concordance`).
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from mcu_exp.evaluation.ceiling_lines import BOUND_KEYS, CEILING, DISATTENUATED, HIGH, LOW, MC, VS
+import numpy as np
+
+from mcu_exp.evaluation.ceiling_lines import BOUND_KEYS, CEILING, CONCORDANCE, DISATTENUATED, HIGH, LOW, MC, VS
 from mcu_exp.names import ALL_READERS
 
 if TYPE_CHECKING:
@@ -84,8 +90,6 @@ def label_set_ceiling(
     """The flat figures of one label set (module docstring): the ceiling, and with a ``score``
     (per program, higher = more understandable; none finite: the ceiling alone) the proxy against
     it on the same programs."""
-    import numpy as np
-
     from mcu_exp.ceiling.program_bootstrap import ceiling_bootstrap, compare_to_bounds
     from mcu_exp.ceiling.split_half import krippendorff_alpha
     from mcu_exp.data.labels import label_evaluations
@@ -104,14 +108,32 @@ def label_set_ceiling(
     return comparison_figures(found, alpha)
 
 
+def concordance_figures(
+    dataset: Dataset, score: pd.Series, labels: LabelsConfig, ev: EvaluationConfig
+) -> dict[str, float]:
+    """``concordance.*``: the proxy's within-reader pairwise concordance over the label set's
+    evaluations, the reader-pair ceiling and their gap, with program-and-reader bootstrap
+    intervals (:func:`mcu_exp.ceiling.concordance.concordance`)."""
+    from mcu_exp.ceiling.concordance import concordance
+    from mcu_exp.data.labels import label_evaluations
+
+    evaluations = label_evaluations(dataset, labels.group, labels.readers)
+    found = concordance(evaluations, score, resamples=ev.ceiling_resamples, confidence=ev.confidence, seed=ev.seed)
+    return found.figures(CONCORDANCE)
+
+
 def ceilings(
     dataset: Dataset, score: pd.Series | None, labels: LabelsConfig, ev: EvaluationConfig, groups: list[str]
 ) -> dict[str, dict[str, float]]:
-    """:func:`label_set_ceiling` of ``all`` (the ``labels`` config's own group) and each subgroup."""
-    return {
+    """:func:`label_set_ceiling` of ``all`` (the ``labels`` config's own group) and each subgroup;
+    with a score, ``all`` also carries :func:`concordance_figures`."""
+    found = {
         name: label_set_ceiling(dataset, score, labels, ev, labels.group if name == ALL_READERS else name)
         for name in [ALL_READERS, *groups]
     }
+    if score is not None and np.isfinite(score.to_numpy(dtype=float)).any():
+        found[ALL_READERS].update(concordance_figures(dataset, score, labels, ev))
+    return found
 
 
 def ceiling_table(found: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:

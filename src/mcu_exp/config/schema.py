@@ -41,6 +41,10 @@ class LabelsConfig:
     min_fraction: float = 0.5
     group: str = "all"  # all | bachelor | master | phd | professional
     readers: str = "all"  # all | tested: drop evaluations whose participant was asked no questions
+    # observed: the rule's label of the readers' answers | latent: each program's understandability
+    # in a crossed reader × program model of every evaluation (reader ability taken out)
+    target: str = "observed"
+    latent_rule: str = "median"  # latent label 1: above the programs' median (median) or above 0 (sign)
 
 
 @dataclass

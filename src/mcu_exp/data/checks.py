@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mcu_exp.config import DatasetConfig, LabelsConfig
-from mcu_exp.data.labels import READERS, RULES
+from mcu_exp.data.labels import LATENT_RULES, READERS, RULES, TARGETS
 from mcu_exp.data.types import GROUPS
 
 
@@ -20,6 +20,10 @@ def labels_problems(lab: LabelsConfig) -> Iterator[str]:
         yield f"labels.readers={lab.readers!r}: expected one of {', '.join(READERS)}"
     if not 0.0 <= lab.min_fraction <= 1.0:
         yield f"labels.min_fraction={lab.min_fraction}: expected a value in [0, 1]"
+    if lab.target not in TARGETS:
+        yield f"labels.target={lab.target!r}: expected one of {', '.join(TARGETS)}"
+    if lab.latent_rule not in LATENT_RULES:
+        yield f"labels.latent_rule={lab.latent_rule!r}: expected one of {', '.join(LATENT_RULES)}"
 
 
 def dataset_problems(ds: DatasetConfig) -> Iterator[str]:

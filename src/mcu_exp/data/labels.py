@@ -13,7 +13,7 @@ import logging
 import math
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -65,6 +65,13 @@ RULES = LABEL_RULES
 """Per-program score rules; a program is labelled 1 when its score is >= ``min_fraction``."""
 
 
+OBSERVED, LATENT = "observed", "latent"
+TARGETS = (OBSERVED, LATENT)
+"""``labels.target``: the rule's label of the answers, or a crossed reader × program model's."""
+LATENT_RULES = ("median", "sign")
+"""``labels.latent_rule``: the latent label is 1 above the programs' median, or above 0."""
+
+
 @dataclass(frozen=True, eq=False)
 class HumanLabels:
     """One human label per program, with the evidence behind it.
@@ -85,6 +92,9 @@ class HumanLabels:
     rule: str = "mean_abu50"
     min_fraction: float = 0.5
     readers: str = ALL
+    target: str = OBSERVED
+    model: dict[str, float] = field(default_factory=dict)
+    """With ``target`` latent: the fitted model's figures (``latent.reliability``, …)."""
 
     def balance(self) -> dict[str, float]:
         """Class balance: ``n``, ``positives``, ``negatives``, ``positive_rate`` (NaN if n=0)."""
@@ -101,8 +111,11 @@ class HumanLabels:
         """One line for a console: how many programs are understandable under which rule."""
         b = self.balance()
         rate = f"{100 * b['positive_rate']:.1f}%" if b["n"] else "n/a"
+        how = f"{self.rule} >= {self.min_fraction:g}"
+        if self.target == LATENT:
+            how = f"latent understandability, {self.rule}"
         return (
-            f"human labels ({self.rule} >= {self.min_fraction:g}, group {self.group}, "
+            f"human labels ({how}, group {self.group}, "
             f"readers {self.readers}): {b['positives']} of {b['n']} programs understandable "
             f"({rate}), {b['negatives']} not; {len(self.dropped)} dropped without evaluators"
         )

@@ -19,6 +19,8 @@ from mcu_exp.evaluation.registry import CHANCE_AUC, header, metric
 from mcu_exp.names import UNDEFINED
 
 CEILING, VS, DISATTENUATED = "ceiling.", "vs_ceiling.", "disattenuated."  # key prefixes, after any group.<name>.
+CONCORDANCE = "concordance."  # within-reader pairwise concordance (all readers)
+LATENT = "latent."  # labels.target=latent: the crossed reader × program model's figures
 SHARE = "share."  # runs before the bounds logged a share of ceiling here (read, never written)
 LOW, HIGH, MC = "_ci_low", "_ci_high", "_mc"
 BOUND_KEYS = {"half_panel": "lower", "second_panel": "second_panel", "upper": "upper"}
@@ -92,10 +94,30 @@ def difference(found: Mapping[str, float], bound: str) -> str:
     return f"{text}, P(below) {_probability(value(found, key + '_p_below'))}"
 
 
+def latent_target(found: Mapping[str, float]) -> bool:
+    """Whether the figures are a latent target's model (``labels.target=latent``), not bounds."""
+    return math.isfinite(value(found, LATENT + "reliability")) and not math.isfinite(value(found, CEILING + LOWER))
+
+
+def latent_lines(found: Mapping[str, float]) -> list[str]:
+    """The block under a results table under ``labels.target=latent``: what the target is and
+    how reliable its per-program values are."""
+    return [
+        "Humans' target: latent understandability (crossed reader × program binomial model,",
+        f"statsmodels' BinomialBayesMixedGLM): {value(found, LATENT + 'programs'):.0f} programs, "
+        f"{value(found, LATENT + 'readers'):.0f} readers, {value(found, LATENT + 'questions'):,.0f} answers",
+        f"  reliability of the latent values {value(found, LATENT + 'reliability'):.3f}; program SD "
+        f"{value(found, LATENT + 'program_sd'):.3f}, reader SD {value(found, LATENT + 'reader_sd'):.3f} (logit)",
+        "  the half-panel and reader-model bounds describe observed labels (labels.target=observed)",
+    ]
+
+
 def verdict_clause(found: Mapping[str, float]) -> str:
     """The verdict's clause: where the proxy's AUC (score) lies between chance and the humans'
     two bounds, with the paired differences; the bounds alone when the proxy has no score."""
     auc = header("auc_score")
+    if latent_target(found):
+        return f"the latent target's reliability is {value(found, LATENT + 'reliability'):.3f}"
     if not defined(found):
         return f"the humans' ceiling is {_why_undefined(found)}"
     lower = estimate(found, CEILING + LOWER, "auc_score")
@@ -128,6 +150,8 @@ def ceiling_lines(found: Mapping[str, float]) -> list[str]:
         if math.isfinite(resamples) and math.isfinite(inner)
         else "program resamples"
     )
+    if latent_target(found):
+        return latent_lines(found)
     alpha = value(found, CEILING + "krippendorff_alpha")
     lines = [
         f"Humans' ceiling: [ ] = 95 % CI over programs ({how}),",
@@ -165,11 +189,21 @@ def ceiling_lines(found: Mapping[str, float]) -> list[str]:
             f"    disattenuated ρ = ρ/√reliability {estimate(found, DISATTENUATED + 'spearman', 'spearman')}"
             + (" (reliability's CI reaches 0)" if flagged else ""),
         ]
+    if math.isfinite(value(found, CONCORDANCE + "proxy")):
+        triples = value(found, CONCORDANCE + "proxy_triples")
+        lines += [
+            f"  within-reader concordance ({triples:,.0f} pairs a reader got differently right, CI over programs "
+            "and readers):",
+            f"    proxy {estimate(found, CONCORDANCE + 'proxy', 'spearman')} vs chance 0.500; "
+            f"reader-pair ceiling {estimate(found, CONCORDANCE + 'ceiling', 'spearman')}",
+        ]
     return lines
 
 
 def measure_line(found: Mapping[str, float]) -> str:
     """The lines under the measure table: the bounds each row's AUC and ρ are read against."""
+    if latent_target(found):
+        return f"  humans' target: latent understandability, reliability {value(found, LATENT + 'reliability'):.3f}"
     if not defined(found):
         return f"  humans' ceiling: {_why_undefined(found)}"
     return (

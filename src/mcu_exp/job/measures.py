@@ -7,6 +7,7 @@ is computed once per input and read back by a sweep's other jobs
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -144,14 +145,21 @@ def attach_ceilings(
     results: Path,
     cache_dir: Path | None = None,
     score: pd.Series | None = None,
+    latent: Mapping[str, Mapping[str, float]] | None = None,
 ) -> dict[str, AlignmentReport]:
     """The job's reports, each with its own label set's humans' ceiling (all readers under the
     ``labels`` config, each subgroup its readers alone) and, with the proxy's per-program
     ``score``, the proxy against it on the same programs (:mod:`mcu_exp.ceiling.versus`);
     ``reliability.csv`` written to ``results``. None of it depends on the decision (ε, τ): with
-    ``cache_dir`` it is computed once per input (:func:`mcu_exp.result_cache.cached_result`)."""
+    ``cache_dir`` it is computed once per input (:func:`mcu_exp.result_cache.cached_result`).
+    Under ``labels.target=latent`` the bounds, which describe the observed labels, give way to
+    each label set's ``latent`` model figures."""
     from mcu_exp.ceiling.versus import ceiling_table, ceilings, with_ceilings
     from mcu_exp.result_cache import cached_result, mapping_of
+
+    if latent is not None:
+        ceiling_table(latent).to_csv(results / names.RELIABILITY_FILE, index=False)
+        return with_ceilings(reports, latent)
 
     groups = [g for g in reports if g != names.ALL_READERS]
     key = (

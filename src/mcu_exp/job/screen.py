@@ -39,7 +39,7 @@ def print_results(done: JobResults, cfg: Config, reference: Proxy | None) -> Non
     if len(done.reports) > 1:
         shown = {k: v for k, v in small.items() if k in done.reports and k != names.ALL_READERS}
         print(render_group_table(done.reports, shown, title=f"{done.title} per reader group"))
-        ceilings = {name: rep.ceiling for name, rep in done.reports.items() if rep.ceiling}
+        ceilings = {name: rep.ceiling for name, rep in done.reports.items() if "ceiling.programs" in rep.ceiling}
         if len(ceilings) > 1:
             title = f"{done.title} against the humans' ceiling, per reader group"
             print(render_ceiling_table(ceilings, title, main.confidence))
