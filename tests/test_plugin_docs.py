@@ -107,5 +107,6 @@ def test_mcu_exp_list_names_each_entry_and_its_package(chat_site: Path, tmp_path
     assert res.returncode == 0, res.stderr[-3000:]
     rows = {tuple(line.split()) for line in res.stdout.splitlines() if line.startswith("  ")}
     assert {("openai", "mcu_exp"), ("f1", "mcu_exp"), ("bertscore", "mcu_exp"), ("mean_abu50", "mcu_exp")} <= rows
+    assert ("rename_identifiers", "mcu_exp") in rows and "counterfactual edit (probe.edit):" in res.stdout
     assert {("chat", "mcu-chat-plugin==0.3.0"), ("chat_specificity", "mcu-chat-plugin==0.3.0")} <= rows
     assert "scorer kind (scorer.kind):" in res.stdout and "label rule (labels.rule):" in res.stdout

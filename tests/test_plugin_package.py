@@ -33,7 +33,7 @@ import numpy as np
 
 def specificity(c):
     """TN / (TN + FP): the share of hard programs the proxy calls hard."""
-    from mcu_exp.evaluation.registry import safe_ratio
+    from mcu_exp.plugin import safe_ratio
 
     return safe_ratio(c.tn, c.tn + c.fp)
 
@@ -48,7 +48,7 @@ class EchoBackend:
         return {"backend": "echo", "model_id": self.model_id}
 
     def stream(self, jobs):
-        from mcu_exp.llm.contract import Sample
+        from mcu_exp.plugin import Sample
 
         written = 0
         for position, job in enumerate(jobs):
@@ -67,9 +67,7 @@ def register():
     """The entry point: add the plugin's entries to mcu-exp's registries."""
     from hydra.core.config_store import ConfigStore
 
-    from mcu_exp.evaluation.registry import register as register_metric
-    from mcu_exp.llm.providers import PROVIDERS, Provider
-    from mcu_exp.proxies.registry import PROXIES
+    from mcu_exp.plugin import PROVIDERS, PROXIES, Provider, register_metric
 
     register_metric("toy_specificity", header="specificity", kind="rate")(specificity)
     PROVIDERS.add(
@@ -96,9 +94,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mcu_exp.calibration import Scores, apply_rule
-from mcu_exp.proxies.base import ProxyOutcome
-from mcu_exp.proxies.p1_consistency import SummaryConfig, SummaryProxy
+from mcu_exp.plugin import ProxyOutcome, Scores, SummaryConfig, SummaryProxy, apply_rule
 
 
 @dataclass

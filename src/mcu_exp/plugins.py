@@ -27,6 +27,7 @@ BUILTIN_MODULES = (
     "mcu_exp.data",  # dataset formats
     "mcu_exp.llm.providers",  # backends
     "mcu_exp.scoring.factory",  # scorer kinds (label rules: mcu_exp.data)
+    "mcu_exp.counterfactual.registry",  # counterfactual edits (probe.edit)
 )
 
 
