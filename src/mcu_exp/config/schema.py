@@ -36,9 +36,10 @@ class DatasetConfig:
 @dataclass
 class ProbeConfig:
     """A counterfactual edit applied to every program after the dataset loads (docs/counterfactuals.md):
-    ``edit`` names an entry of :data:`mcu_exp.counterfactual.EDITS`; None runs the programs as written."""
+    ``edit`` names an entry of :data:`mcu_exp.counterfactual.EDITS`; ``none`` runs the programs as
+    written."""
 
-    edit: str | None = None  # rename_identifiers | shuffle_names | strip_comments | strip_indentation | a plugin's
+    edit: str = "none"  # none | rename_identifiers | shuffle_names | strip_comments | strip_indentation | a plugin's
     seed: int = 0  # the edit's seed (shuffle_names' derangement)
 
 

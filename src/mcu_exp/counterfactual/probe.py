@@ -3,12 +3,14 @@
 ``probe=<edit>`` runs a job on the edited programs. Each program keeps its id (so a probe run
 and its control, ``probe=none``, pair program by program), its edit is checked with
 :func:`~mcu_exp.counterfactual.checks.check_edit`, and a program whose edit raises or fails
-the check is excluded from the run and listed, never dropped silently. :class:`Probed` holds
+the check is excluded from the run and listed, never dropped silently; so is a program the edit
+leaves as it was (no comment to strip), which would be a pair of one program with itself. :class:`Probed` holds
 the edited dataset and the pairing table the job writes (``probe.csv``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import pandas as pd
@@ -18,7 +20,9 @@ from mcu_exp.counterfactual.parsing import parse, syntax_errors
 from mcu_exp.counterfactual.registry import EDITS, apply_edit
 from mcu_exp.data.types import Dataset, Program
 
+NO_PROBE = "none"  # probe.edit of a job on the programs as written
 EDITED, EXCLUDED = "edited", "excluded"
+UNCHANGED = "the edit changed nothing (e.g. no comment to strip): not a pair"
 JAVA_CLASS = "class Snippet {\n"
 PAIRING_COLUMNS = ("program_id", "probe", "status", "problem", "original_code", "edited_code")
 
@@ -43,11 +47,22 @@ class Probed:
         """One line: how many programs were edited, how many excluded and the first reasons."""
         n, out = len(self.pairing), self.excluded
         line = f"probe {self.edit}: {n - len(out)} of {n} programs edited and checked"
+        same = int((out["problem"] == UNCHANGED).sum())
+        if same:
+            line += f", {same} left out unchanged (nothing to edit)"
+            out = out[out["problem"] != UNCHANGED]
         if len(out):
             shown = "; ".join(f"{r.program_id}: {r.problem}" for r in out.head(3).itertuples())
             more = f"; and {len(out) - 3} more" if len(out) > 3 else ""
             line += f", {len(out)} excluded (edit failed its check: {shown}{more}; all in probe.csv)"
         return line
+
+
+def probe_problems(edit: str) -> Iterator[str]:
+    """``probe.edit``'s problem, checked when the job starts: a name no registered edit has
+    (one line with the closest name), or nothing."""
+    if edit != NO_PROBE and edit not in EDITS:
+        yield EDITS.unknown_message(edit).replace("(known: ", f"(known: {NO_PROBE}, ", 1)
 
 
 def _wrapper(code: str, language: str) -> tuple[str, str]:
@@ -75,6 +90,8 @@ def edit_program(program: Program, edit: str, seed: int) -> tuple[Program | None
     if not problems and not (code.startswith(prefix) and code.endswith(suffix)):
         problems = [f"the edit changed the class around the snippet ({JAVA_CLASS.strip()!r} … '}}')"]
     code = code[len(prefix) : len(code) - len(suffix)] if not problems else code
+    if not problems and code == program.code:
+        problems = [UNCHANGED]
     if problems:
         return None, problems[0], code
     return replace(program, code=code, meta={**program.meta, "probe": edit}), "", code

@@ -18,7 +18,7 @@ import pandas as pd
 
 from mcu_exp import names
 from mcu_exp.config import EvaluationConfig, LabelsConfig, ProbeConfig
-from mcu_exp.counterfactual.probe import Probed, apply_probe
+from mcu_exp.counterfactual.probe import NO_PROBE, UNCHANGED, Probed, apply_probe
 from mcu_exp.data import Dataset, DatasetError
 from mcu_exp.data.pairs import human_pair_effects, twin_pairs
 from mcu_exp.evaluation.probe_pairs import paired_analysis, render, sentence
@@ -32,7 +32,7 @@ TWINS_PREFIX = "twins."
 def probe_dataset(dataset: Dataset, probe: ProbeConfig) -> tuple[Dataset, Probed | None]:
     """The dataset the job runs on: ``dataset`` itself without a probe, else its edited programs
     (one line printed: how many passed the edit's check, which were excluded and why)."""
-    if not probe.edit:
+    if probe.edit == NO_PROBE:
         return dataset, None
     probed = apply_probe(dataset, str(probe.edit), int(probe.seed))
     print(probed.describe())
@@ -42,13 +42,17 @@ def probe_dataset(dataset: Dataset, probe: ProbeConfig) -> tuple[Dataset, Probed
 
 
 def write_probe(probed: Probed | None, results: Path) -> dict[str, float]:
-    """Write ``probe.csv`` (the pairing) into ``results``; the ``probe.*`` metrics (none without a probe)."""
+    """Write ``probe.csv`` (the pairing) into ``results``; the ``probe.*`` metrics (none without a
+    probe): programs edited, excluded for failing the check, left out unchanged."""
     if probed is None:
         return {}
     probed.pairing.to_csv(results / PROBE_FILE, index=False)
+    out = probed.excluded
+    unchanged = int((out["problem"] == UNCHANGED).sum())
     return {
-        "probe.edited": float(len(probed.pairing) - len(probed.excluded)),
-        "probe.excluded": float(len(probed.excluded)),
+        "probe.edited": float(len(probed.pairing) - len(out)),
+        "probe.excluded": float(len(out) - unchanged),
+        "probe.unchanged": float(unchanged),
     }
 
 
