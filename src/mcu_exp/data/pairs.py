@@ -68,12 +68,13 @@ def mark_pairs(rows: list[tuple[str, str, str]], where: str) -> dict[str, dict[s
     if not twin:
         return {}
     control = next(variant[pid] for pid, other, _ in rows if other)
+    for pid, other, _ in rows:
+        if other and other not in variant:
+            raise DatasetError(f"{where}: program {pid!r} pairs with {other!r}, which is not a program_id of the file")
     marks: dict[str, dict[str, str]] = {}
     for pid, other, _ in rows:
         if not other:
             continue
-        if other not in variant:
-            raise DatasetError(f"{where}: program {pid!r} pairs with {other!r}, which is not a program_id of the file")
         if other == pid or twin.get(other) != pid:
             raise DatasetError(
                 f"{where}: program {pid!r} pairs with {other!r} but {other!r} pairs with "

@@ -37,7 +37,12 @@ def probe_dataset(dataset: Dataset, probe: ProbeConfig) -> tuple[Dataset, Probed
     probed = apply_probe(dataset, str(probe.edit), int(probe.seed))
     print(probed.describe())
     if not probed.dataset.programs:
-        raise DatasetError(f"probe.edit={probe.edit}: no program of dataset {dataset.name} passed the edit's check")
+        out = probed.excluded
+        same = int((out["problem"] == UNCHANGED).sum())
+        raise DatasetError(
+            f"probe.edit={probe.edit}: no program of dataset {dataset.name} is left to run ({same} unchanged by "
+            f"the edit, {len(out) - same} failing its check); expected at least one edited program"
+        )
     return probed.dataset, probed
 
 
