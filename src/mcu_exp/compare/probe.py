@@ -46,7 +46,7 @@ class ProbeComparison:
 
     def write(self, out: Path) -> Path:
         """``probe_pairs.csv`` (per program: Δ and whether it moved as humans do) and its figure in ``out``."""
-        from mcu_exp.report.pairs_figure import plot_pairs
+        from mcu_exp.compare.pairs_figure import plot_pairs
 
         out.mkdir(parents=True, exist_ok=True)
         self.result.pairs.to_csv(out / PROBE_PAIRS_FILE, index_label="program_id")
@@ -76,10 +76,18 @@ def probe_comparison(a: Source, b: Source, resamples: int, seed: int) -> tuple[P
     edited, control, side = (a, b, "A") if edits[0] != NO_PROBE else (b, a, "B")
     if SCORE not in edited.frame or SCORE not in control.frame:
         return None, f"Paired analysis: a run has no {SCORE} column in its per-program table"
+    proxy = str(edited.params.get(PROXY_KEY) or control.params.get(PROXY_KEY) or "the proxy")
     edit = edits[0] if side == "A" else edits[1]
-    common = edited.frame.index.intersection(control.frame.index)
-    delta = edited.frame.loc[common, SCORE].astype(float) - control.frame.loc[common, SCORE].astype(float)
+    return probe_pairs(edited.frame, control.frame, edit, proxy, side, resamples, seed), ""
+
+
+def probe_pairs(
+    edited: pd.DataFrame, control: pd.DataFrame, edit: str, proxy: str, side: str, resamples: int, seed: int
+) -> ProbeComparison:
+    """The paired analysis of two per-program tables (index program id, column ``score``): the
+    run under the probe ``edit`` and the run without, on the programs both scored."""
+    common = edited.index.intersection(control.index)
+    delta = edited.loc[common, SCORE].astype(float) - control.loc[common, SCORE].astype(float)
     kind = pd.Series(edit, index=common)
     result = paired_analysis(delta, -1, kind=kind, resamples=resamples, seed=seed)
-    proxy = str(edited.params.get(PROXY_KEY) or control.params.get(PROXY_KEY) or "the proxy")
-    return ProbeComparison(result, edit, proxy, side), ""
+    return ProbeComparison(result, edit, proxy, side)

@@ -94,7 +94,7 @@ def twins_analysis(
     table = human.join(result.pairs[["delta_proxy", "moved"]], how="left")
     table.to_csv(results / PAIRS_FILE)
     if ev.plots and result.n:
-        from mcu_exp.report.pairs_figure import plot_pairs
+        from mcu_exp.compare.pairs_figure import plot_pairs
 
         plot_pairs(result, f"{proxy}: twins of {dataset.name}", results / PAIRS_FIGURE)
     harder = "less" if direction < 0 else "more"
