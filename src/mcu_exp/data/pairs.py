@@ -114,12 +114,14 @@ def human_pair_effects(
     sums = frame.pivot_table(index="subject", columns="program", values="share", aggfunc="sum", fill_value=0.0)
     counts = frame.pivot_table(index="subject", columns="program", values="one", aggfunc="sum", fill_value=0.0)
     rows = []
-    weights = np.random.default_rng(seed).multinomial(len(sums), np.full(len(sums), 1 / len(sums)), size=resamples)
+    drawn_from = len(sums)  # the participants left by the filters
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(drawn_from, np.full(drawn_from, 1 / drawn_from), size=resamples) if drawn_from else None
     alpha = (1 - confidence) / 2
     for twins in pairs:
         row: dict[str, object] = {"pair": twins.name, "control": twins.control, "treatment": twins.treatment}
         row["kind"] = twins.kind
-        if twins.control not in sums.columns or twins.treatment not in sums.columns:
+        if weights is None or twins.control not in sums.columns or twins.treatment not in sums.columns:
             rows.append(row)
             continue
         s, c = sums[[twins.control, twins.treatment]].to_numpy(), counts[[twins.control, twins.treatment]].to_numpy()

@@ -93,6 +93,10 @@ def twins_analysis(
     )
     table = human.join(result.pairs[["delta_proxy", "moved"]], how="left")
     table.to_csv(results / PAIRS_FILE)
+    if result.n == 0:
+        return {
+            f"{TWINS_PREFIX}n": 0.0
+        }, f"Twins of {dataset.name}: no pair with both twins scored and read ({PAIRS_FILE})\n"
     if ev.plots and result.n:
         from mcu_exp.compare.pairs_figure import plot_pairs
 
