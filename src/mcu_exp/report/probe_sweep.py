@@ -68,6 +68,8 @@ def analyse_probe_sweep(client: Any, parent_id: str, children: Sequence[Any]) ->
     from mcu_exp.tracking.artifacts import RunArtifacts
 
     groups = probe_groups([r for r in children if r.info.status == "FINISHED"])
+    if not groups:
+        return ""
     texts: list[str] = []
     metrics: dict[str, float] = {}
     artifacts = RunArtifacts(client, parent_id, client.get_run(parent_id).info.artifact_uri)
