@@ -67,6 +67,7 @@ def run_job(raw: DictConfig) -> float:
     from mcu_exp.evaluation.versus_always import headline_text
     from mcu_exp.job.alignment import class_warnings, evaluate_groups, reference_report, relabeller
     from mcu_exp.job.measures import attach_ceilings, measures_and_baselines, write_rejection
+    from mcu_exp.job.pairs import probe_dataset, score_series, twins_analysis, write_probe
     from mcu_exp.job.record import JobResults, job_metrics, record_results, run_facts, save_config, unused_sections
     from mcu_exp.job.screen import print_inputs, print_results, print_where
     from mcu_exp.job.targets import job_labels
@@ -83,7 +84,7 @@ def run_job(raw: DictConfig) -> float:
     reads.start()  # the cache rows this job reads go into its run bundle
     cfg = typed_config(raw)
     check_config(cfg)
-    dataset = load_dataset(cfg.dataset)
+    dataset, probed = probe_dataset(load_dataset(cfg.dataset), cfg.probe)
     labels, subgroups = job_labels(dataset, cfg.labels, cfg.evaluation.subgroups)
     class_warning = labels.class_warning(cfg.evaluation.min_per_class)
     print_inputs(dataset, labels, class_warning)
@@ -121,6 +122,7 @@ def run_job(raw: DictConfig) -> float:
         results = run_dir / names.RESULTS_DIR
         results.mkdir(parents=True, exist_ok=True)
         save_config(raw, results / names.CONFIG_FILE)
+        probe_metrics = write_probe(probed, results)
         generators = Generators(ctx.cache_dir, ctx.progress, cfg.generation.max_failed_share, ctx.cache_url)
         try:
             outcome = proxy.outcome(run_stages(proxy, generators))
@@ -129,7 +131,7 @@ def run_job(raw: DictConfig) -> float:
             outcome.metrics.update(generators.usage())
             relabel = relabeller(proxy, outcome, cfg.evaluation)
             reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel, ctx.cache_dir)
-            score = outcome.table[names.SCORE].astype(float) if names.SCORE in outcome.table else None
+            score = score_series(outcome.table)
             latent = {name: hl.model for name, hl in groups.items()} if labels.model else None
             reports = attach_ceilings(
                 reports, dataset, cfg.labels, cfg.evaluation, results, ctx.cache_dir, score, latent
@@ -153,11 +155,15 @@ def run_job(raw: DictConfig) -> float:
 
             done = JobResults(title, outcome, reports, vs_ref, small, artifacts, measures)
             done.metrics = job_metrics(done, labels, dataset, prr)
+            twins, twins_text = twins_analysis(dataset, score, proxy.name, cfg.labels, cfg.evaluation, results)
+            done.metrics.update({**probe_metrics, **twins})
             done.metrics["job_seconds"] = time.perf_counter() - started
             facts = run_facts(cfg, proxy, dataset.name, done.main.n)
             record_results(tracker, done, note=description(title, done.main.verdict, facts))
             bundle_line = finish_job(cfg, tracker, run_dir, dataset, title)
             print_results(done, cfg, reference)
+            if twins_text:
+                print(twins_text, end="")
             print_where(run_dir, tracker, bundle_line)
             console.job_line(f"{title}: {headline_text(done.metrics)}")
         except KeyboardInterrupt:  # Ctrl-C: the run ends KILLED with what this job saved

@@ -17,7 +17,7 @@ from mcu_exp.pipeline import build_proxies, typed_config
 from mcu_exp.proxies.base import ProxyContext
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
-GROUPS = ("dataset", "model", "proxy", "scorer", "experts", "decision", "tracking", "debug", "experiment")
+GROUPS = ("dataset", "model", "proxy", "scorer", "experts", "decision", "tracking", "debug", "experiment", "probe")
 NEEDS = {("dataset", "custom"): ["dataset.root=/tmp/some-folder"]}
 
 
@@ -136,6 +136,7 @@ def test_proxy_values_are_checked_by_the_proxy() -> None:
         ("model=gpt4o", "unknown model 'gpt4o': did you mean gpt-4o? (options: "),
         ("experiment=paper_gird", "unknown experiment 'paper_gird': did you mean paper_grid? (options: paper_grid, "),
         ("decision=conformall", "unknown decision 'conformall': did you mean conformal? (options: conformal, "),
+        ("probe=rename_identifers", "unknown probe 'rename_identifers': did you mean rename_identifiers? (options: "),
         ("decision.epsilon=abc", "decision.epsilon expects a number, got 'abc'"),
         ("dataset.limit=six", "dataset.limit expects a whole number, got 'six'"),
     ],

@@ -15,7 +15,9 @@ fixed, and the table says so. Where the runs logged the humans' noise ceiling (`
 ρ ceiling and its share of them are printed too, and the notes say when the two ceilings differ
 (:mod:`mcu_exp.compare.ceiling`). Under the table, the parameters whose values differ between
 A and B (:mod:`mcu_exp.compare.params`); the table and notes are drawn by
-:mod:`mcu_exp.compare.display`. Heavy imports wait until a comparison is made, so
+:mod:`mcu_exp.compare.display`. When one run ran under a probe (``probe=<edit>``) and the other
+did not, on one dataset, the paired analysis follows (:mod:`mcu_exp.compare.probe`: each program
+its own control; ``--out`` adds ``probe_pairs.csv`` and its figure). Heavy imports wait until a comparison is made, so
 ``mcu-exp`` stays quick to start.
 """
 
@@ -245,6 +247,7 @@ def write_csv(cmp: Any, a: Source, b: Source, data: Any, out: Path) -> Path:
 def run(args: argparse.Namespace) -> Any:
     """Load both runs, compare, print, optionally write the CSVs; return the comparison."""
     from mcu_exp.compare.display import render
+    from mcu_exp.compare.probe import probe_comparison
     from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES
     from mcu_exp.evaluation.paired import arms, compare_paired, pair
     from mcu_exp.report.build import default_tracking_uri
@@ -259,8 +262,15 @@ def run(args: argparse.Namespace) -> Any:
     arm_a, arm_b = arms(data, a.calibration, b.calibration, args.seed, (a.missing, b.missing))
     cmp = compare_paired(data, args.resamples, args.seed, arm_a=arm_a, arm_b=arm_b)
     print(render(cmp, a, b, data.only_a, data.only_b), end="")
+    probe, why_not = probe_comparison(a, b, args.resamples, args.seed)
+    if probe is not None:
+        print(probe.text(), end="")
+    elif why_not:
+        print(why_not)
     if args.out:
         print(f"Results: {write_csv(cmp, a, b, data, args.out)}")
+        if probe is not None:
+            print(f"Paired analysis: {probe.write(args.out)}")
     return cmp
 
 

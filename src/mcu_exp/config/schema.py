@@ -34,6 +34,16 @@ class DatasetConfig:
 
 
 @dataclass
+class ProbeConfig:
+    """A counterfactual edit applied to every program after the dataset loads (docs/counterfactuals.md):
+    ``edit`` names an entry of :data:`mcu_exp.counterfactual.EDITS`; ``none`` runs the programs as
+    written."""
+
+    edit: str = "none"  # none | rename_identifiers | shuffle_names | strip_comments | strip_indentation | a plugin's
+    seed: int = 0  # the edit's seed (shuffle_names' derangement)
+
+
+@dataclass
 class LabelsConfig:
     """How per-evaluation ABU50 becomes one human label per program."""
 
@@ -265,6 +275,7 @@ class Config:
     paths: PathsConfig = field(default_factory=PathsConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     labels: LabelsConfig = field(default_factory=LabelsConfig)
+    probe: ProbeConfig = field(default_factory=ProbeConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     # A proxy's section is typed by the config class of the proxy its `_target_` names (see
     # mcu_exp.proxies.base.build_proxy); `reference` is the proxy P1-P3 are also scored

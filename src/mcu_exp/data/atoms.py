@@ -11,7 +11,9 @@ downloaded, never redistributed.
 Each answer is one evaluation with one question (``total`` 1, ``correct`` 1 when the study judged
 it right), so its ABU50 is the answer being right. Programs have language ``c``; the pair is kept
 in ``Program.meta`` (``pair``: the twin's id, ``type``: Confusing / Non-confusing, ``atom``,
-``answer``: the exact output the answer key gives).
+``answer``: the exact output the answer key gives), with ``pair_role`` (the Non-confusing twin is
+the ``control``, the Confusing one the ``treatment``) and ``pair_kind`` (the atom) as
+:mod:`mcu_exp.data.pairs` reads every paired dataset.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 import mcu_exp.data.download as dl
 from mcu_exp.data.files import read_text
+from mcu_exp.data.pairs import CONTROL, KIND, ROLE, TREATMENT
 from mcu_exp.data.types import Dataset, DatasetError, Program, evaluations_frame
 
 NAME = "atoms"
@@ -53,6 +56,7 @@ SHA256 = {
     TAGS_FILE: "9bfbe8be3d8789897104627c6a969c9a30333aa4cf21399dc8d8c82b33ac608f",
 }
 TYPES = ("Confusing", "Non-confusing")
+CLEAN = TYPES[1]  # the control of each pair: the program without the atom
 JUDGEMENTS = {"T": 1, "F": 0}
 
 
@@ -161,7 +165,14 @@ def read_atoms(root: Path, name: str = NAME, source: str = "") -> Dataset:
             id=pid,
             language="c",
             code=row["code"].replace("\r\n", "\n").strip("\n"),
-            meta={"pair": row["pair"].strip(), "type": row["type"], "atom": atoms.get(pid), "answer": row["answer"]},
+            meta={
+                "pair": row["pair"].strip(),
+                "type": row["type"],
+                "atom": atoms.get(pid),
+                "answer": row["answer"],
+                ROLE: CONTROL if row["type"] == CLEAN else TREATMENT,
+                KIND: atoms.get(pid) or atoms.get(row["pair"].strip()) or "",
+            },
         )
         for pid, row in records.items()
     ]

@@ -5,7 +5,9 @@
 0 means the participant was not asked the questions) and an optional ``questions.jsonl``
 (its ``correct`` keys are optional). Extra ``programs.csv`` columns are kept in
 ``Program.meta`` as text; those whose every cell is a number or empty are also the program's
-metrics (``Program.meta[DATASET_METRICS_KEY]``, see :mod:`mcu_exp.data.code_metrics`).
+metrics (``Program.meta[DATASET_METRICS_KEY]``, see :mod:`mcu_exp.data.code_metrics`), except
+the optional ``pair`` and ``variant`` columns, which name each program's twin
+(:mod:`mcu_exp.data.pairs`).
 Every file must be UTF-8, and a ``code_file`` must resolve,
 symlinks followed, inside the folder, to a regular file with no other hard link (a hard link
 made inside the folder to a file outside it would pass the path check).
@@ -28,6 +30,7 @@ from typing import Any
 
 from mcu_exp.data.code_metrics import DATASET_METRICS_KEY, numeric_columns
 from mcu_exp.data.files import decode_text, read_text
+from mcu_exp.data.pairs import mark_pairs
 from mcu_exp.data.types import (
     GROUPS,
     Dataset,
@@ -41,6 +44,8 @@ from mcu_exp.data.types import (
 PROGRAMS_FILE = "programs.csv"
 EVALUATIONS_FILE = "evaluations.csv"
 QUESTIONS_FILE = "questions.jsonl"
+PAIR_COLUMNS = ("pair", "variant")
+"""Optional ``programs.csv`` columns naming each program's twin and its role (never metrics)."""
 QUESTION_KEYS = ("program_id", "question_id", "text", "options")
 """Keys every question must have; ``correct`` is optional (only proxy P0 needs it)."""
 
@@ -126,8 +131,20 @@ def _read_programs(root: Path) -> list[Program]:
         code = _program_code(root, row, where, program_id)
         meta = {k: v for k, v in row.items() if k not in ("program_id", "language", "code", "code_file")}
         programs.append(Program(id=program_id, language=language, code=code, meta=meta))
-        extras.append(meta)
-    return _with_metrics(programs, extras)
+        extras.append({k: v for k, v in meta.items() if k not in PAIR_COLUMNS})
+    return _with_pairs(_with_metrics(programs, extras), path)
+
+
+def _with_pairs(programs: list[Program], path: Path) -> list[Program]:
+    """The programs with their twins marked (:func:`mcu_exp.data.pairs.mark_pairs`) when
+    ``programs.csv`` has a ``pair`` column, which then needs a ``variant`` column too."""
+    if not programs or "pair" not in programs[0].meta:
+        return programs
+    if "variant" not in programs[0].meta:
+        raise DatasetError(f"{path}:1: column pair needs a variant column (e.g. original / edited) to orient each pair")
+    rows = [(p.id, str(p.meta["pair"]).strip(), str(p.meta["variant"]).strip()) for p in programs]
+    marks = mark_pairs(rows, str(path))
+    return [replace(p, meta={**p.meta, **marks.get(p.id, {})}) for p in programs]
 
 
 def _with_metrics(programs: list[Program], extras: list[dict[str, str]]) -> list[Program]:

@@ -2,7 +2,7 @@
 
 Types and key names are Hydra's job (the structured config); ranges and choices are checked
 by the folder that owns each section (``decision`` by calibration, ``dataset`` and ``labels`` by
-data, ``evaluation`` by evaluation, ``scorer`` by scoring, ``model`` by llm, ``cache.url`` by
+data, ``probe`` by counterfactual, ``evaluation`` by evaluation, ``scorer`` by scoring, ``model`` by llm, ``cache.url`` by
 store, the folders by :mod:`mcu_exp.job.paths`), reading the choices from their registries, so a
 bad value fails in the first second with the key it concerns. A proxy checks its own section
 (:meth:`mcu_exp.proxies.base.Proxy.problems`). This module only runs them all, in one order.
@@ -37,6 +37,10 @@ def config_problems(cfg: Config) -> Iterator[str]:
     yield from evaluation_problems(cfg.evaluation)
     yield from labels_problems(cfg.labels)
     yield from dataset_problems(cfg.dataset)
+    if str(cfg.probe.edit) != "none":  # tree-sitter's grammars load only for a probe
+        from mcu_exp.counterfactual.probe import probe_problems
+
+        yield from probe_problems(str(cfg.probe.edit))
     yield from path_problems(cfg.paths.outputs, cfg.cache.dir, cfg.paths.allow_system)
     if cfg.cache.url:
         yield from cache_url_problems(str(cfg.cache.url))

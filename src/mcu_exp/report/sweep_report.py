@@ -4,7 +4,8 @@ the answer and the next steps.
 :class:`SweepReport` is the sweep callback ``conf/config.yaml`` installs: the tracking side
 (:class:`mcu_exp.tracking.sweep.SweepCallback`) opens and closes the parent run; this class fills
 it before it closes with the summary (:mod:`mcu_exp.report.sweep_summary`: ``sweep_summary.csv``,
-an MLflow table, the run description) and ``mcu-exp report`` over the finished jobs, then prints
+an MLflow table, the run description), a probe sweep's paired analysis
+(:mod:`mcu_exp.report.probe_sweep`) and ``mcu-exp report`` over the finished jobs, then prints
 the summary and, as commands that work for this sweep's store and experiment, where the report
 is, how to make it again and how to open the sweep in the MLflow UI.
 """
@@ -59,6 +60,7 @@ class SweepReport(SweepCallback):
         title = f"{self.title}\n{len(frame)} jobs" + (f", {unfinished} not finished" if unfinished else "")
         confidence = _confidence(children)
         print(sweep_summary.render(frame, title, _width(), confidence), end="")
+        print(self._probe_analysis(run_id, children), end="")
         steps = self._next_steps(run_id, report, finished=len(frame) > unfinished)
         print("\n".join(steps))
         self.client.set_tag(run_id, NOTE_TAG, self._description(frame, unfinished, confidence, report))
@@ -66,6 +68,17 @@ class SweepReport(SweepCallback):
             self.client.set_tag(run_id, "mcu.error", f"{unfinished} of {len(frame)} jobs did not finish")
             return "FAILED"
         return status
+
+    def _probe_analysis(self, run_id: str, children: list[Any]) -> str:
+        """A probe sweep's paired analysis (:mod:`mcu_exp.report.probe_sweep`), logged on the
+        parent run; "" when none applies or it fails (a warning: the sweep's results stand)."""
+        from mcu_exp.report.probe_sweep import analyse_probe_sweep
+
+        try:
+            return analyse_probe_sweep(self.client, run_id, children)
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("no paired analysis of the probe sweep: %s", exc)
+            return ""
 
     def _next_steps(self, run_id: str, report: Path | None, finished: bool) -> list[str]:
         """Where the report is, the command that makes it again, the experiment and the UI."""
