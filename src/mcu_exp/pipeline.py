@@ -68,7 +68,7 @@ def run_job(raw: DictConfig) -> float:
     from mcu_exp.job.alignment import class_warnings, evaluate_groups, reference_report, relabeller
     from mcu_exp.job.measures import attach_ceilings, measures_and_baselines, write_rejection
     from mcu_exp.job.record import JobResults, job_metrics, record_results, run_facts, save_config, unused_sections
-    from mcu_exp.job.screen import print_inputs, print_results, print_where
+    from mcu_exp.job.screen import cache_line, print_inputs, print_results, print_where
     from mcu_exp.job.validate import check_config
     from mcu_exp.outputs import write_outputs
     from mcu_exp.proxies.base import ProxyContext
@@ -127,6 +127,8 @@ def run_job(raw: DictConfig) -> float:
             interrupts.check()
             outcome.metrics.update(generators.stats())
             outcome.metrics.update(generators.usage())
+            if (hit_line := cache_line(generators.stats())) is not None:
+                print(hit_line)
             relabel = relabeller(proxy, outcome, cfg.evaluation)
             reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel, ctx.cache_dir)
             reports = attach_ceilings(reports, dataset, cfg.labels, cfg.evaluation, results, ctx.cache_dir)
