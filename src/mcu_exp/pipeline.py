@@ -123,12 +123,13 @@ def run_job(raw: DictConfig) -> float:
         save_config(raw, results / names.CONFIG_FILE)
         generators = Generators(ctx.cache_dir, ctx.progress, cfg.generation.max_failed_share, ctx.cache_url)
         try:
-            outcome = proxy.outcome(run_stages(proxy, generators))
+            generated = run_stages(proxy, generators)
+            if (hit_line := cache_line(generators.stats())) is not None:
+                print(hit_line)  # when generation ends, before scoring
+            outcome = proxy.outcome(generated)
             interrupts.check()
             outcome.metrics.update(generators.stats())
             outcome.metrics.update(generators.usage())
-            if (hit_line := cache_line(generators.stats())) is not None:
-                print(hit_line)
             relabel = relabeller(proxy, outcome, cfg.evaluation)
             reports = evaluate_groups(outcome, groups, cfg.evaluation, relabel, ctx.cache_dir)
             reports = attach_ceilings(reports, dataset, cfg.labels, cfg.evaluation, results, ctx.cache_dir)
