@@ -29,7 +29,8 @@ from hydra.experimental.callback import Callback
 DEFAULT_OUTPUTS = "outputs"
 LAST_STORE = "last_outputs"  # in the user cache: the last default store a command used
 STORE_FILES = ("mlflow.db", "cache")  # what makes an outputs folder a store that holds something
-DATASET_KEYS = ("dataset", "experiment")  # swept keys that may change a sweep's dataset per job
+# Swept keys that may change which data a job reads: the sweep's own config cannot stand for its jobs'.
+DATASET_KEYS = ("dataset", "dataset.root", "dataset.format", "dataset.name", "dataset.questions", "experiment")
 
 
 def holds_store(folder: Path) -> bool:
@@ -106,7 +107,7 @@ class Preflight(Callback):
         _note(config)
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
-        varies_data = any(key.split(".")[0] in DATASET_KEYS for key in swept_keys(config))
+        varies_data = any(key in DATASET_KEYS for key in swept_keys(config))
         problem = None if varies_data else data_problem(config)
         if problem is not None:
             raise SystemExit(f"mcu-exp: error: {problem} (no job was started)")
