@@ -87,4 +87,7 @@ TAG_CLASS_WARNING = "mcu.warning.class_size"  # set when a human class has too f
 TAG_VERDICT = "mcu.verdict"  # the plain-sentence verdict printed under the results table
 TAG_PLUGINS = "mcu.plugins"  # "dist==version, ..." of the plugin packages loaded (absent: none)
 TAG_PLUGINS_REPLACED = "mcu.plugins.replaced"  # "registry:name (dist==version), ..." they replaced
+TAG_KIND = "mcu.kind"  # what a run is: KIND_JOB, KIND_SWEEP (a multirun's parent) or KIND_REPORT
+KIND_JOB, KIND_SWEEP, KIND_REPORT = "job", "sweep", "report"
+JOBS_FILTER = f"tags.`{TAG_KIND}` = '{KIND_JOB}'"  # MLflow's filter string for the job runs alone
 UNDEFINED = "undefined"  # how tables and reports show a metric that has no value (NaN)

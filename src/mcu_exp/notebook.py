@@ -13,10 +13,12 @@ resolve. :func:`load_run` is that reader for a notebook::
     run.config["decision"]["epsilon"]       # the resolved config the job ran with
 
 It works the same on a tracking server (``tracking_uri="http://…"``), downloading the files.
+:func:`load_sweep` reads a sweep's ranked table (one row per job) from its parent run's id.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import tempfile
@@ -98,3 +100,45 @@ def load_run(run_id: str, tracking_uri: str | None = None) -> LoadedRun:
         params=dict(run.data.params),
         tags=dict(run.data.tags),
     )
+
+
+def load_sweep(parent_id: str, tracking_uri: str | None = None) -> Any:
+    """The ranked table of the sweep whose parent run is ``parent_id``, as a DataFrame: one row
+    per job, best first (:func:`mcu_exp.report.sweep_summary.summary_frame`, the rows the end of
+    the sweep printed and logged as ``sweep_summary.csv``), numbers as value/low/high columns, with
+    each job's MLflow ``run_id`` beside its name; rebuilt from the store (``tracking_uri`` as in
+    :func:`load_run`), so a sweep read while its jobs run shows them as they are. A job that
+    stopped before opening a run has a FAILED row when the sweep's folder is on this machine.
+    :class:`RunNotFound` when the run is missing or is no sweep's parent."""
+    from mcu_exp.names import KIND_SWEEP, TAG_KIND
+    from mcu_exp.report import sweep_summary
+    from mcu_exp.report.build import default_tracking_uri
+    from mcu_exp.tracking.artifacts import RunLookupError, fetch_run
+    from mcu_exp.tracking.sweep import PARENT_FILE, PARENT_TAG, failed_jobs
+
+    uri = tracking_uri or default_tracking_uri()
+    try:
+        client, run = fetch_run(uri, parent_id)
+    except RunLookupError as exc:
+        raise RunNotFound(f"run {parent_id!r} in {uri}: {exc}") from None
+    kind = run.data.tags.get(TAG_KIND)
+    if kind != KIND_SWEEP:
+        raise RunNotFound(
+            f"run {parent_id} is no sweep's parent run (tag {TAG_KIND} is {kind!r}, expected {KIND_SWEEP!r}); "
+            "mcu_exp.load_run reads a single job"
+        )
+    children = list(
+        client.search_runs(
+            [run.info.experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{parent_id}'", max_results=5000
+        )
+    )
+    folder = Path(run.data.tags.get("mcu.sweep_dir", ""))
+    varying: list[str] = []
+    with contextlib.suppress(OSError, ValueError):
+        varying = list(json.loads((folder / PARENT_FILE).read_text()).get("varying", []))
+    failed = failed_jobs(folder) if folder.is_dir() and str(folder) != "." else {}
+    metrics = {r.info.run_id: sweep_summary.job_metrics(client, r) for r in children}
+    frame = sweep_summary.summary_frame(children, metrics, failed, folder, varying)
+    ids = {str(r.data.tags.get("mcu.job_num", "")): r.info.run_id for r in children}
+    frame.insert(int(frame.columns.get_loc("run")) + 1, "run_id", [ids.get(str(j)) for j in frame["job"]])
+    return frame

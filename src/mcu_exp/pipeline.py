@@ -69,7 +69,7 @@ def run_job(raw: DictConfig) -> float:
     from mcu_exp.job.measures import attach_ceilings, measures_and_baselines, write_rejection
     from mcu_exp.job.pairs import probe_dataset, score_series, twins_analysis, write_probe
     from mcu_exp.job.record import JobResults, job_metrics, record_results, run_facts, save_config, unused_sections
-    from mcu_exp.job.screen import print_inputs, print_results, print_where
+    from mcu_exp.job.screen import cache_line, print_inputs, print_results, print_where
     from mcu_exp.job.targets import job_labels
     from mcu_exp.job.validate import check_config
     from mcu_exp.outputs import write_outputs
@@ -125,7 +125,10 @@ def run_job(raw: DictConfig) -> float:
         probe_metrics = write_probe(probed, results)
         generators = Generators(ctx.cache_dir, ctx.progress, cfg.generation.max_failed_share, ctx.cache_url)
         try:
-            outcome = proxy.outcome(run_stages(proxy, generators))
+            generated = run_stages(proxy, generators)
+            if (hit_line := cache_line(generators.stats())) is not None:
+                print(hit_line)  # when generation ends, before scoring
+            outcome = proxy.outcome(generated)
             interrupts.check()
             outcome.metrics.update(generators.stats())
             outcome.metrics.update(generators.usage())

@@ -176,12 +176,15 @@ def test_root_resolution_order(
     assert resolve_root(dataset_cfg(format="scalabrino", root=str(tmp_path / "explicit"))) == tmp_path / "explicit"
     assert resolve_root(dataset_cfg(format="scalabrino")) == scalabrino_dir.parent / "scalabrino"
     monkeypatch.delenv("MCU_EXP_DATA")
+    cache = tmp_path / "cache" / "mcu_exp" / "data" / "scalabrino"  # kept by the $MCU_EXP_DATA run
+    assert resolve_root(dataset_cfg(format="scalabrino", download=False)) == cache
+    shutil.rmtree(cache)
     with pytest.raises(
         DatasetError,
         match=r"cache .*cache/mcu_exp/data/scalabrino is empty.*dataset\.download=true",
     ):
         resolve_root(dataset_cfg(format="scalabrino", download=False))
-    assert not (tmp_path / "cache" / "mcu_exp" / "data" / "scalabrino").exists()
+    assert not cache.exists()
 
 
 def test_answers_without_an_answer_time_are_an_error(scalabrino_dir: Path, tmp_path: Path, dataset_cfg: Any) -> None:

@@ -83,6 +83,7 @@ def test_the_experiment_opens_on_the_headline_view(store: Store) -> None:
     assert experiment is not None
     view = json.loads(experiment.tags[VIEW_TAG + VIEW_KEY])
     assert view["orderByKey"] == "metrics.`f1_minus_always_ci_low`" and view["orderByAsc"] is False
+    assert view["searchFilter"] == "tags.`mcu.kind` = 'job'"  # no sweep parent, failed or not, no report run
     assert (
         "metrics.`f1_minus_always`" in view["selectedColumns"] and "tags.`mcu.beats_always`" in view["selectedColumns"]
     )

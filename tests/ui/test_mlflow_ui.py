@@ -133,7 +133,8 @@ def keep(shot: Path) -> None:
 def test_the_experiment_opens_on_the_headline_of_each_job(sweep: Sweep, tmp_path: Path) -> None:
     """The link a job prints (the shared headline view): no column chosen by hand, yet ΔF1 vs
     always-1 and its bounds, AUC's lower bound and the ✓/✗ verdict are columns, and each job's
-    headline value is on the page, sorted best first."""
+    headline value is on the page, sorted best first; the sweep's parent run is not (the view
+    filters the runs tagged ``mcu.kind=job``)."""
     from mlflow.tracking import MlflowClient
 
     from mcu_exp.tracking.ui_view import view_url
@@ -145,6 +146,7 @@ def test_the_experiment_opens_on_the_headline_of_each_job(sweep: Sweep, tmp_path
     for run_id, name in sweep.runs.items():
         value = client.get_run(run_id).data.metrics["f1_minus_always"]
         assert name in dom and ui_number(value) in dom, f"{name}: ΔF1 {value} is not shown"
+    assert sweep.parent[1] not in dom, "the sweep's parent run is in the headline view (filter tags.`mcu.kind` = 'job')"
 
 
 def ui_number(value: float) -> str:

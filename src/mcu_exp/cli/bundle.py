@@ -22,7 +22,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         description=(
             "A run bundle is one file holding everything a job's table depends on: the resolved config, the "
             "dataset's digest (and with --with-data its files), every sample and score the job read, its results "
-            "and metrics, and the environment. Replaying it needs no model and no network."
+            "and metrics, and the environment. Replaying it loads no model and sends no request; it needs no "
+            "network where the bundle holds the data (--with-data) or the data is in place (dataset.root, "
+            "$MCU_EXP_DATA, or the user cache, where every run that found the data keeps a checksummed copy); "
+            "otherwise it downloads the pinned data once."
         ),
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")

@@ -105,7 +105,7 @@ def download(dest: Path | None = None, url: str | None = None, timeout: float = 
 
 def resolve_root(cfg: Any, url: str | None = None) -> tuple[Path, str]:
     """The data folder and how it was found (see the module docstring)."""
-    return dl.resolve_folder(cfg, NAME, is_verified, lambda cache: download(cache, url=url))
+    return dl.resolve_folder(cfg, NAME, is_verified, lambda cache: download(cache, url=url), files=tuple(SHA256))
 
 
 def _read(path: Path, header: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:

@@ -15,7 +15,7 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,10 +98,23 @@ def base_url(override: str | None = None) -> str:
     return url if url.endswith("/") else url + "/"
 
 
-def cache_root(name: str = "scalabrino") -> Path:
-    """The user cache folder for dataset ``name``: under ``$XDG_CACHE_HOME`` or ``~/.cache``."""
+CACHE_ENV = "MCU_EXP_CACHE"
+"""Environment variable naming the project's user cache (the converted models' too)."""
+
+
+def user_cache() -> Path:
+    """The project's user cache: ``$MCU_EXP_CACHE``, else ``$XDG_CACHE_HOME/mcu_exp``, else
+    ``~/.cache/mcu_exp`` (the same place whatever the working directory)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mcu_exp" / "data" / name
+    return Path(base) / "mcu_exp"
+
+
+def cache_root(name: str = "scalabrino") -> Path:
+    """The user cache folder for dataset ``name``: ``data/<name>`` under :func:`user_cache`, so
+    a dataset found once is found again from any working directory."""
+    return user_cache() / "data" / name
 
 
 def file_urls(url: str | None = None) -> dict[str, str]:
@@ -218,27 +231,67 @@ DATA_ENV = "MCU_EXP_DATA"
 
 
 def resolve_folder(
-    cfg: Any, name: str, verified: Callable[[Path], bool], fetch_into: Callable[[Path], Path]
+    cfg: Any,
+    name: str,
+    verified: Callable[[Path], bool],
+    fetch_into: Callable[[Path], Path],
+    files: Sequence[str] = (),
+    label: str | None = None,
 ) -> tuple[Path, str]:
     """The folder of dataset ``name`` and how it was found: ``dataset.root``;
     ``$MCU_EXP_DATA/<name>``; the user cache when ``verified``; else ``fetch_into(cache)`` when
-    ``dataset.download`` allows it (a one-line :class:`DatasetError` when it does not)."""
+    ``dataset.download`` allows it (a one-line :class:`DatasetError` when it does not). A folder
+    found through ``dataset.root`` or ``$MCU_EXP_DATA`` that passes ``verified`` has its pinned
+    ``files`` copied into the user cache (:func:`keep_in_cache`), so the next run finds the data
+    from any directory without either."""
     root = getattr(cfg, "root", None)
     if root:
-        return Path(root).expanduser(), "dataset.root"
+        folder = Path(root).expanduser()
+        return folder, "dataset.root" + keep_in_cache(folder, name, verified, files)
     env = os.environ.get(DATA_ENV)
     if env:
-        return Path(env).expanduser() / name, f"${DATA_ENV}"
+        folder = Path(env).expanduser() / name
+        return folder, f"${DATA_ENV}" + keep_in_cache(folder, name, verified, files)
     cache = cache_root(name)
     if verified(cache):
         return cache, "user cache, sha256 verified"
     if not getattr(cfg, "download", True):
         state = "fails verification" if cache.exists() else "is empty"
         raise DatasetError(
-            f"{name} data not found: dataset.root is unset, ${DATA_ENV} is unset and the "
+            f"{label or name} data not found: dataset.root is unset, ${DATA_ENV} is unset and the "
             f"cache {cache} {state}; set one of them or allow dataset.download=true"
         )
     return fetch_into(cache), "downloaded, sha256 verified"
+
+
+def keep_in_cache(source: Path, name: str, verified: Callable[[Path], bool], files: Sequence[str]) -> str:
+    """Copy ``files`` (paths relative to ``source``) into the user cache of dataset ``name``
+    when the cache does not already hold a verified copy and ``source`` passes ``verified``: into
+    a temporary sibling, checked again, then renamed into place, so the cache never holds a
+    partial copy. A note for the dataset's source ("; kept in the user cache …") when it
+    copied, else empty; a cache that cannot be written is a warning, never the job's failure."""
+    if not files:
+        return ""
+    cache = cache_root(name)
+    try:
+        if verified(cache) or not verified(source):
+            return ""
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{cache.name}-", suffix=".partial", dir=cache.parent))
+        try:
+            for relative in files:
+                (tmp / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source / relative, tmp / relative)
+            if not verified(tmp):  # the source changed while it was copied
+                return ""
+            install(tmp, cache, verified)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    except OSError as err:
+        log.warning("the %s data was not kept in the user cache %s: %s", name, cache, err)
+        return ""
+    log.info("kept a sha256-verified copy of the %s data in %s", name, cache)
+    return f"; kept in the user cache {cache}"
 
 
 def download_verified(

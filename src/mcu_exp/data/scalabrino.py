@@ -35,7 +35,7 @@ from mcu_exp.data.code_metrics import DATASET_METRICS_KEY
 from mcu_exp.data.files import read_text
 from mcu_exp.data.types import Dataset, DatasetError, DatasetWarning, Program, evaluations_frame
 
-DATA_ENV = "MCU_EXP_DATA"
+DATA_ENV = dl.DATA_ENV
 """Environment variable naming a folder that holds ``scalabrino/``."""
 
 QUESTIONS_PER_EVALUATION = 3
@@ -66,23 +66,15 @@ _FILE_NAME = re.compile(r"^(\d+)-(\S+)$")
 
 
 def _resolve(cfg: Any, url: str | None = None) -> tuple[Path, str]:
-    """The data folder and a short note on how it was found."""
-    root = getattr(cfg, "root", None)
-    if root:
-        return Path(root).expanduser(), "dataset.root"
-    env = os.environ.get(DATA_ENV)
-    if env:
-        return Path(env).expanduser() / "scalabrino", f"${DATA_ENV}"
-    cache = dl.cache_root()
-    if dl.is_verified(cache):
-        return cache, "user cache, sha256 verified"
-    if not getattr(cfg, "download", True):
-        state = "fails verification" if cache.exists() else "is empty"
-        raise DatasetError(
-            f"Scalabrino data not found: dataset.root is unset, ${DATA_ENV} is unset and the "
-            f"cache {cache} {state}; set one of them or allow dataset.download=true"
-        )
-    return dl.download(cache, url=url), "downloaded, sha256 verified"
+    """The data folder and a short note on how it was found (:func:`download.resolve_folder`)."""
+    return dl.resolve_folder(
+        cfg,
+        "scalabrino",
+        dl.is_verified,
+        lambda cache: dl.download(cache, url=url),
+        files=tuple(dl.file_urls(url)),
+        label="Scalabrino",
+    )
 
 
 def resolve_root(cfg: Any, url: str | None = None) -> Path:

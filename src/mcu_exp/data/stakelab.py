@@ -172,7 +172,9 @@ def download(dest: Path | None = None, url: str | None = None, timeout: float = 
 
 def resolve_root(cfg: Any, url: str | None = None) -> tuple[Path, str]:
     """The data folder and how it was found (see the module docstring)."""
-    return dl.resolve_folder(cfg, NAME, is_verified, lambda cache: download(cache, url=url))
+    return dl.resolve_folder(
+        cfg, NAME, is_verified, lambda cache: download(cache, url=url), files=tuple(file_urls(url))
+    )
 
 
 def parameter_count(text: str, start: int) -> int:

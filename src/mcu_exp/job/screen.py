@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,11 @@ from mcu_exp.tracking.artifacts import run_address
 
 
 def print_inputs(dataset: Dataset, labels: HumanLabels, class_warning: str | None) -> None:
-    """The dataset's size, how the human labels were made, and their class-size warning."""
+    """The dataset's size and where its files were found, how the human labels were made, and
+    their class-size warning."""
     print(f"Dataset {dataset.name}: {len(dataset.programs)} programs, {len(dataset.evaluations)} evaluations")
+    if dataset.source:
+        print(f"  data: {dataset.source}")
     print(labels.describe().capitalize())
     if class_warning:
         print(f"warning: {class_warning}")
@@ -87,3 +91,13 @@ def print_decision(metrics: dict[str, Any]) -> None:
             f"below τ (95 % Clopper–Pearson interval); calibration aims at 1 − ε = "
             f"{metrics.get('nominal_coverage', float('nan')):.4f}"
         )
+
+
+def cache_line(stats: Mapping[str, float]) -> str | None:
+    """``1,000 of 1,000 samples from the cache`` when any generated sample of the job came from
+    the generation cache (``stats``: :meth:`mcu_exp.proxies.stages.Generators.stats`), else None."""
+    hits = int(stats.get("generation_cache_hits", 0))
+    total = hits + int(stats.get("generation_cache_misses", 0))
+    if hits <= 0:
+        return None
+    return f"{hits:,} of {total:,} samples from the cache"

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mcu_exp.names import EPSILON_GRID, MEASURES_FILE, TAG_DEBUG, THETA_GRID, THRESHOLD_GRID
+from mcu_exp.names import EPSILON_GRID, KIND_REPORT, KIND_SWEEP, MEASURES_FILE, TAG_DEBUG, THETA_GRID, THRESHOLD_GRID
 
-REPORT_KIND = "report"
+REPORT_KIND = KIND_REPORT
 
 
-SWEEP_KIND = "sweep"  # a multirun's parent run (mcu_exp.tracking.sweep.KIND_SWEEP; that module imports Hydra)
+SWEEP_KIND = KIND_SWEEP  # a multirun's parent run
 
 
 SUBGROUP_FIGURE = "auc_subgroups.png"  # its caption names the groups too small for an AUC

@@ -20,7 +20,7 @@ from typing import Any
 
 from mcu_exp.calibration import RULES
 from mcu_exp.config import Config
-from mcu_exp.names import TAG_DEBUG
+from mcu_exp.names import KIND_JOB, TAG_DEBUG, TAG_KIND
 from mcu_exp.redact import redact_text
 from mcu_exp.tracking.sweep import job_parent, short_keys, swept
 
@@ -184,9 +184,10 @@ def unique_name(client: Any, experiment_id: str, name: str) -> str:
 
 
 def run_tags(cfg: Config) -> dict[str, str]:
-    """Tags for model, proxy, dataset, label rule, whether it is a debug run
-    (``mcu.debug``: "true" or "false") and, in a multirun, the sweep it belongs to."""
+    """Tags for what the run is (``mcu.kind``: ``job``), model, proxy, dataset, label rule, whether it
+    is a debug run (``mcu.debug``: "true" or "false") and, in a multirun, the sweep it belongs to."""
     tags = {
+        TAG_KIND: KIND_JOB,
         TAG_DEBUG: "true" if is_debug(cfg) else "false",
         "mcu.model": str(cfg.model.name),
         "mcu.proxy": str(cfg.proxy["name"]),

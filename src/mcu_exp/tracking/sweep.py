@@ -30,8 +30,7 @@ from mcu_exp.redact import redact_text
 log = logging.getLogger(__name__)
 
 PARENT_FILE = "mlflow_parent.json"
-TAG_KIND = "mcu.kind"
-KIND_SWEEP = "sweep"
+TAG_KIND, KIND_SWEEP = names.TAG_KIND, names.KIND_SWEEP
 PARENT_TAG = "mlflow.parentRunId"  # MLflow's own nesting tag
 FAILED_MARKER = "FAILED"  # left in a job's folder by a job that stopped on a user error
 NAMED_IN_TITLE = {"model", "proxy", "decision.epsilon", "decision.theta", "decision.quantile"}

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcu_exp.evaluation.versus_always import rank_key
+from mcu_exp.names import JOBS_FILTER
 from mcu_exp.tracking.headline import SORT_BY, SORT_KEYS
 
 log = logging.getLogger(__name__)
@@ -48,11 +49,13 @@ def column(kind: str, key: str) -> str:
 
 
 def headline_view() -> dict[str, Any]:
-    """The shared view's state: the headline columns in :data:`COLUMNS`'s order (MLflow would
-    sort them by name) and wide enough for their values, runs sorted by ΔF1's lower bound, best
-    first."""
+    """The shared view's state: the job runs alone (:data:`mcu_exp.names.JOBS_FILTER`: no sweep
+    parent, whether it holds jobs or failed before any, and no report run), the headline columns
+    in :data:`COLUMNS`'s order (MLflow would sort them by name) and wide enough for their values,
+    runs sorted by ΔF1's lower bound, best first."""
     columns = [column(kind, key) for kind, key in COLUMNS]
     return {
+        "searchFilter": JOBS_FILTER,
         "orderByKey": column("metrics", SORT_BY),
         "orderByAsc": False,
         "selectedColumns": columns,

@@ -1,0 +1,130 @@
+"""What a command checks and says before its first job: the data can be had, and where its
+store is when that store is new.
+
+:class:`Preflight` (a Hydra callback in ``conf/config.yaml``, after the paths' check and before
+the sweep's parent run is opened) loads a sweep's dataset once when it starts: data that cannot
+be had (offline, no copy in ``$MCU_EXP_DATA``, ``dataset.root`` or the user cache) stops the
+sweep with one line, before any MLflow run exists, instead of failing every job the same way.
+
+The default outputs folder, ``outputs`` (MLflow store and generation cache), lies under the
+folder the command starts in, as Hydra's run folders do. So that a command started from another
+folder does not silently begin an empty store and generate everything again, each command on the
+default records its store's path in the user cache (:data:`LAST_STORE`); one that then starts a
+new, empty store elsewhere says so in one line naming the store it would have reused
+(:func:`store_notice`). A store chosen explicitly (``paths.outputs``, ``$MCU_EXP_OUTPUTS``) is
+neither announced nor recorded.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+
+DEFAULT_OUTPUTS = "outputs"
+LAST_STORE = "last_outputs"  # in the user cache: the last default store a command used
+STORE_FILES = ("mlflow.db", "cache")  # what makes an outputs folder a store that holds something
+# Swept keys that may change which data a job reads: the sweep's own config cannot stand for its jobs'.
+DATASET_KEYS = ("dataset", "dataset.root", "dataset.format", "dataset.name", "dataset.questions", "experiment")
+
+
+def holds_store(folder: Path) -> bool:
+    """True when ``folder`` holds an MLflow store or a generation cache."""
+    return any((folder / name).exists() for name in STORE_FILES)
+
+
+def store_notice(outputs: str, state: Path) -> str | None:
+    """Record the default store ``outputs`` (as configured) in ``state``; the line saying that a
+    new, empty store starts here while the last recorded one still holds runs, or None. Only the
+    default relative ``outputs`` is recorded or announced."""
+    if outputs != DEFAULT_OUTPUTS:
+        return None
+    here = Path(os.path.abspath(outputs))
+    try:
+        last = Path(state.read_text(encoding="utf-8").strip())
+    except OSError:
+        last = None
+    line = None
+    if last is not None and last != here and not holds_store(here) and holds_store(last):
+        line = (
+            f"mcu-exp: note: starting a new, empty store {here} (MLflow runs and generation cache); the last "
+            f"run used {last}: start from {last.parent} or pass paths.outputs={last} to reuse its cache and runs"
+        )
+    try:
+        state.parent.mkdir(parents=True, exist_ok=True)
+        state.write_text(f"{here}\n", encoding="utf-8")
+    except OSError:
+        pass  # a read-only home: no note next time, nothing else lost
+    return line
+
+
+def data_problem(config: Any) -> str | None:
+    """The one-line problem of loading the dataset of a composed config (``hydra`` node
+    included), or None: it loads, or the config is left to the jobs' own checks (a value that
+    does not resolve, a plugin's format)."""
+    from omegaconf import open_dict, read_write
+    from omegaconf.errors import OmegaConfBaseException
+
+    from mcu_exp.config.schema import typed_config
+    from mcu_exp.data import DatasetError, load_dataset
+    from mcu_exp.redact import redact_text
+
+    try:
+        task = copy.deepcopy(config)
+        with read_write(task), open_dict(task):
+            task.pop("hydra", None)
+        dataset = typed_config(task).dataset
+    except (OmegaConfBaseException, ValueError, TypeError, AttributeError):
+        return None
+    try:
+        with warnings.catch_warnings(record=True):  # each job shows the dataset's warnings itself
+            warnings.simplefilter("always")
+            load_dataset(dataset)
+    except DatasetError as exc:
+        return redact_text(str(exc).splitlines()[0] if str(exc) else repr(exc))
+    except Exception:  # noqa: BLE001 (anything else is the job's to report, with its context)
+        return None
+    return None
+
+
+def swept_keys(config: Any) -> list[str]:
+    """The keys a sweep's overrides vary."""
+    from mcu_exp.tracking.sweep import swept
+
+    return [key for key, _ in swept(list(config.hydra.overrides.task))]
+
+
+class Preflight(Callback):
+    """Hydra callback: the store's note (:func:`store_notice`) for a run or a sweep; a sweep's
+    dataset loaded once before its parent run (:func:`data_problem`)."""
+
+    def on_run_start(self, config: Any, **kwargs: Any) -> None:
+        _note(config)
+
+    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+        varies_data = any(key in DATASET_KEYS for key in swept_keys(config))
+        problem = None if varies_data else data_problem(config)
+        if problem is not None:
+            raise SystemExit(f"mcu-exp: error: {problem} (no job was started)")
+        _note(config)
+
+
+def _note(config: Any) -> None:
+    """Print the store's note when there is one."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from mcu_exp.data.download import user_cache
+
+    try:
+        outputs = str(OmegaConf.select(config, "paths.outputs"))
+    except OmegaConfBaseException:
+        return
+    line = store_notice(outputs, user_cache() / LAST_STORE)
+    if line is not None:
+        print(line, file=sys.stderr)
