@@ -150,7 +150,10 @@ def run_job(raw: DictConfig) -> float:
                 ctx.cache_dir,
             )
             small = class_warnings(reports, vs_ref, cfg.evaluation.min_per_class)
-            artifacts = write_outputs(cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports, ctx.cache_dir)
+            figure_title = f"{title} · {cfg.scorer.name}" if "scorer" in proxy.sections else title
+            artifacts = write_outputs(
+                cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports, ctx.cache_dir, figure_title
+            )
             measures = measures_and_baselines(outcome, dataset, labels, cfg.evaluation, ctx.cache_dir)
             if measures is not None:
                 measures.to_csv(results / names.MEASURES_FILE)

@@ -4,6 +4,8 @@ process (the config the app composes, run by :func:`~mcu_exp.pipeline.run_job`).
 
 from __future__ import annotations
 
+import json
+
 import os
 import subprocess
 import sys
@@ -78,8 +80,14 @@ def test_single_run_prints_table_and_logs_artifacts(outputs: Path, capsys: pytes
         "sensitivity_threshold.csv",
         "sensitivity_epsilon.csv",
         "sensitivity_threshold.png",
+        "sensitivity_epsilon.png",
         "coverage_epsilon.png",
     } <= names
+    art = RunArtifacts(client, run.info.run_id, run.info.artifact_uri)
+    grid = json.loads(art.get("tables/sensitivity_epsilon.json", outputs / "fetched").read_text())
+    table = pd.DataFrame(grid["data"], columns=grid["columns"])
+    assert sorted(table[table["group"] == "all"]["epsilon"]) == sorted(set(table["epsilon"]))  # real ε, not steps
+    assert 0.1 in set(table["epsilon"])
     alignment = pd.read_csv(Path(run.data.tags["mcu.output_dir"]) / "results" / "alignment.csv")
     assert {"metric", "value", "ci_low", "ci_high", "group"} <= set(alignment.columns)
     f1 = alignment[(alignment["metric"] == "f1") & (alignment["group"] == "all")]["value"].item()

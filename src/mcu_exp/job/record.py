@@ -126,12 +126,12 @@ def record_results(tracker: RunLogger, done: JobResults, note: str) -> None:
 
 def log_tables(tracker: RunLogger, metrics: dict[str, Any], results: Path) -> None:
     """The run's long tables as MLflow tables, which the UI's artifact view shows and filters:
-    every metric (group, metric, value), the per-program table and the proxy's records
-    (summaries, judgments, answers…), listed in one update of the run."""
+    every metric (group, metric, value), the per-program table, the proxy's records
+    (summaries, judgments, answers…) and the sensitivity grids (each row its threshold, ε or θ
+    with every metric, which MLflow's series can only chart by integer step), listed in one
+    update of the run."""
     tables: list[tuple[Any, str]] = [(metric_table(metrics), f"{names.TABLES_DIR}/metrics.json")]
-    for csv in sorted(results.glob("*.csv")):
-        if csv.name.startswith("sensitivity_"):
-            continue  # charted as series and figures
+    for csv in sorted(results.glob("*.csv")):  # sensitivity grids too: their real x values, not a series' steps
         tables.append((csv_table(csv), f"{names.TABLES_DIR}/{csv.stem}.json"))
     tracker.log_tables(tables)
 
