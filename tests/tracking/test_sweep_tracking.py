@@ -5,7 +5,6 @@ process (the config the app composes, run by :func:`~mcu_exp.pipeline.run_job`).
 from __future__ import annotations
 
 import json
-
 import os
 import subprocess
 import sys
