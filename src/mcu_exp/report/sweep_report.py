@@ -61,6 +61,7 @@ class SweepReport(SweepCallback):
         confidence = _confidence(children)
         print(sweep_summary.render(frame, title, _width(), confidence), end="")
         print(self._probe_analysis(run_id, children), end="")
+        print(self._pooled_analysis(run_id, children, metrics), end="")
         steps = self._next_steps(run_id, report, finished=len(frame) > unfinished)
         print("\n".join(steps))
         self.client.set_tag(run_id, NOTE_TAG, self._description(frame, unfinished, confidence, report))
@@ -78,6 +79,17 @@ class SweepReport(SweepCallback):
             return analyse_probe_sweep(self.client, run_id, children)
         except (OSError, ValueError, KeyError) as exc:
             log.warning("no paired analysis of the probe sweep: %s", exc)
+            return ""
+
+    def _pooled_analysis(self, run_id: str, children: list[Any], metrics: dict[str, dict[str, float]]) -> str:
+        """A sweep over datasets' pooled estimate (:mod:`mcu_exp.report.pooled_sweep`), logged on
+        the parent run; "" when none applies or it fails (a warning: the sweep's results stand)."""
+        from mcu_exp.report.pooled_sweep import analyse_pooled_sweep
+
+        try:
+            return analyse_pooled_sweep(self.client, run_id, children, metrics)
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("no pooled estimate of the sweep's datasets: %s", exc)
             return ""
 
     def _next_steps(self, run_id: str, report: Path | None, finished: bool) -> list[str]:
