@@ -44,6 +44,8 @@ def test_an_old_jobs_share_of_ceiling_is_shown_labelled() -> None:
     found = {"r0": _metrics(0.65, **bounds_metrics()), "r1": _metrics(0.55, **old_metrics())}
     frame = summary_frame([_run("0"), _run("1")], found)
     shown = display_frame(frame)
-    assert shown[HEADER].tolist() == ["-0.240 [-0.370, -0.110]", "share of ceiling 53% [-50%, 120%] (old run)"]
+    assert shown[HEADER].tolist() == ["-0.240 [-0.370, -0.110]", "share 53% [-50%, 120%] (old run)"]
     assert frame["share.auc_score"].tolist()[1] == 0.533 and pd.isna(frame["share.auc_score"].tolist()[0])
     assert frame.columns[-2:].tolist() == ["beats_always", "verdict"]  # the old columns before the verdict
+    legend = " ".join(render(frame, "s").split())
+    assert "share (old run): a job logged before the bounds, its (AUC − 0.5)/(humans' split-half AUC − 0.5)" in legend

@@ -35,18 +35,20 @@ from mcu_exp.report.identity import row_label
 
 @dataclass(frozen=True)
 class Band:
-    """One of the humans' figures drawn per configuration: its key, legend name, colour, line style."""
+    """One of the humans' figures drawn per configuration: its key, legend name, colour, line
+    style and half width (a narrower band stays visible where it overlaps a wider one)."""
 
     key: str
     name: str
     colour: str
     style: str = "-"
+    half: float = 0.4
 
 
 BANDS: dict[str, tuple[Band, ...]] = {
     "auc_score": (
         Band(ceiling_key("auc_score"), "lower bound (half panel)", "tab:green"),
-        Band(CEILING + UPPER, "upper bound (reader model)", "tab:purple", "--"),
+        Band(CEILING + UPPER, "upper bound (reader model)", "tab:purple", "--", 0.3),
     ),
     "spearman": (Band(ceiling_key("spearman"), "ρ ceiling (Spearman–Brown)", "tab:green"),),
 }
@@ -80,7 +82,7 @@ def _draw_bands(ax: Axes, rows: pd.DataFrame, x: np.ndarray, name: str) -> None:
         for j, i in enumerate(np.flatnonzero(np.isfinite(figures[:, 0]))):
             low, high = figures[i, 1:] if np.isfinite(figures[i, 1:]).all() else (figures[i, 0], figures[i, 0])
             ax.fill_between(
-                [x[i] - 0.4, x[i] + 0.4],
+                [x[i] - band.half, x[i] + band.half],
                 low,
                 high,
                 color=band.colour,
@@ -88,7 +90,7 @@ def _draw_bands(ax: Axes, rows: pd.DataFrame, x: np.ndarray, name: str) -> None:
                 lw=0,
                 label=None if j else f"humans' {band.name}: 95 % CI over programs",
             )
-            ax.hlines(figures[i, 0], x[i] - 0.4, x[i] + 0.4, color=band.colour, lw=1.5, ls=band.style)
+            ax.hlines(figures[i, 0], x[i] - band.half, x[i] + band.half, color=band.colour, lw=1.5, ls=band.style)
 
 
 def plot_ceiling(rows: pd.DataFrame, keys: Sequence[str], names: Sequence[str] = SHARES) -> Figure:

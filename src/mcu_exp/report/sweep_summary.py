@@ -57,6 +57,7 @@ NUMBERS = (
 OLD_NUMBERS = (SHARE, f"{SHARE}_ci_low", f"{SHARE}_ci_high")  # kept only where a job logged them
 COLUMNS = ("best", "job", "run", "status", *NUMBERS, BEATS, "verdict")
 BEATS_MARK = {True: "✓", False: "✗"}
+UPPER_HEADER = "AUC − upper bound"
 BEST_MARK = "★"
 BASELINE_NAME = "the always-understandable baseline"
 
@@ -177,7 +178,7 @@ def _versus_upper(row: Mapping[str, Any]) -> str:
     found = row.get(VS_UPPER)
     share = row.get(SHARE)
     if (found is None or pd.isna(found)) and isinstance(share, float) and not math.isnan(share):
-        return f"share of ceiling {_interval(row, SHARE, _share)} (old run)"
+        return f"share {_interval(row, SHARE, _share)} (old run)"
     return _interval(row, VS_UPPER, _signed)
 
 
@@ -190,7 +191,7 @@ DISPLAY: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "always-1 F1": lambda r: "—" if r["status"] != "FINISHED" else _pct(r[BASELINE]),
     "ΔF1 vs always-1 (pp)": lambda r: _interval(r, KEY, _delta),
     "AUC (score)": lambda r: _interval(r, "auc_score", _auc),
-    "AUC − upper bound": _versus_upper,
+    UPPER_HEADER: _versus_upper,
     "beats always-1": lambda r: "—" if r[BEATS] is None or pd.isna(r[BEATS]) else BEATS_MARK[bool(r[BEATS])],
 }
 
@@ -230,16 +231,19 @@ def render(frame: pd.DataFrame, title: str, width: int = 160, confidence: float 
         shown = shown.drop(columns=["status"])
     table = Table(title=title)
     for column in shown.columns:
-        table.add_column(column, justify="left" if column in ("", "run", "status") else "right")
+        justify = "left" if column in ("", "run", "status") else "right"
+        table.add_column(column, justify=justify, no_wrap=column == UPPER_HEADER)  # a signed interval on one line
     for _, row in shown.iterrows():
         table.add_row(*(str(row[c]) for c in shown.columns))
     out = io.StringIO()
     console = Console(file=out, width=width, force_terminal=False, color_system=None)
     console.print(table)
-    console.print(
-        f"value [{100 * confidence:g} % CI]; sorted by ΔF1's lower bound, then AUC (score)'s; ★ best; ✓: ΔF1's paired bootstrap "
-        "interval lies above 0; AUC − upper bound: AUC (score) on the programs with two or more readers minus "
-        "the humans' upper bound (beta-binomial reader model) on the same programs, paired, [CI over programs]",
-        justify="left",
+    legend = (
+        f"value [{100 * confidence:g} % CI]; sorted by ΔF1's lower bound, then AUC (score)'s; ★ best; ✓: ΔF1's paired "
+        "bootstrap interval lies above 0; AUC − upper bound: AUC (score) on the programs with two or more readers minus "
+        "the humans' upper bound (beta-binomial reader model) on the same programs, paired, [CI over programs]"
     )
+    if SHARE in frame.columns and frame[SHARE].notna().any():
+        legend += "; share (old run): a job logged before the bounds, its (AUC − 0.5)/(humans' split-half AUC − 0.5)"
+    console.print(legend, justify="left")
     return out.getvalue() + conclusion(frame) + "\n"
