@@ -231,8 +231,9 @@ def render(frame: pd.DataFrame, title: str, width: int = 160, confidence: float 
         shown = shown.drop(columns=["status"])
     table = Table(title=title)
     for column in shown.columns:
-        justify = "left" if column in ("", "run", "status") else "right"
-        table.add_column(column, justify=justify, no_wrap=column == UPPER_HEADER)  # a signed interval on one line
+        table.add_column(  # the signed interval of AUC − upper bound on one line
+            column, justify="left" if column in ("", "run", "status") else "right", no_wrap=column == UPPER_HEADER
+        )
     for _, row in shown.iterrows():
         table.add_row(*(str(row[c]) for c in shown.columns))
     out = io.StringIO()
