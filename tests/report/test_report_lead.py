@@ -1,5 +1,6 @@
 """The report leads with the answer: which configuration aligns best (ΔF1 vs always-1's lower
-bound, then AUC (score)'s), does it beat the always-understandable baseline, its ceiling; the
+bound, then AUC (score)'s), does it beat the always-understandable baseline, where it lies
+against the humans' bounds (an old run: its share of ceiling, labelled); the
 verdicts as one column of the main table; summary.csv's headline numbers in columns of their
 own; `mcu-exp report` prints the ranked table."""
 
@@ -14,7 +15,7 @@ import pytest
 from mcu_exp.cli.report import main
 from mcu_exp.report import ranking, tables
 from mcu_exp.report.html import ReportDocument, Section, render_html, render_markdown
-from mcu_exp.report.lead import BEST, lead
+from mcu_exp.report.lead import BEST, SHARE_COLUMN, UPPER_COLUMN, lead
 from support.html_tables import element_text, parse
 from support.mlflow_runs import METRICS, Store, log_job
 
@@ -133,6 +134,41 @@ def test_the_first_sentence_says_which_configuration_beats_the_baseline() -> Non
     assert opening.best[0] == "Best configuration: smollm2-135m · p1 · reader group=all · ε=0.2"
 
 
+def test_the_lead_reads_the_best_against_the_humans_bounds() -> None:
+    from support.ceiling_keys import bounds_metrics
+
+    frame = tables.runs_frame(
+        [
+            record("a1", "all", 0.1, (0.571, 0.52, 0.70), 0.5, **bounds_metrics()),
+            record("a2", "all", 0.2, (0.571, 0.45, 0.70), 0.5),  # logged no ceiling
+        ]
+    )
+    keys = tables.varying_keys(frame)
+    opening = lead(tables.summary_table(frame, keys), keys)
+    assert opening.table[UPPER_COLUMN].tolist() == ["−0.240 [−0.370, −0.110]", "—"]  # as logged, best first
+    assert SHARE_COLUMN not in opening.table.columns
+    assert opening.best[2] == (
+        "Humans' bounds on AUC (score): lower 0.650 [0.560, 0.750] (half panel), upper 0.820 [0.760, 0.880] "
+        "(reader model); AUC (score) − lower −0.070 [−0.200, +0.060], − upper −0.240 [−0.370, −0.110]"
+    )
+    assert "95 % CI over programs" in opening.caption
+
+
+def test_an_old_runs_share_of_ceiling_is_shown_labelled() -> None:
+    from support.ceiling_keys import old_metrics
+
+    frame = tables.runs_frame([record("o", "all", 0.1, (0.571, 0.52, 0.70), 0.5, **old_metrics())])
+    keys = tables.varying_keys(frame)
+    opening = lead(tables.summary_table(frame, keys), keys)
+    assert opening.table[SHARE_COLUMN].tolist() == ["53.3% [-50.0%, 120.0%]"]
+    assert UPPER_COLUMN not in opening.table.columns
+    assert opening.best[2] == (
+        "Humans' AUC (score) ceiling 0.650 [0.560, 0.750] (old run: interval over reader splits), "
+        "share of it 53.3% [−50.0%, 120.0%]"
+    )
+    assert "run logged before the bounds" in opening.caption
+
+
 def test_summary_csv_holds_rank_delta_f1_and_the_verdict_as_numbers() -> None:
     frame = issue_sweep()
     keys = tables.varying_keys(frame)
@@ -163,8 +199,8 @@ def test_report_command_prints_the_ranked_table_and_the_answer(
 
 
 def wide_summary() -> tuple[pd.DataFrame, list[str]]:
-    """Five models with every main metric, their CIs and the humans' ceilings: 22 columns."""
-    from test_report_ceiling import ceiling_metrics
+    """Five models with every main metric, their CIs and the humans' bounds: 23 columns."""
+    from support.ceiling_keys import bounds_metrics
 
     metrics = {"accuracy": 0.6, "precision": 0.61, "recall": 0.62, "auc_score": 0.6, "spearman": 0.3, "kendall": 0.2}
     ci = {f"{m}_ci_{b}": v for m, v in metrics.items() for b in ("low", "high")}
@@ -176,7 +212,7 @@ def wide_summary() -> tuple[pd.DataFrame, list[str]]:
                 **metrics,
                 **ci,
                 "auc_score_perm_p": 0.01,
-                **ceiling_metrics(),
+                **bounds_metrics(proxy=0.6),
             }
             for i, m in enumerate(models)
         ]
@@ -204,9 +240,10 @@ def test_a_wide_main_table_is_split_into_two_tables_on_the_page() -> None:
             "F1",
             "F1 always-1",
             "F1 random",
-            "F1 ceiling",
+            "F1 lower bound",
         ),
-        *("AUC (score)", "AUC (score) ceiling", "AUC (score) share of ceiling"),
+        *("AUC (score)", "AUC (score) lower bound", "AUC (score) upper bound"),
+        *("AUC (score) − lower bound", "AUC (score) − upper bound"),
     ]
     assert (
         second.header[:3] == ["model", "proxy", "ε"] and "precision" in second.header and "ρ ceiling" in second.header

@@ -10,9 +10,11 @@ test of the accuracies and DeLong's of the AUCs (:mod:`mcu_exp.evaluation.paired
 (``scores.csv`` beside its ``per_program.csv``: P1, P2) and its decision settings (MLflow
 params ``decision.*``, or the ``decision`` section of ``config.yaml`` beside it) is
 recalibrated in every resample, as its own intervals are; any other run keeps its labels
-fixed, and the table says so. Where the runs logged the humans' noise ceiling (``ceiling.*``,
-``share.*``: MLflow metrics, ``metrics.json``, ``reliability.csv``), each run's AUC (score) and
-ρ ceiling and its share of them are printed too, and the notes say when the two ceilings differ
+fixed, and the table says so. Where the runs logged the humans' ceiling (``ceiling.*``,
+``vs_ceiling.*``, ``disattenuated.*``: MLflow metrics, ``metrics.json``, ``reliability.csv``),
+each run's lower and upper bound on AUC (score), its AUC (score) minus each (paired), the ρ
+ceiling and its disattenuated ρ are printed too, with intervals over programs (an old run's
+``share.*`` in rows labelled as such), and the notes say when the two ceilings differ
 (:mod:`mcu_exp.compare.ceiling`). Under the table, the parameters whose values differ between
 A and B (:mod:`mcu_exp.compare.params`); the table and notes are drawn by
 :mod:`mcu_exp.compare.display`. When one run ran under a probe (``probe=<edit>``) and the other

@@ -138,7 +138,7 @@ def render(cmp: Any, a: Source, b: Source, only_a: int = 0, only_b: int = 0) -> 
     console.print(table)
     ceilings = ceiling.rows(a.ceiling, b.ceiling)
     if ceilings:
-        below = Table(title="The humans' noise ceiling on each run's labels, and the run's share of it")
+        below = Table(title="The humans' ceiling on each run's labels, and the run against it")
         for header in ("", "A", "B"):
             below.add_column(header, justify="left" if not header else "right", no_wrap=True)
         for row in ceilings:

@@ -15,13 +15,13 @@ class CompareError(ValueError):
 class Source:
     """One side of the comparison: a short name, where it came from, its per-program table
     and, for a calibrated run, what recalibrating it needs (else ``missing`` says what lacks);
-    its human ceiling and share of it (:mod:`mcu_exp.compare.ceiling`) and its label settings."""
+    its human ceiling and its figures against it (:mod:`mcu_exp.compare.ceiling`) and its label settings."""
 
     name: str
     where: str
     frame: Any  # pandas.DataFrame, index program_id
     calibration: Any = None  # mcu_exp.evaluation.paired_recalibration.RunCalibration | None
     missing: str = ""
-    ceiling: dict[str, float] = field(default_factory=dict)  # ceiling.* and share.* of its own labels
+    ceiling: dict[str, float] = field(default_factory=dict)  # its figures under mcu_exp.compare.ceiling.PREFIXES
     labels: dict[str, str] = field(default_factory=dict)  # labels.rule, min_fraction, group, readers
     params: dict[str, str] = field(default_factory=dict)  # the flat config it ran with (mcu_exp.compare.params)

@@ -105,7 +105,7 @@ def display_subgroups(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     if table.empty:
         return table
     out: dict[tuple[str, ...], dict[str, str]] = {}
-    with_ceiling = ceiling.ceiling_key(ceiling.GROUP_METRIC) in table.columns and ceiling.logged(table)
+    with_ceiling = ceiling.group_logged(table)
     for _, row in table.iterrows():
         ident = tuple(key_text(k, row[k]) for k in keys)
         cells = out.setdefault(ident, {"runs": count_text(value(row, "runs"))} if "runs" in row else {})

@@ -1,8 +1,9 @@
 """The report's opening: the answer first. Which configuration aligns best with the humans
 (ranked by :mod:`mcu_exp.report.ranking`: ΔF1 vs always-1's lower bound, then AUC (score)'s),
-does it beat the always-understandable baseline, and how close it comes to the humans' own
-ceiling when the runs logged one; then every configuration in that order, one line each.
-The HTML page and ``report.md`` open with it and ``mcu-exp report`` prints it."""
+does it beat the always-understandable baseline, and where it lies against the humans' two
+bounds when the runs logged them (its AUC (score) minus the upper bound, paired); then every
+configuration in that order, one line each. The HTML page and ``report.md`` open with it and
+``mcu-exp report`` prints it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from mcu_exp.report.columns import cell
 from mcu_exp.report.identity import row_label
 
 BEST = "★"
+UPPER_COLUMN = "AUC (score) − upper bound"  # the proxy's AUC minus the humans' upper bound, paired
+SHARE_COLUMN = "share of AUC ceiling (old run)"  # runs logged before the bounds
 VERDICT_CAPTION = (
     "verdict: ✓ F1 when F1's 95 % CI lies above the always-1 baseline (ΔF1's lower bound above 0), "
     "✓ AUC when the AUC's CI lies above chance (0.5); ✗ otherwise, ? when undefined."
@@ -66,7 +69,8 @@ def lead(summary: pd.DataFrame, keys: Sequence[str]) -> Lead:
     order = ranking.ranked(items)
     auc_names = {h.auc_name for h in items}
     auc_header = header(ranking.SCORE_AUC) if auc_names == {ranking.SCORE_AUC} else "AUC (score, else labels)"
-    with_ceiling = any(h.share is not None for h in items)
+    with_upper = any(h.vs_upper is not None for h in items)
+    with_share = any(h.share is not None for h in items)
     rows = []
     for place, i in enumerate(order, 1):
         item = items[i]
@@ -78,8 +82,10 @@ def lead(summary: pd.DataFrame, keys: Sequence[str]) -> Lead:
             f"Δ{header(PRIMARY)} vs always-1": ranking.delta_text(item),
             auc_header: cell(item.auc_name, item.auc.value, item.auc.low, item.auc.high),
         }
-        if with_ceiling:
-            row["share of AUC ceiling"] = "—" if item.share is None else _share(item.share)
+        if with_upper:
+            row[UPPER_COLUMN] = "—" if item.vs_upper is None else ranking.signed_text(ranking.SCORE_AUC, item.vs_upper)
+        if with_share:
+            row[SHARE_COLUMN] = "—" if item.share is None else _share(item.share)
         row["verdict"] = ranking.verdict_marks(item)
         rows.append(row)
     best = items[order[0]]
@@ -97,6 +103,16 @@ def lead(summary: pd.DataFrame, keys: Sequence[str]) -> Lead:
         "Every configuration, best first: ranked by ΔF1 vs always-1's lower bound (F1's 95 % CI minus the "
         "baseline on the same labels), then by the AUC's lower bound; ★ marks the best. " + VERDICT_CAPTION
     )
+    if with_upper:
+        caption += (
+            f" {UPPER_COLUMN}: the proxy's AUC (score) on the programs with two or more readers minus the humans' "
+            "upper bound (beta-binomial reader model) on the same programs, paired, [95 % CI over programs]."
+        )
+    if with_share:
+        caption += (
+            f" {SHARE_COLUMN}: (AUC − 0.5)/(ceiling − 0.5) as a run logged before the bounds computed it; "
+            "no longer computed (its interval is meaningless)."
+        )
     return Lead(ranking.answer(labels, items), lines, pd.DataFrame(rows), caption)
 
 

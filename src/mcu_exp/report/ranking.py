@@ -26,7 +26,9 @@ from mcu_exp.evaluation.versus_always import ALWAYS_F1, KEY, f1_minus_always, ra
 from mcu_exp.names import UNDEFINED
 
 SCORE_AUC, LABEL_AUC = "auc_score", "auc_binary"
-CEILING_KEY, SHARE_KEY = "ceiling.auc_score", "share.auc_score"  # the humans' AUC (score) ceiling, a share of it
+CEILING_KEY, UPPER_KEY = "ceiling.auc_score", "ceiling.upper_auc_score"  # the humans' bounds on AUC (score)
+VS_LOWER, VS_UPPER = "vs_ceiling.lower", "vs_ceiling.upper"  # the proxy's AUC (score) minus each, paired
+SHARE_KEY = "share.auc_score"  # an old run's share of the ceiling (logged before the bounds; read, never written)
 YES, NO, UNKNOWN = "✓", "✗", "?"
 DELTA_F1 = KEY  # ΔF1 vs always-1's key in metrics.json and in summary CSVs (with _ci_low, _ci_high)
 
@@ -48,7 +50,8 @@ class Interval:
 @dataclass(frozen=True)
 class Headline:
     """One configuration's answer: F1 against its always-1 baseline, the AUC against chance,
-    the humans' ceiling when the run logged one."""
+    the humans' bounds on AUC (score) and the proxy's paired differences to them when the run
+    logged them (``ceiling``: the lower bound; an old run's ceiling and ``share`` of it instead)."""
 
     f1: Interval
     always_f1: float
@@ -56,6 +59,9 @@ class Headline:
     auc_name: str
     auc: Interval
     ceiling: Interval | None = None
+    upper: Interval | None = None
+    vs_lower: Interval | None = None
+    vs_upper: Interval | None = None
     share: Interval | None = None
 
     @property
@@ -89,16 +95,21 @@ def headline(metrics: Mapping[str, object]) -> Headline:
     always = _number(metrics, ALWAYS_F1)
     delta = interval(metrics, KEY) if math.isfinite(_number(metrics, KEY)) else interval(f1_minus_always(metrics), KEY)
     auc_name = SCORE_AUC if math.isfinite(_number(metrics, SCORE_AUC)) else LABEL_AUC
-    ceiling = interval(metrics, CEILING_KEY)
-    share = interval(metrics, SHARE_KEY)
+    found = {key: interval(metrics, key) for key in (CEILING_KEY, UPPER_KEY, VS_LOWER, VS_UPPER, SHARE_KEY)}
+    kept = {key: item if math.isfinite(item.value) else None for key, item in found.items()}
+    if kept[VS_LOWER] is not None or kept[VS_UPPER] is not None:
+        kept[SHARE_KEY] = None  # a run with the differences has no share to show
     return Headline(
         f1=f1,
         always_f1=always,
         delta_f1=delta,
         auc_name=auc_name,
         auc=interval(metrics, auc_name),
-        ceiling=ceiling if math.isfinite(ceiling.value) else None,
-        share=share if math.isfinite(share.value) else None,
+        ceiling=kept[CEILING_KEY],
+        upper=kept[UPPER_KEY],
+        vs_lower=kept[VS_LOWER],
+        vs_upper=kept[VS_UPPER],
+        share=kept[SHARE_KEY],
     )
 
 
@@ -149,18 +160,46 @@ def verdict_marks(item: Headline) -> str:
     return f"{mark(item.beats_always)} F1 · {mark(item.beats_chance)} AUC"
 
 
+def signed_text(name: str, item: Interval) -> str:
+    """ "+0.012 [−0.150, +0.170]": a difference with its interval, signed, in metric ``name``'s format."""
+
+    def one(number: float) -> str:
+        if not math.isfinite(number):
+            return UNDEFINED
+        text = metric(name).format(number).replace("-", "−")
+        return text if text.startswith("−") else f"+{text}"
+
+    return f"{one(item.value)} [{one(item.low)}, {one(item.high)}]"
+
+
 def ceiling_text(item: Headline) -> str:
-    """ "humans' ceiling 0.650 [0.560, 0.750], share 53.3% [−50.0%, 120.0%]"; "" without one."""
+    """The humans' bounds on AUC (score) with their intervals over programs and the proxy's
+    paired differences to them ("humans' bounds on AUC (score): lower 0.650 [0.560, 0.750]
+    (half panel), upper 0.820 [0.760, 0.880] (reader model); AUC (score) − lower −0.041 […],
+    − upper −0.211 […]"); an old run's ceiling and share of it, labelled; "" without a ceiling."""
     if item.ceiling is None:
         return ""
-    text = f"humans' AUC (score) ceiling {value_text(SCORE_AUC, item.ceiling)}"
+    auc = header(SCORE_AUC)
     if item.share is not None:
-        share = item.share
 
         def pct(number: float) -> str:
             return f"{100 * number:.1f}%".replace("-", "−") if math.isfinite(number) else UNDEFINED
 
-        text += f", share of it {pct(share.value)} [{pct(share.low)}, {pct(share.high)}]"
+        share = item.share
+        return (
+            f"humans' {auc} ceiling {value_text(SCORE_AUC, item.ceiling)} (old run: interval over reader splits), "
+            f"share of it {pct(share.value)} [{pct(share.low)}, {pct(share.high)}]"
+        )
+    text = f"humans' bounds on {auc}: lower {value_text(SCORE_AUC, item.ceiling)} (half panel)"
+    if item.upper is not None:
+        text += f", upper {value_text(SCORE_AUC, item.upper)} (reader model)"
+    differences = [
+        f"{side} {signed_text(SCORE_AUC, diff)}"
+        for side, diff in (("lower", item.vs_lower), ("upper", item.vs_upper))
+        if diff is not None
+    ]
+    if differences:
+        text += f"; {auc} − " + ", − ".join(differences)
     return text
 
 

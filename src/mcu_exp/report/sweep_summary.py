@@ -2,8 +2,10 @@
 "does any configuration beat the always-understandable baseline?".
 
 Each row carries F1 [CI], the always-1 baseline's F1, ΔF1 against it with its paired interval
-(``f1_minus_always``, :mod:`mcu_exp.evaluation.versus_always`), AUC (score) [CI], the share of
-the humans' ceiling AUC it reaches (``share.auc_score``) and whether ΔF1's interval lies above 0
+(``f1_minus_always``, :mod:`mcu_exp.evaluation.versus_always`), AUC (score) [CI], its AUC (score)
+minus the humans' upper bound on the same programs with the paired interval over programs
+(``vs_ceiling.upper``; a job logged before the bounds shows its share of ceiling there, labelled
+"old run", and keeps ``share.auc_score`` in the CSV) and whether ΔF1's interval lies above 0
 (✓) or not (✗). Rows are sorted by ΔF1's lower bound, then AUC (score)'s lower bound, best
 first; an undefined headline and jobs that did not finish come last. The frame holds numbers
 (``value``, ``_ci_low``, ``_ci_high`` columns, named as in ``metrics.json``), which
@@ -29,7 +31,9 @@ from mcu_exp.report import ranking
 
 SUMMARY_FILE = "sweep_summary.csv"
 BASELINE = "baseline_always_f1"
-SHARE = "share.auc_score"
+VS_UPPER = "vs_ceiling.upper"  # AUC (score) − the humans' upper bound, paired over programs
+UPPER = "ceiling.upper_auc_score"
+SHARE = "share.auc_score"  # a job logged before the bounds: its share of ceiling (read, never written)
 BEATS = "beats_always"
 NUMBERS = (
     F1,
@@ -42,14 +46,18 @@ NUMBERS = (
     "auc_score",
     "auc_score_ci_low",
     "auc_score_ci_high",
-    SHARE,
-    f"{SHARE}_ci_low",
-    f"{SHARE}_ci_high",
+    UPPER,
+    VS_UPPER,
+    f"{VS_UPPER}_ci_low",
+    f"{VS_UPPER}_ci_high",
+    f"{VS_UPPER}_p_below",
     "tau",
     "coverage",
 )
+OLD_NUMBERS = (SHARE, f"{SHARE}_ci_low", f"{SHARE}_ci_high")  # kept only where a job logged them
 COLUMNS = ("best", "job", "run", "status", *NUMBERS, BEATS, "verdict")
 BEATS_MARK = {True: "✓", False: "✗"}
+UPPER_HEADER = "AUC − upper bound"
 BEST_MARK = "★"
 BASELINE_NAME = "the always-understandable baseline"
 
@@ -117,6 +125,7 @@ def summary_frame(
         m, tags = metrics.get(run.info.run_id, run.data.metrics), run.data.tags
         row: dict[str, Any] = {"job": tags.get("mcu.job_num", ""), "run": run.info.run_name, "status": run.info.status}
         row.update({key: m.get(key, math.nan) for key in NUMBERS})
+        row.update({key: m[key] for key in OLD_NUMBERS if key in m})
         row["verdict"] = tags.get(names.TAG_VERDICT, tags.get("mcu.error", ""))
         rows.append(row)
     for row in rows:
@@ -126,7 +135,8 @@ def summary_frame(
     rows.sort(key=_sort_key)
     if rows and rows[0]["status"] == "FINISHED" and not math.isnan(rows[0].get(LOW, math.nan)):
         rows[0]["best"] = True
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    old = [key for key in OLD_NUMBERS if any(key in row for row in rows)]
+    return pd.DataFrame(rows, columns=[*COLUMNS[:-2], *old, *COLUMNS[-2:]])
 
 
 def _pct(value: float) -> str:
@@ -155,8 +165,21 @@ def _auc(value: float) -> str:
     return names.UNDEFINED if math.isnan(value) else f"{value:.3f}"
 
 
+def _signed(value: float) -> str:
+    return names.UNDEFINED if math.isnan(value) else f"{value:+.3f}"
+
+
 def _share(value: float) -> str:
     return names.UNDEFINED if math.isnan(value) else f"{value:.0%}"
+
+
+def _versus_upper(row: Mapping[str, Any]) -> str:
+    """AUC (score) − the upper bound [CI]; an old job's share of ceiling, labelled; "—" for neither."""
+    found = row.get(VS_UPPER)
+    share = row.get(SHARE)
+    if (found is None or pd.isna(found)) and isinstance(share, float) and not math.isnan(share):
+        return f"share {_interval(row, SHARE, _share)} (old run)"
+    return _interval(row, VS_UPPER, _signed)
 
 
 def _delta(value: float) -> str:
@@ -168,7 +191,7 @@ DISPLAY: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "always-1 F1": lambda r: "—" if r["status"] != "FINISHED" else _pct(r[BASELINE]),
     "ΔF1 vs always-1 (pp)": lambda r: _interval(r, KEY, _delta),
     "AUC (score)": lambda r: _interval(r, "auc_score", _auc),
-    "share of ceiling": lambda r: _interval(r, SHARE, _share),
+    UPPER_HEADER: _versus_upper,
     "beats always-1": lambda r: "—" if r[BEATS] is None or pd.isna(r[BEATS]) else BEATS_MARK[bool(r[BEATS])],
 }
 
@@ -208,15 +231,20 @@ def render(frame: pd.DataFrame, title: str, width: int = 160, confidence: float 
         shown = shown.drop(columns=["status"])
     table = Table(title=title)
     for column in shown.columns:
-        table.add_column(column, justify="left" if column in ("", "run", "status") else "right")
+        table.add_column(  # the signed interval of AUC − upper bound on one line
+            column, justify="left" if column in ("", "run", "status") else "right", no_wrap=column == UPPER_HEADER
+        )
     for _, row in shown.iterrows():
         table.add_row(*(str(row[c]) for c in shown.columns))
     out = io.StringIO()
     console = Console(file=out, width=width, force_terminal=False, color_system=None)
     console.print(table)
-    console.print(
-        f"value [{100 * confidence:g} % CI]; sorted by ΔF1's lower bound, then AUC (score)'s; ★ best; ✓: ΔF1's paired bootstrap "
-        "interval lies above 0; share of ceiling: (AUC − 0.5)/(humans' split-half AUC − 0.5)",
-        justify="left",
+    legend = (
+        f"value [{100 * confidence:g} % CI]; sorted by ΔF1's lower bound, then AUC (score)'s; ★ best; ✓: ΔF1's paired "
+        "bootstrap interval lies above 0; AUC − upper bound: AUC (score) on the programs with two or more readers minus "
+        "the humans' upper bound (beta-binomial reader model) on the same programs, paired, [CI over programs]"
     )
+    if SHARE in frame.columns and frame[SHARE].notna().any():
+        legend += "; share (old run): a job logged before the bounds, its (AUC − 0.5)/(humans' split-half AUC − 0.5)"
+    console.print(legend, justify="left")
     return out.getvalue() + conclusion(frame) + "\n"

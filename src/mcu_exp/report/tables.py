@@ -188,8 +188,8 @@ def config_order(rows: pd.DataFrame, keys: Sequence[str], runs: pd.DataFrame | N
 
 def summary_table(frame: pd.DataFrame, keys: Sequence[str], extra: Sequence[str] = ()) -> pd.DataFrame:
     """Numbers for the CSV: the keys (and ``extra`` configuration columns), run count and id,
-    n, each main metric with its CI bounds, AUC(score)'s permutation p-value, the humans' ceilings and
-    the shares of them the runs logged (:mod:`mcu_exp.report.ceiling`), every baseline, τ, coverage,
+    n, each main metric with its CI bounds, AUC(score)'s permutation p-value, the humans' bounds and
+    the proxy's differences to them the runs logged (:mod:`mcu_exp.report.ceiling`), every baseline, τ, coverage,
     prevalence and any ``vs_reference.*`` metric the runs logged; then the undefined metrics and the row notes."""
     rows = latest_per_config(frame, keys)
     columns: list[str] = [*keys, *extra, "runs", "n"]
@@ -220,15 +220,11 @@ def subgroup_table(frame: pd.DataFrame, keys: Sequence[str], groups: Sequence[st
     (all readers, or e.g. professional readers alone), so that is the group they are shown
     under; then each ``group.<name>.*`` the runs logged (a subgroup equal to the run's own
     group is the same labels, shown once). When a run logged the humans' ceiling, each row also
-    holds its group's AUC (score) ceiling and the run's share of it, with intervals."""
+    holds its group's bounds on AUC (score), the run's differences to them and its disattenuated
+    ρ, with intervals (an old run's share of ceiling instead, where it logged one)."""
     rows = latest_per_config(frame, keys)
     found = groups or subgroups(rows)
-    ceiling_columns = [
-        *with_ci(ceiling.ceiling_key(ceiling.GROUP_METRIC)),
-        *with_ci(ceiling.share_key(ceiling.GROUP_METRIC)),
-    ]
-    if not any(c.endswith(ceiling_columns[0]) for c in rows.columns):
-        ceiling_columns = []
+    ceiling_columns = ceiling.group_columns(rows)
     out = []
     for run_id, row in rows.iterrows():
         own = str(row.get("labels_group") or ALL_READERS)
