@@ -35,7 +35,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     uri = f"sqlite:///{outputs / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
     runs = client.search_runs([client.get_experiment_by_name("mcu_exp").experiment_id])
-    runs = [r for r in runs if "mcu.kind" not in r.data.tags]  # the jobs, not the sweep's parent run
+    runs = [r for r in runs if r.data.tags.get("mcu.kind") == "job"]  # the jobs, not the sweep's parent run
     tags = {r.data.tags["mcu.sweep"] for r in runs}
     assert len(runs) == 4 and len(tags) == 1
     return Sweep(outputs, uri, tags.pop())

@@ -132,7 +132,7 @@ def test_joblib_sweep_logs_every_job_to_one_store_and_keeps_the_cache_consistent
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("mcu_exp").experiment_id])
     (parent,) = [r for r in runs if r.data.tags.get("mcu.kind") == "sweep"]
-    runs = [r for r in runs if "mcu.kind" not in r.data.tags]  # the jobs, not the sweep's parent run
+    runs = [r for r in runs if r.data.tags.get("mcu.kind") == "job"]  # the jobs, not the sweep's parent run
     assert len(runs) == 2
     # Jobs in joblib's worker processes still find the sweep's parent run.
     assert {r.data.tags.get("mlflow.parentRunId") for r in runs} == {parent.info.run_id}

@@ -24,7 +24,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def sweep_runs(sweep: Sweep) -> list:
     client = MlflowClient(tracking_uri=sweep.uri)
     exp = client.get_experiment_by_name("mcu_exp")
-    return [r for r in client.search_runs([exp.experiment_id]) if "mcu.kind" not in r.data.tags]  # jobs only
+    return [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("mcu.kind") == "job"]  # jobs only
 
 
 @pytest.mark.slow  # the `sweep` fixture runs a 4-job sweep (~30 s on 2 cores)
