@@ -39,7 +39,7 @@ def test_report_holds_metrics_intervals_and_baselines() -> None:
     assert report.ci == bootstrap_ci(y, pred, score, resamples=1500, confidence=0.9, seed=4)
     assert report.n == 50 and report.warnings == ()
     frame = report.to_frame()
-    assert frame.index.tolist() == [*RATES, *AUCS, *COUNTS]
+    assert frame.index.tolist() == [*RATES, *AUCS, "mcc", *COUNTS]
     assert list(frame.columns) == ["value", "ci_low", "ci_high", "always_positive", "random_expected"]
     assert frame.loc["f1", "always_positive"] == pytest.approx(always_positive(y)["f1"])
     assert frame.loc["f1", "random_expected"] == pytest.approx(random_expected(y)["f1"])
@@ -74,7 +74,7 @@ def test_render_table_lists_warnings_of_degenerate_input() -> None:
     text = render_table(report, title="degenerate")
     assert text.count("warning: ") == 2
     assert "auc_score" not in text
-    assert report.undefined == ["auc_binary"]  # one class: AUC has no value, not 0.5
+    assert report.undefined == ["auc_binary", "mcc"]  # one class: AUC and MCC have no value, not 0.5 or 0
     auc_row = next(line for line in text.splitlines() if "auc_binary" in line)
     assert auc_row.count("undefined") == 4 and "0.500" not in auc_row  # value, CI and both baselines
     values = report.to_frame()[["value", "ci_low", "ci_high"]].loc[list(RATES)]

@@ -73,7 +73,7 @@ def test_interval_contains_point_estimate() -> None:
     y, pred, score = _case(50)
     point = alignment_metrics(y, pred, score)
     ci = bootstrap_ci(y, pred, score, resamples=2000, seed=1)
-    assert set(ci) == {"accuracy", "precision", "recall", "f1", "auc_binary", "auc_score"}
+    assert set(ci) == {"accuracy", "precision", "recall", "f1", "auc_binary", "auc_score", "mcc"}
     for key, (low, high) in ci.items():
         assert low <= point[key] <= high, key
         assert low < high, key

@@ -19,7 +19,7 @@ def specificity() -> Iterator[str]:
 
 
 def test_the_builtin_headline_metrics() -> None:
-    assert headline_names() == ["f1", "auc_binary", "auc_score", "spearman"]
+    assert headline_names() == ["f1", "auc_binary", "auc_score", "mcc", "spearman"]
     assert not metric("accuracy").headline and metric("f1").headline
 
 

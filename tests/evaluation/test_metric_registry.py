@@ -15,6 +15,7 @@ from sklearn.metrics import (
     balanced_accuracy_score,
     confusion_matrix,
     f1_score,
+    matthews_corrcoef,
     precision_score,
     recall_score,
     roc_auc_score,
@@ -79,6 +80,7 @@ SKLEARN: dict[str, Reference] = {  # scikit-learn (SciPy for the correlations), 
     "f1": lambda y, p, s: f1_score(y, p, zero_division=np.nan),
     "auc_binary": lambda y, p, s: _auc(y, p),
     "auc_score": lambda y, p, s: _auc(y, s),
+    "mcc": lambda y, p, s: matthews_corrcoef(y, p) if 0 < np.sum(y) < len(y) else np.nan,
     "spearman": _corr(stats.spearmanr),
     "kendall": _corr(stats.kendalltau),
     "tn": _count(0),
@@ -246,6 +248,7 @@ def test_a_registered_metric_reaches_the_report_bootstrap_and_mlflow(new_metrics
         "auc_binary",
         "auc_score",
         "gini_score",
+        "mcc",
         "tn",
         "fp",
         "fn",
@@ -280,8 +283,8 @@ def test_a_registered_metric_reaches_the_sweeps(new_metrics: None) -> None:
         sim = similarity_sweep(y, (score - score.min()) / np.ptp(score), [0.2, 0.5, 0.8])
         eps = epsilon_sweep(alpha[::-1], alpha, [0.1, 0.3], y_true=y)
     label_metrics = ["f1", "precision", "recall", "accuracy", "balanced_accuracy", "specificity", "auc_binary"]
-    assert list(thr.columns) == ["threshold", *label_metrics, "positive_rate"]
-    assert list(sim.columns) == ["theta", *label_metrics, "positive_rate"]
+    assert list(thr.columns) == ["threshold", *label_metrics, "mcc", "positive_rate"]
+    assert list(sim.columns) == ["theta", *label_metrics, "mcc", "positive_rate"]
     assert list(eps.columns) == [
         "epsilon",
         "nominal",
@@ -292,6 +295,7 @@ def test_a_registered_metric_reaches_the_sweeps(new_metrics: None) -> None:
         "recall",
         "balanced_accuracy",
         "auc_binary",
+        "mcc",
     ]
     for _, row in thr.iterrows():
         labels = (alpha <= row["threshold"]).astype(int)

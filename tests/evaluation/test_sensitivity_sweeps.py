@@ -32,7 +32,16 @@ def test_threshold_grid_spans_observed_range_plus_explicit_values() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateMetricWarning)
         frame = threshold_sweep(y, alpha, grid=[0.123456], n_points=11)
-    assert list(frame.columns) == ["threshold", "f1", "precision", "recall", "accuracy", "auc_binary", "positive_rate"]
+    assert list(frame.columns) == [
+        "threshold",
+        "f1",
+        "precision",
+        "recall",
+        "accuracy",
+        "auc_binary",
+        "mcc",
+        "positive_rate",
+    ]
     thresholds = frame["threshold"].to_numpy()
     assert alpha.min() in thresholds and thresholds[-1] == alpha.max()
     assert thresholds[0] == 0.123456 and len(frame) == 12

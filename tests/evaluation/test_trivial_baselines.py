@@ -77,7 +77,14 @@ def test_random_expected_f1_tends_to_prevalence() -> None:
 
 def test_random_expected_with_one_class_leaves_undefined_metrics_undefined() -> None:
     none = random_expected(_labels(9, 0))  # never predicts a positive
-    assert [k for k, v in none.items() if math.isnan(v)] == ["precision", "recall", "f1", "auc_binary", "auc_score"]
+    assert [k for k, v in none.items() if math.isnan(v)] == [
+        "precision",
+        "recall",
+        "f1",
+        "auc_binary",
+        "auc_score",
+        "mcc",
+    ]
     every = random_expected(_labels(9, 9))
     assert every["f1"] == pytest.approx(1.0) and every["precision"] == 1.0
     assert math.isnan(every["auc_binary"]) and math.isnan(every["auc_score"])

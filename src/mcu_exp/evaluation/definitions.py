@@ -11,6 +11,13 @@ positive, recall with no actual positive, F1 with neither, an AUC whose truth ha
   curve has one inner point (FPR, TPR), so AUC = (1 + TPR − FPR) / 2, which equals
   balanced accuracy (scikit-learn sums the two trapezoids instead, which can differ from
   this in the last bit);
+- ``mcc``, Matthews' correlation coefficient (tp·tn − fp·fn)/√((tp+fp)(tp+fn)(tn+fp)(tn+fn)),
+  equal to scikit-learn's ``matthews_corrcoef``: chance-corrected (0 for a labeller independent
+  of the truth, in expectation exactly: E[tp·tn − fp·fn | k predicted positives] = 0), so a
+  constant or near-constant labeller cannot score well by copying the majority class; a
+  constant labelling scores 0 (scikit-learn's convention: its denominator is 0, but it carries
+  no information about the truth), undefined only when the truth has one class. The sweeps and
+  reports rank configurations by its lower confidence bound (docs/reports.md);
 - the counts tn, fp, fn, tp themselves.
 
 ``auc_score`` is the ROC AUC of a continuous score (higher = more understandable, e.g.
@@ -88,6 +95,22 @@ def f1(c: Counts) -> np.ndarray:
     """Harmonic mean of precision and recall, 2tp / (2tp + fp + fn) (0 when tp = 0 but
     something was predicted or present; undefined when nothing was)."""
     return safe_ratio(2 * c.tp, c.n_pos + c.predicted)
+
+
+def _chance_mcc(r: RandomLabeller) -> float:
+    return 0.0 if 0 < r.n_pos < r.n else UNDEFINED
+
+
+@register("mcc", header="MCC", kind="corr", random=_chance_mcc, headline=True)
+def mcc(c: Counts) -> np.ndarray:
+    """Matthews' correlation of the labels with the truth, (tp·tn − fp·fn) / √(P·N·P̂·N̂):
+    chance-corrected, 0 for any labeller independent of the truth (the always-1 baseline
+    included: a constant labelling is scored 0, as scikit-learn does, not undefined), 1 for
+    perfect agreement; undefined when the truth has one class."""
+    tp, fp, fn, tn = (np.asarray(x, dtype=float) for x in (c.tp, c.fp, c.fn, c.tn))
+    den = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+    value = safe_ratio(tp * tn - fp * fn, den, 0.0)
+    return np.where((c.n_pos > 0) & (c.n_neg > 0), value, UNDEFINED)
 
 
 @register("auc_binary", header="AUC (labels)", short="AUC", kind="auc", random=_chance_auc, headline=True)
