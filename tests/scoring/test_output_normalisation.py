@@ -25,7 +25,7 @@ from tests.data.conftest import _data_root
         ("`9`", "9"),
         ("```\n3 5\n```", "3 5"),
         ("```c\n3\n5\n```", "3 5"),  # the info string (language) is not output
-        ("```text\n\"abcdef\"\n```", "abcdef"),  # layers are removed while they wrap
+        ('```text\n"abcdef"\n```', "abcdef"),  # layers are removed while they wrap
         ("```9```", "9"),
         ("", ""),
         ("   ", ""),
