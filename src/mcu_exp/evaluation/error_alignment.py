@@ -7,7 +7,7 @@ answer are compared (``K`` of them). Per program:
 
 - **top match**: whether the model's most frequent wrong answer is the humans' most frequent
   wrong answer. With ties for the top, it is the chance that one answer drawn at random from
-  the model's tied top answers equals one drawn from the humans': ``|T_m ∩ T_h| / (|T_m|·|T_h|)``
+  the model's tied top answers equals one drawn from the humans': ``#(T_m ∩ T_h) / (#T_m · #T_h)``
   (1 or 0 without ties);
 - **JS divergence**: the Jensen–Shannon divergence (base 2, so in [0, 1]; 0 = the same
   distribution, 1 = no wrong answer in common) between the two wrong-answer distributions over
