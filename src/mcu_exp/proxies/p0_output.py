@@ -126,7 +126,7 @@ def human_answers(dataset: Dataset, program_ids: Sequence[str]) -> pd.DataFrame 
     if "answer" not in ev.columns:
         return None
     kept = ev[ev["program_id"].isin(set(program_ids)) & ev["answer"].notna()]
-    right = (kept["total"] > 0) & (kept["correct"] >= kept["total"])
+    right = ((kept["total"] > 0) & (kept["correct"] >= kept["total"])).fillna(False)  # unknown: not right
     return pd.DataFrame(
         {
             "program_id": kept["program_id"].astype(str).to_numpy(),
