@@ -23,6 +23,7 @@ SPLIT = "split"  # P1's calibration/test split (proxy.split_seed)
 REFERENCE = "reference"  # P2's r* from the expert pool (experts.reference_seed)
 JUDGE = "judge"  # P3's judge from the expert pool (proxy.judge_seed)
 TARGET_SUMMARIES = "target summaries"  # seed of the target's summary request (proxy.sample_seed)
+OUTPUTS = "outputs"  # seed of p0_output's request for a program's printed output (proxy.sample_seed)
 
 _SEED_BITS = 31  # APIs take 32-bit signed seeds
 _UINT64 = 2**64

@@ -50,6 +50,14 @@ def test_counts_match_the_files(atoms: Dataset, atoms_dir: Path) -> None:
     assert (atoms.evaluations["total"] == 1).all() and atoms.evaluations["group"].isna().all()
 
 
+def test_each_evaluation_keeps_the_answer_the_subject_wrote(atoms: Dataset, atoms_dir: Path) -> None:
+    responses = _csv(atoms_dir / "responses.csv")
+    written = {(r["program"], r["subject"]): r["answer"] for r in responses}
+    kept = {(str(e.program_id), str(e.participant_id)): e.answer for e in atoms.evaluations.itertuples()}
+    assert kept == written and str(atoms.evaluations["answer"].dtype) == "string"
+    assert sum(a == "" for a in kept.values()) > 0  # an empty answer stays an answer, not a missing one
+
+
 def test_programs_come_in_63_mutual_confusing_clean_pairs(atoms: Dataset) -> None:
     by_id = {p.id: p for p in atoms.programs}
     pairs = {frozenset((p.id, p.meta["pair"])) for p in atoms.programs}

@@ -12,6 +12,7 @@ from hydra.errors import ConfigCompositionException
 from mcu_exp.config.schema import typed_config
 from mcu_exp.job.validate import config_problems
 from mcu_exp.proxies.base import build_proxy, proxy_class
+from mcu_exp.proxies.p0_output import OutputConfig, OutputProxy
 from mcu_exp.proxies.p0_subject import SubjectConfig, SubjectProxy
 from mcu_exp.proxies.p1_consistency import ConsistencyConfig, ConsistencyProxy, SummaryConfig
 from mcu_exp.proxies.p2_meta_review import MetaReviewProxy
@@ -23,6 +24,7 @@ BUILTIN = {
     "p1": (ConsistencyProxy, ConsistencyConfig),
     "p2": (MetaReviewProxy, SummaryConfig),
     "p3": (JudgeProxy, JudgeConfig),
+    "p0_output": (OutputProxy, OutputConfig),
 }
 
 
@@ -146,10 +148,12 @@ def test_the_target_must_name_a_proxy_class(tmp_path: Path) -> None:
     ctx = context(compose_cfg(), synthetic_dataset(3), tmp_path)
     assert type(build_proxy({"name": "p1"}, ctx)).__name__ == "ConsistencyProxy"  # no _target_: the registry's p1
     assert type(build_proxy({"_target_": "p3", "name": "judge"}, ctx)).__name__ == "JudgeProxy"  # a registered name
-    with pytest.raises(ValueError, match=r"^proxy: name the proxy: proxy=<name> \(registered: p0, p1, p2, p3\)"):
+    with pytest.raises(
+        ValueError, match=r"^proxy: name the proxy: proxy=<name> \(registered: p0, p1, p2, p3, p0_output\)"
+    ):
         build_proxy({}, ctx)
     with pytest.raises(
-        ValueError, match=r"^unknown proxy 'pp1' \(proxy\): did you mean 'p1'\? \(known: p0, p1, p2, p3\)$"
+        ValueError, match=r"^unknown proxy 'pp1' \(proxy\): did you mean 'p1'\? \(known: p0, p1, p2, p3, p0_output\)$"
     ):
         build_proxy({"name": "pp1"}, ctx)
     with pytest.raises(ValueError, match=r"proxy._target_: cannot load 'mcu_exp.proxies.nowhere.P9'"):

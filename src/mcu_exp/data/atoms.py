@@ -9,7 +9,7 @@ checked against its published sha256. The repository has no licence file: the da
 downloaded, never redistributed.
 
 Each answer is one evaluation with one question (``total`` 1, ``correct`` 1 when the study judged
-it right), so its ABU50 is the answer being right. Programs have language ``c``; the pair is kept
+it right, ``answer`` the text the subject wrote), so its ABU50 is the answer being right. Programs have language ``c``; the pair is kept
 in ``Program.meta`` (``pair``: the twin's id, ``type``: Confusing / Non-confusing, ``atom``,
 ``answer``: the exact output the answer key gives), with ``pair_role`` (the Non-confusing twin is
 the ``control``, the Confusing one the ``treatment``) and ``pair_kind`` (the atom) as
@@ -153,13 +153,14 @@ def read_atoms(root: Path, name: str = NAME, source: str = "") -> Dataset:
     atoms = {}
     for line, row in _read(tags_path, QUERIES[TAGS_FILE][0]):
         atoms[_id(row["program"], tags_path, line, "program", set(records))] = row["atom"]
-    pids, subjects, correct = [], [], []
+    pids, subjects, correct, answers = [], [], [], []
     for line, row in _read(responses_path, QUERIES[RESPONSES_FILE][0]):
         pids.append(_id(row["program"], responses_path, line, "program", set(records)))
         subjects.append(_id(row["subject"], responses_path, line, "subject"))
         if row["correct"] not in JUDGEMENTS:
             raise DatasetError(f"{responses_path}:{line}: column correct is {row['correct']!r}, expected T or F")
         correct.append(JUDGEMENTS[row["correct"]])
+        answers.append(row["answer"])
     programs = [
         Program(
             id=pid,
@@ -179,7 +180,7 @@ def read_atoms(root: Path, name: str = NAME, source: str = "") -> Dataset:
     return Dataset(
         name=name,
         programs=programs,
-        evaluations=evaluations_frame(pids, subjects, correct, [1] * len(pids)),
+        evaluations=evaluations_frame(pids, subjects, correct, [1] * len(pids), answer=answers),
         questions=[],
         source=f"{root} ({source})" if source else str(root),
         evaluations_file=str(responses_path),

@@ -88,10 +88,13 @@ def evaluations_frame(
     total: Sequence[int],
     perceived: Sequence[bool | None] | None = None,
     group: Sequence[str | None] | None = None,
+    answer: Sequence[str | None] | None = None,
 ) -> pd.DataFrame:
-    """Build the evaluations table with the canonical columns and nullable dtypes."""
+    """Build the evaluations table with the canonical columns and nullable dtypes; ``answer``
+    (the reader's own answer text, for datasets whose task has a free answer, like atoms') adds
+    the optional column of that name."""
     n = len(program_id)
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         {
             "program_id": pd.array(list(program_id), dtype="string"),
             "participant_id": pd.array(list(participant_id), dtype="string"),
@@ -101,6 +104,9 @@ def evaluations_frame(
             "group": pd.array(list(group) if group is not None else [None] * n, dtype="string"),
         }
     )
+    if answer is not None:
+        frame["answer"] = pd.array(list(answer), dtype="string")
+    return frame
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,7 +116,8 @@ class Dataset:
     ``evaluations`` columns: ``program_id, participant_id, correct, total`` (questions answered
     correctly out of the ``total`` asked; ``total`` 0: the participant was not asked any),
     ``perceived`` (nullable boolean: said they understood) and ``group`` (nullable string, one
-    of :data:`GROUPS`). Repeated (participant, program) rows are collapsed on construction (see
+    of :data:`GROUPS`); a loader may add ``answer`` (nullable string: what the reader answered,
+    where the task has a free answer; atoms keeps it for error alignment). Repeated (participant, program) rows are collapsed on construction (see
     :mod:`mcu_exp.data.duplicates`), with one :class:`DatasetWarning`; ``duplicates`` records
     them. ``evaluations_file`` names the file they came from in messages.
     """

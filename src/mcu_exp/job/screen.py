@@ -32,7 +32,8 @@ def print_inputs(dataset: Dataset, labels: HumanLabels, class_warning: str | Non
 
 def print_results(done: JobResults, cfg: Config, reference: Proxy | None) -> None:
     """The results table against all readers, the per-group table, the table against the
-    reference proxy's labels, the measure table with the humans' ceiling, and the decision."""
+    reference proxy's labels, the measure table with the humans' ceiling, the decision, and the
+    proxy's own lines."""
     main, small = done.main, done.small
     print(
         render_table(
@@ -60,6 +61,8 @@ def print_results(done: JobResults, cfg: Config, reference: Proxy | None) -> Non
         print(render_measures(done.measures))
         print(measure_line(main.ceiling))
     print_decision(done.outcome.metrics)
+    for line in done.outcome.report:
+        print(line)
 
 
 def print_where(run_dir: Path, tracker: RunLogger, bundle_line: str | None) -> None:

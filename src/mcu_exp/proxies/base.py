@@ -71,7 +71,8 @@ class ProxyOutcome:
     (continuous, higher = more understandable, for the threshold-free AUC). Calibrated
     proxies also give the ``scores`` their rule decided on (the sensitivity grids sweep
     them) and the ``quantile`` rule of their τ; ``records`` are extra tables written as
-    artifacts (summaries, verdicts…).
+    artifacts (summaries, verdicts…); ``report`` holds the proxy's own lines, printed at the end
+    of the job below its results (p0_output's error alignment).
     """
 
     table: pd.DataFrame
@@ -81,6 +82,7 @@ class ProxyOutcome:
     specs: dict[str, Any] = field(default_factory=dict)
     scores: Scores | None = None
     quantile: str = "empirical"
+    report: list[str] = field(default_factory=list)
 
 
 OPTIONAL_SECTIONS = ("scorer", "experts", "decision")  # config sections not every proxy reads

@@ -47,6 +47,11 @@ QUESTION_TEMPLATES: dict[str, str] = {
 }
 
 
+OUTPUT_TEMPLATES: dict[str, str] = {
+    "program_then_question": "```{language}\n{code}\n```\n\n{question}",
+}
+
+
 def _pick(templates: dict[str, str], name: str, what: str) -> str:
     try:
         return templates[name]
@@ -85,4 +90,14 @@ def question_messages(
             letters=", ".join(letters),
         ),
     )
+    return (Message("system", system), user) if system else (user,)
+
+
+def output_messages(
+    code: str, language: str, question: str, template: str = "program_then_question", system: str | None = SYSTEM
+) -> tuple[Message, ...]:
+    """Chat messages showing one program and asking the subjects' question about it, e.g. "What
+    does this C program print?" (p0_output; the question itself comes from the proxy's config)."""
+    text = _pick(OUTPUT_TEMPLATES, template, "output")
+    user = Message("user", text.format(language=language, code=code.strip("\n"), question=question.strip()))
     return (Message("system", system), user) if system else (user,)

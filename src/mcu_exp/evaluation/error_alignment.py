@@ -1,0 +1,184 @@
+"""Error alignment: when a model and the humans both get a program wrong, do they get it wrong
+the same way?
+
+Input: for each program, the model's wrong answers and the humans' wrong answers, each a
+count per (normalised) answer text. Only programs where **both** have at least one wrong
+answer are compared (``K`` of them). Per program:
+
+- **top match**: whether the model's most frequent wrong answer is the humans' most frequent
+  wrong answer. With ties for the top, it is the chance that one answer drawn at random from
+  the model's tied top answers equals one drawn from the humans': ``#(T_m ∩ T_h) / (#T_m · #T_h)``
+  (1 or 0 without ties);
+- **JS divergence**: the Jensen–Shannon divergence (base 2, so in [0, 1]; 0 = the same
+  distribution, 1 = no wrong answer in common) between the two wrong-answer distributions over
+  the union of their answers: :func:`scipy.spatial.distance.jensenshannon`, which returns the
+  distance, squared.
+
+Each is averaged over the ``K`` programs, with a percentile interval from resampling the
+programs with replacement (seeded ``numpy`` generator), and set beside a **shuffled-programs
+null**: the model's wrong answers of each program paired with the humans' wrong answers of
+another of the ``K`` programs (a random derangement, seeded), averaged the same way. The null
+mean is the mean over the permutations; the one-sided p is ``(1 + #{null ≥ observed}) /
+(1 + permutations)`` for the top match (higher = more alike) and ``(1 + #{null ≤ observed}) /
+(1 + permutations)`` for the divergence (lower = more alike). With ``K`` < 2 there is no other
+program to pair with: the null and p are NaN; with ``K`` 0 everything is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.spatial.distance import jensenshannon
+
+from mcu_exp.evaluation.bootstrap import percentile_interval
+
+Counts = Mapping[str, int]
+PREFIX = "errors."
+COLUMNS = (
+    "program_id",
+    "model_wrong",
+    "human_wrong",
+    "model_top",
+    "human_top",
+    "top_match",
+    "js_divergence",
+    "model_wrong_answers",
+    "human_wrong_answers",
+)
+
+
+def top_answers(counts: Counts) -> set[str]:
+    """The answers given most often (several on a tie); empty for no answers."""
+    positive = {answer: n for answer, n in counts.items() if n > 0}
+    if not positive:
+        return set()
+    most = max(positive.values())
+    return {answer for answer, n in positive.items() if n == most}
+
+
+def top_match(model: Counts, human: Counts) -> float:
+    """The chance that a random one of the model's top wrong answers is a random one of the
+    humans' (1 or 0 without ties); NaN when either has none."""
+    mine, theirs = top_answers(model), top_answers(human)
+    if not mine or not theirs:
+        return float("nan")
+    return len(mine & theirs) / (len(mine) * len(theirs))
+
+
+def js_divergence(model: Counts, human: Counts) -> float:
+    """Jensen–Shannon divergence (base 2) between two answer-count distributions; NaN when either
+    is empty."""
+    support = sorted(set(model) | set(human))
+    p = np.array([model.get(a, 0) for a in support], dtype=float)
+    q = np.array([human.get(a, 0) for a in support], dtype=float)
+    if p.sum() <= 0 or q.sum() <= 0:
+        return float("nan")
+    return float(jensenshannon(p, q, base=2.0) ** 2)
+
+
+def derangements(k: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` random permutations of ``range(k)`` with no fixed point (rejection sampling;
+    about e draws each), as rows; ``k`` ≥ 2."""
+    if k < 2:
+        raise ValueError(f"a derangement needs at least 2 items, got {k}")
+    rows = np.empty((count, k), dtype=int)
+    for row in range(count):
+        while True:
+            perm = rng.permutation(k)
+            if not np.any(perm == np.arange(k)):
+                rows[row] = perm
+                break
+    return rows
+
+
+@dataclass(frozen=True)
+class ErrorAlignment:
+    """Per-program table (:data:`COLUMNS`) and the ``errors.*`` metrics."""
+
+    table: pd.DataFrame
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    def lines(self, confidence: float = 0.95) -> list[str]:
+        """A few lines for the end of a job."""
+        m = self.metrics
+        k, model_err, human_err = (int(m[f"{PREFIX}{key}"]) for key in ("programs", "model_err", "human_err"))
+        head = (
+            f"Error alignment: {k} programs where the model and the humans both err "
+            f"(model errs on {model_err}, humans on {human_err})"
+        )
+        if k == 0:
+            return [head]
+        pct = f"{confidence:.0%}"
+        return [
+            head,
+            f"  same most frequent wrong answer: {m['errors.top_match']:.3f} [{pct}: "
+            f"{m['errors.top_match_ci_low']:.3f}, {m['errors.top_match_ci_high']:.3f}]; "
+            f"shuffled programs {m['errors.top_match_null']:.3f}, p = {m['errors.top_match_p']:.3g}",
+            f"  JS divergence of wrong answers: {m['errors.js']:.3f} [{pct}: "
+            f"{m['errors.js_ci_low']:.3f}, {m['errors.js_ci_high']:.3f}]; "
+            f"shuffled programs {m['errors.js_null']:.3f}, p = {m['errors.js_p']:.3g} (lower = more alike)",
+        ]
+
+
+def _counts_json(counts: Counts) -> str:
+    return json.dumps(dict(sorted(counts.items())), ensure_ascii=False)
+
+
+def error_alignment(
+    model_wrong: Mapping[str, Counts],
+    human_wrong: Mapping[str, Counts],
+    resamples: int = 2000,
+    permutations: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> ErrorAlignment:
+    """Error alignment over the programs of ``model_wrong`` (in its order) where both the model
+    and the humans have a wrong answer (see the module docstring)."""
+    if resamples < 1 or permutations < 1:
+        raise ValueError(f"resamples={resamples}, permutations={permutations}: expected at least 1 each")
+    ids = [pid for pid, counts in model_wrong.items() if sum(counts.values()) > 0]
+    human_ids = [pid for pid, counts in human_wrong.items() if sum(counts.values()) > 0]
+    both = [pid for pid in ids if pid in set(human_ids)]
+    models = [dict(model_wrong[pid]) for pid in both]
+    humans = [dict(human_wrong[pid]) for pid in both]
+    rows = [
+        {
+            "program_id": pid,
+            "model_wrong": sum(m.values()),
+            "human_wrong": sum(h.values()),
+            "model_top": " | ".join(sorted(top_answers(m))),
+            "human_top": " | ".join(sorted(top_answers(h))),
+            "top_match": top_match(m, h),
+            "js_divergence": js_divergence(m, h),
+            "model_wrong_answers": _counts_json(m),
+            "human_wrong_answers": _counts_json(h),
+        }
+        for pid, m, h in zip(both, models, humans)
+    ]
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    metrics = {f"{PREFIX}programs": float(len(both)), f"{PREFIX}model_err": float(len(ids))}
+    metrics[f"{PREFIX}human_err"] = float(len(set(human_ids) & set(model_wrong)))
+    rng = np.random.default_rng(seed)
+    k = len(both)
+    pairs = {
+        "top_match": (np.array([[top_match(m, h) for h in humans] for m in models]).reshape(k, k), 1),
+        "js": (np.array([[js_divergence(m, h) for h in humans] for m in models]).reshape(k, k), -1),
+    }
+    draws = rng.integers(k, size=(resamples, k)) if k else None
+    shuffles = derangements(k, permutations, rng) if k >= 2 else None
+    for name, (matrix, direction) in pairs.items():
+        observed = np.diag(matrix)
+        mean = float(observed.mean()) if k else float("nan")
+        low, high = percentile_interval(observed[draws].mean(axis=1), confidence) if draws is not None else (mean, mean)
+        metrics.update({f"{PREFIX}{name}": mean, f"{PREFIX}{name}_ci_low": low, f"{PREFIX}{name}_ci_high": high})
+        null_mean, p = float("nan"), float("nan")
+        if shuffles is not None:
+            null = matrix[np.arange(k), shuffles].mean(axis=1)
+            as_extreme = null >= mean - 1e-12 if direction > 0 else null <= mean + 1e-12
+            null_mean, p = float(null.mean()), float((1 + as_extreme.sum()) / (1 + permutations))
+        metrics.update({f"{PREFIX}{name}_null": null_mean, f"{PREFIX}{name}_p": p})
+    return ErrorAlignment(table=table, metrics=metrics)
