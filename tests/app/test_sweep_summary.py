@@ -11,12 +11,13 @@ import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from mcu_exp.app import config_dir
 from mcu_exp.cli.commands import SUBCOMMANDS
-from mcu_exp.report.sweep_summary import conclusion, summary_frame
+from mcu_exp.report.sweep_summary import conclusion, display_frame, summary_frame
 from support.sweeps import STANDIN, mcu_exp
 
 JOBS = 6
@@ -51,7 +52,7 @@ def test_each_job_prints_one_line_and_logs_the_rest(sweep: tuple[Path, subproces
     outputs, res = sweep
     lines = (res.stdout + res.stderr).splitlines()
     starts = [i for i, line in enumerate(lines) if re.search(r"\[HYDRA\]\s+#\d+ :", line)]
-    summary = next(i for i, line in enumerate(lines) if line.startswith("┏"))  # the summary table
+    summary = next(i for i, line in enumerate(lines) if line.startswith("job  run"))  # the summary's header
     summary -= 2  # its title: the sweep's name and how many jobs
     assert len(starts) == JOBS
     for number, (start, end) in enumerate(zip(starts, [*starts[1:], summary])):
@@ -73,22 +74,29 @@ def test_the_summary_is_sorted_by_the_headline_and_answers_the_question(
     assert len(frame) == JOBS and (frame["status"] == "FINISHED").all()
     for column in ("f1_minus_always", "f1_minus_always_ci_low", "f1_minus_always_ci_high", "auc_score_ci_low"):
         assert pd.api.types.is_float_dtype(frame[column])  # numbers, not "57.1% [50.0%, 80.0%]"
-    keys = list(zip(frame["f1_minus_always_ci_low"], frame["auc_score_ci_low"]))
-    assert keys == sorted(keys, reverse=True)
+    keys = list(zip(frame["mcc_ci_low"], frame["auc_score_ci_low"]))
+    assert keys == sorted(keys, reverse=True)  # ranked by MCC's lower bound, then AUC's
     assert frame["best"].tolist() == [True] + [False] * (JOBS - 1)
     assert (frame["beats_always"] == (frame["f1_minus_always_ci_low"] > 0)).all()
     diff = frame["f1"] - frame["baseline_always_f1"]
     assert all(math.isclose(a, b, abs_tol=1e-12) for a, b in zip(diff, frame["f1_minus_always"]))
+    assert ((frame["labelled_high"] > 0) & (frame["labelled_high"] <= 1)).all()
     best = frame.iloc[0]
-    text = res.stdout
+    text = " ".join(res.stdout.split())
+    assert f"Best by MCC's lower bound: {best['run']}, MCC {best['mcc']:.3f}" in text
     if not frame["beats_always"].any():
-        expected = "No configuration beats the always-understandable baseline"
+        assert "No configuration beats the always-understandable baseline" in text
     else:
-        expected = f"{best['run']} beats the always-understandable baseline by "
-    (sentence,) = [line for line in text.splitlines() if "the always-understandable baseline" in line]
-    assert sentence.startswith(expected) and best["run"] in sentence
-    rows = [line for line in text.splitlines() if line.startswith("│")]
+        assert "beats the always-understandable baseline by " in text
+    lines = res.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("job  run"))
+    table = lines[head - 2 : head + 2 + JOBS]
+    rows = table[4:]
     assert "★" in rows[0] and not any("★" in row for row in rows[1:])
+    assert all(str(r)[:8] in "".join(rows) for r in frame["run_id"])  # short run ids, for compare
+    assert all(len(line) <= 100 for line in table)  # a 6-job sweep fits 100 columns
+    assert "epsilon" in table[2] and "group" in table[2]  # one column per swept parameter
+    assert "Every row: programs 50." in res.stdout  # what every row shares: said once
 
 
 def test_the_printed_report_command_works(
@@ -114,8 +122,8 @@ def _run(job: str, name: str, **metrics: float) -> SimpleNamespace:
     return SimpleNamespace(info=info, data=SimpleNamespace(tags={"mcu.job_num": job}, metrics=metrics, params={}))
 
 
-def test_a_configuration_that_beats_the_baseline_is_named_first() -> None:
-    def metrics(f1: float, low: float, high: float, auc_low: float) -> dict[str, float]:
+def test_a_configuration_that_beats_the_baseline_is_named_and_ranking_follows_mcc() -> None:
+    def metrics(f1: float, low: float, high: float, auc_low: float, mcc_low: float) -> dict[str, float]:
         return {
             "f1": f1,
             "f1_ci_low": low,
@@ -123,22 +131,52 @@ def test_a_configuration_that_beats_the_baseline_is_named_first() -> None:
             "baseline_always_f1": 0.6,
             "auc_score": auc_low + 0.1,
             "auc_score_ci_low": auc_low,
+            "mcc": mcc_low + 0.2,
+            "mcc_ci_low": mcc_low,
+            "mcc_ci_high": mcc_low + 0.4,
         }
 
     from mcu_exp.evaluation.versus_always import f1_minus_always
 
     found = {
-        "r0": metrics(0.62, 0.55, 0.70, 0.40),
-        "r1": metrics(0.75, 0.65, 0.80, 0.52),
-        "r2": metrics(0.62, 0.55, 0.70, 0.45),
-        "r3": metrics(float("nan"), float("nan"), float("nan"), 0.9),
+        "r0": metrics(0.62, 0.55, 0.70, 0.40, 0.05),
+        "r1": metrics(0.75, 0.65, 0.80, 0.52, 0.10),
+        "r2": metrics(0.62, 0.55, 0.70, 0.45, 0.20),
+        "r3": metrics(float("nan"), float("nan"), float("nan"), 0.9, float("nan")),
     }
     for m in found.values():
         m.update(f1_minus_always(m))
     runs = [_run(str(i), f"config {i}") for i in range(4)]
     frame = summary_frame(runs, found, failed={"4": "bad value"})
-    assert frame["job"].tolist() == ["1", "2", "0", "3", "4"]  # ΔF1 low, then AUC low; undefined, failed last
+    assert frame["job"].tolist() == ["2", "1", "0", "3", "4"]  # MCC low, then AUC low; undefined, failed last
     assert frame["best"].tolist() == [True, False, False, False, False]
     assert conclusion(frame) == (
-        "config 1 beats the always-understandable baseline by +15.0 pp [+5.0, +20.0] F1 (75.0% [65.0%, 80.0%] vs 60.0%)."
+        "Best by MCC's lower bound: config 2, MCC 0.400 [0.200, 0.600]. config 1 beats the always-understandable "
+        "baseline by +15.0 pp [+5.0, +20.0] F1 (75.0% [65.0%, 80.0%] vs 60.0%)."
     )
+
+
+def test_a_near_constant_labeller_cannot_win_the_ranking() -> None:
+    """One configuration labels all but one program High (F1 copies always-1), another
+    separates the classes: the separating one ranks first, the other is flagged."""
+    from mcu_exp.evaluation import evaluate
+    from mcu_exp.evaluation.versus_always import f1_minus_always
+
+    rng = np.random.default_rng(3)
+    truth = np.array([1] * 35 + [0] * 15)  # mostly understandable: always-1 has a high F1
+    score = truth + rng.normal(0, 0.8, truth.size)
+    separating = (score > np.median(score)).astype(int)
+    near_constant = np.ones(truth.size, dtype=int)
+    near_constant[int(np.argmin(score))] = 0
+    found = {}
+    for rid, labels in (("r0", near_constant), ("r1", separating)):
+        report = evaluate(truth, labels, score, resamples=1000, permutations=0)
+        m = {**report.metrics, "baseline_always_f1": report.baselines["always_positive"]["f1"]}
+        m |= {f"{k}_ci_low": v[0] for k, v in report.ci.items()} | {f"{k}_ci_high": v[1] for k, v in report.ci.items()}
+        m["labelled_high"] = labels.mean()
+        found[rid] = m | f1_minus_always(m)
+    assert found["r0"]["f1_minus_always"] >= found["r1"]["f1_minus_always"]  # ΔF1 would crown the constant one
+    frame = summary_frame([_run("0", "near constant"), _run("1", "separating")], found)
+    assert frame["run"].tolist() == ["separating", "near constant"]
+    shown = display_frame(frame)
+    assert shown["High"].tolist()[1] == "98%!" and "!" not in shown["High"].tolist()[0]

@@ -82,7 +82,7 @@ def test_the_answer_names_the_winner_or_says_none_beats_the_baseline() -> None:
         "B beats the always-understandable baseline by +10.0 pp [+2.0, +20.0] F1 (70.0% [62.0%, 80.0%] vs 60.0%)."
     )
     assert ranking.answer(["A"], [short]) == (
-        "No configuration beats the always-understandable baseline; the best, A, has ΔF1 +10.0 pp [−5.0, +20.0] "
+        "No configuration beats the always-understandable baseline; the closest, A, has ΔF1 +10.0 pp [−5.0, +20.0] "
         "(70.0% [55.0%, 80.0%] vs 60.0%)."
     )
 

@@ -82,7 +82,7 @@ def test_the_experiment_opens_on_the_headline_view(store: Store) -> None:
     experiment = client.get_experiment_by_name("head")
     assert experiment is not None
     view = json.loads(experiment.tags[VIEW_TAG + VIEW_KEY])
-    assert view["orderByKey"] == "metrics.`f1_minus_always_ci_low`" and view["orderByAsc"] is False
+    assert view["orderByKey"] == "metrics.`mcc_ci_low`" and view["orderByAsc"] is False
     assert view["searchFilter"] == "tags.`mcu.kind` = 'job'"  # no sweep parent, failed or not, no report run
     assert (
         "metrics.`f1_minus_always`" in view["selectedColumns"] and "tags.`mcu.beats_always`" in view["selectedColumns"]

@@ -43,15 +43,15 @@ def f1_minus_always(metrics: Mapping[str, object], prefix: str = "") -> dict[str
     }
 
 
-def rank_key(delta_low: float, auc_low: float) -> tuple[float, float]:
+def rank_key(first_low: float, auc_low: float) -> tuple[float, float]:
     """The headline order every summary of several runs uses, as an ascending sort key (best
-    first): ΔF1 vs always-1's lower bound, then the AUC's lower bound, both descending; an
-    undefined bound after every defined one."""
+    first): the ranking criterion's lower bound (MCC's: :mod:`mcu_exp.report.ranking`), then the
+    AUC's lower bound, both descending; an undefined bound after every defined one."""
 
     def desc(number: float) -> float:
         return -number if math.isfinite(number) else math.inf
 
-    return desc(delta_low), desc(auc_low)
+    return desc(first_low), desc(auc_low)
 
 
 def headline_text(metrics: Mapping[str, object]) -> str:

@@ -59,7 +59,8 @@ def job_metrics(
 ) -> dict[str, float]:
     """Every metric of the job, as ``metrics.json`` holds them: each reader group's report
     (``group.<g>.`` prefixed), the reference's (``vs_reference.``), the proxy's own, the human
-    labels' balance, the verdict's outcomes, ΔF1 against always-1 and the PRR."""
+    labels' balance, the verdict's outcomes, ΔF1 against always-1, the share of programs
+    labelled High (``labelled_high``) and the PRR."""
     metrics: dict[str, float] = {}
     for name, rep in done.reports.items():
         metrics.update(metrics_for_mlflow(rep, prefix=names.group_prefix(name)))
@@ -71,7 +72,10 @@ def job_metrics(
     metrics[f"{names.HUMAN_PREFIX}duplicate_pairs_identical"] = dataset.duplicates.identical
     metrics[f"{names.HUMAN_PREFIX}duplicate_pairs_conflicting"] = dataset.duplicates.conflicting
     metrics.update(verdict_outcomes(done.main))
-    metrics.update(f1_minus_always(metrics))  # the sweep's headline, ΔF1 vs always-1 [paired CI]
+    metrics.update(f1_minus_always(metrics))  # ΔF1 vs always-1 [paired CI], beside the MCC ranking
+    main = done.main.metrics
+    if main.get("n"):  # the share of programs the proxy labelled High, beside every F1
+        metrics["labelled_high"] = float((main["tp"] + main["fp"]) / main["n"])
     if prr is not None:
         metrics.update(prr)
     return metrics

@@ -7,6 +7,7 @@ configuration in that order, one line each. The HTML page and ``report.md`` open
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -77,6 +78,8 @@ def lead(summary: pd.DataFrame, keys: Sequence[str]) -> Lead:
         row = {
             "rank": f"{place} {BEST}" if place == 1 else str(place),
             "configuration": labels[i],
+            "MCC": cell(ranking.MCC, item.mcc.value, item.mcc.low, item.mcc.high),
+            "High": _high(item),
             header(PRIMARY): cell(PRIMARY, item.f1.value, item.f1.low, item.f1.high),
             f"{header(PRIMARY)} always-1": cell(PRIMARY, item.always_f1),
             f"Δ{header(PRIMARY)} vs always-1": ranking.delta_text(item),
@@ -100,8 +103,11 @@ def lead(summary: pd.DataFrame, keys: Sequence[str]) -> Lead:
         lines.append(text[0].upper() + text[1:])
     common = f"Every row: {row_label(summary.iloc[0], shared)}. " if shared else ""
     caption = common + (
-        "Every configuration, best first: ranked by ΔF1 vs always-1's lower bound (F1's 95 % CI minus the "
-        "baseline on the same labels), then by the AUC's lower bound; ★ marks the best. " + VERDICT_CAPTION
+        "Every configuration, best first: ranked by MCC's lower bound (Matthews' correlation of the labels with "
+        "the humans', chance-corrected: a labeller that marks nearly every program alike cannot win it), then by "
+        "the AUC's lower bound; ★ marks the best. High: the share of programs labelled High, ! when all but "
+        f"≤{ranking.NEAR_CONSTANT} are labelled alike. ΔF1 vs always-1: F1's 95 % CI minus the baseline on the "
+        "same labels, paired. " + VERDICT_CAPTION
     )
     if with_upper:
         caption += (
@@ -114,6 +120,13 @@ def lead(summary: pd.DataFrame, keys: Sequence[str]) -> Lead:
             "no longer computed (its interval is meaningless)."
         )
     return Lead(ranking.answer(labels, items), lines, pd.DataFrame(rows), caption)
+
+
+def _high(item: ranking.Headline) -> str:
+    """The share of programs labelled High ("—" for a run that logged none), ``!`` when nearly constant."""
+    if not math.isfinite(item.labelled_high):
+        return "—"
+    return f"{item.labelled_high:.0%}" + ("!" if item.near_constant else "")
 
 
 def _share(share: ranking.Interval) -> str:

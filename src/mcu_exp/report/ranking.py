@@ -11,7 +11,14 @@ Everything works on one run's metrics as a plain mapping (MLflow's ``run.data.me
   ΔF1's lower bound is above 0, the verdict's rule (:mod:`mcu_exp.evaluation.verdict`).
 * AUC (score) with its interval (AUC of the labels for a proxy without a continuous score);
   it separates the classes when the lower bound is above 0.5.
-* Rank: ΔF1's lower bound, then the AUC's lower bound, both descending; undefined last.
+* MCC (Matthews' correlation of the labels with the humans') with its interval, and the share
+  of programs labelled High (``labelled_high``).
+* Rank: MCC's lower bound, then the AUC's lower bound, both descending; undefined last. Not
+  ΔF1: on labels where most programs are understandable, labelling (nearly) every program High
+  copies the always-1 baseline and ties or edges it, so ranking by ΔF1 crowns a near-constant
+  labeller; MCC is chance-corrected (0 for any labeller that ignores the programs, the constant
+  one included), so it cannot. ΔF1 stays a column and "beats always-1" stays the verdict's test.
+* A labeller within :data:`NEAR_CONSTANT` programs of labelling every program alike is flagged.
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ CEILING_KEY, UPPER_KEY = "ceiling.auc_score", "ceiling.upper_auc_score"  # the h
 VS_LOWER, VS_UPPER = "vs_ceiling.lower", "vs_ceiling.upper"  # the proxy's AUC (score) minus each, paired
 SHARE_KEY = "share.auc_score"  # an old run's share of the ceiling (logged before the bounds; read, never written)
 YES, NO, UNKNOWN = "✓", "✗", "?"
+MCC = "mcc"
+HIGH = "labelled_high"  # share of programs the proxy labelled High
+NEAR_CONSTANT = 2  # programs: a labeller with at most this many on one side is flagged
 DELTA_F1 = KEY  # ΔF1 vs always-1's key in metrics.json and in summary CSVs (with _ci_low, _ci_high)
 
 
@@ -63,6 +73,24 @@ class Headline:
     vs_lower: Interval | None = None
     vs_upper: Interval | None = None
     share: Interval | None = None
+    mcc: Interval = Interval(math.nan, math.nan, math.nan)
+    labelled_high: float = math.nan
+    n: float = math.nan
+    humans_f1: float = math.nan  # the humans' own half-panel F1 (the lower bound's), when logged
+
+    @property
+    def near_constant(self) -> bool:
+        """Whether at most :data:`NEAR_CONSTANT` programs sit on one side of the labelling."""
+        if not (math.isfinite(self.labelled_high) and math.isfinite(self.n)):
+            return False
+        high = round(self.labelled_high * self.n)
+        return min(high, round(self.n) - high) <= NEAR_CONSTANT
+
+    @property
+    def unfair_bar(self) -> bool:
+        """Whether the humans' own half-panel F1 lies below the always-1 baseline's: then
+        "beats always-1" is a bar the humans themselves do not clear."""
+        return math.isfinite(self.humans_f1) and math.isfinite(self.always_f1) and self.humans_f1 < self.always_f1
 
     @property
     def beats_always(self) -> bool | None:
@@ -110,18 +138,29 @@ def headline(metrics: Mapping[str, object]) -> Headline:
         vs_lower=kept[VS_LOWER],
         vs_upper=kept[VS_UPPER],
         share=kept[SHARE_KEY],
+        mcc=interval(metrics, MCC),
+        labelled_high=_number(metrics, HIGH),
+        n=_number(metrics, "n"),
+        humans_f1=_number(metrics, "ceiling.f1"),
     )
 
 
-def sort_key(item: Headline) -> tuple[float, float]:
+def sort_key(item: Headline, by_mcc: bool = True) -> tuple[float, float]:
     """Ascending key for the best first (:func:`mcu_exp.evaluation.versus_always.rank_key`):
-    ΔF1's lower bound, then the AUC's, descending (undefined bounds last)."""
-    return rank_key(item.delta_f1.low, item.auc.low)
+    MCC's lower bound, then the AUC's, descending (undefined bounds last). ``by_mcc`` False:
+    ΔF1's lower bound first, for runs logged before MCC (:func:`by_mcc`)."""
+    return rank_key(item.mcc.low if by_mcc else item.delta_f1.low, item.auc.low)
+
+
+def by_mcc(items: Sequence[Headline]) -> bool:
+    """Whether to rank by MCC: some run logged it (runs logged before it rank by ΔF1, as then)."""
+    return any(math.isfinite(item.mcc.value) for item in items)
 
 
 def ranked(items: Sequence[Headline]) -> list[int]:
     """Positions of ``items``, best first (:func:`sort_key`; ties keep their order)."""
-    return sorted(range(len(items)), key=lambda i: sort_key(items[i]))
+    mcc = by_mcc(items)
+    return sorted(range(len(items)), key=lambda i: sort_key(items[i], mcc))
 
 
 def points(number: float) -> str:
@@ -204,14 +243,39 @@ def ceiling_text(item: Headline) -> str:
 
 
 def answer(labels: Sequence[str], items: Sequence[Headline]) -> str:
-    """The closing sentence: which configurations beat the always-understandable baseline
-    (the best by how much), or that none does and how close the best came."""
+    """The closing sentences: the best configuration by MCC (flagged when it labels nearly
+    every program alike), which configurations beat the always-understandable baseline (the
+    best by how much) or that none does and how close the best came, and whether that bar is
+    fair (the humans' own half-panel F1 may lie below it)."""
     if not items:
         return "No configuration to rank."
     order = ranked(items)
-    best = order[0]
-    winners = [i for i in order if items[i].beats_always]
+    best = items[order[0]]
+    text = _always_sentence(labels, items, order)
+    if by_mcc(items):
+        text = _best_sentence(labels[order[0]], best) + " " + text
+    if best.unfair_bar:
+        f1 = header(PRIMARY)
+        text += (
+            f" The humans' own half-panel {f1} ({metric(PRIMARY).format(best.humans_f1)}) lies below "
+            f"always-1's ({metric(PRIMARY).format(best.always_f1)}): beating always-1 is a bar the humans "
+            "themselves do not clear, so read MCC and AUC rather than ΔF1."
+        )
+    return text
+
+
+def _best_sentence(label: str, item: Headline) -> str:
+    if not item.mcc.defined:
+        return f"Best by MCC: none defined; first listed {label}."
+    flag = ""
+    if item.near_constant:
+        flag = f" (it labels {item.labelled_high:.0%} of the programs High: nearly constant)"
+    return f"Best by MCC's lower bound: {label}, MCC {value_text(MCC, item.mcc)}{flag}."
+
+
+def _always_sentence(labels: Sequence[str], items: Sequence[Headline], order: list[int]) -> str:
     f1 = header(PRIMARY)
+    winners = [i for i in order if items[i].beats_always]
     if winners:
         top = items[winners[0]]
         others = len(winners) - 1
@@ -222,10 +286,12 @@ def answer(labels: Sequence[str], items: Sequence[Headline]) -> str:
             + (more if others else "")
             + "."
         )
-    item = items[best]
-    if not item.delta_f1.defined:
+    defined = [i for i in order if items[i].delta_f1.defined]
+    if not defined:
         return f"No configuration beats the always-understandable baseline ({f1} undefined on every configuration)."
+    closest = max(defined, key=lambda i: items[i].delta_f1.low)
+    item = items[closest]
     return (
-        f"No configuration beats the always-understandable baseline; the best, {labels[best]}, has "
+        f"No configuration beats the always-understandable baseline; the closest, {labels[closest]}, has "
         f"Δ{f1} {delta_text(item)} ({value_text(PRIMARY, item.f1)} vs {metric(PRIMARY).format(item.always_f1)})."
     )

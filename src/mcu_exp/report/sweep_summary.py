@@ -1,13 +1,15 @@
-"""A sweep's summary: one row per job, sorted by the headline, and the sentence that answers
-"does any configuration beat the always-understandable baseline?".
+"""A sweep's summary: one row per job, ranked, and the sentences that answer "which configuration
+aligns best, and does any beat the always-understandable baseline?".
 
-Each row carries F1 [CI], the always-1 baseline's F1, ΔF1 against it with its paired interval
-(``f1_minus_always``, :mod:`mcu_exp.evaluation.versus_always`), AUC (score) [CI], its AUC (score)
-minus the humans' upper bound on the same programs with the paired interval over programs
-(``vs_ceiling.upper``; a job logged before the bounds shows its share of ceiling there, labelled
-"old run", and keeps ``share.auc_score`` in the CSV) and whether ΔF1's interval lies above 0
-(✓) or not (✗). Rows are sorted by ΔF1's lower bound, then AUC (score)'s lower bound, best
-first; an undefined headline and jobs that did not finish come last. The frame holds numbers
+Each row carries its short run id, one column per swept parameter, MCC [CI], the share of
+programs labelled High (flagged when nearly constant), F1, ΔF1 against the always-1 baseline
+with its paired interval (``f1_minus_always``, :mod:`mcu_exp.evaluation.versus_always`), AUC
+(score) [CI], its AUC (score) minus the humans' upper bound on the same programs
+(``vs_ceiling.upper``, its interval in the CSV; a job logged before the bounds shows its share
+of ceiling there, labelled) and whether ΔF1's interval lies above 0 (✓) or not (✗); what every
+row shares (the always-1 F1, n) is said once under the table. Rows are ranked by MCC's lower
+bound, then AUC (score)'s (:mod:`mcu_exp.report.ranking`), best first; an undefined headline
+and jobs that did not finish come last. The frame holds numbers
 (``value``, ``_ci_low``, ``_ci_high`` columns, named as in ``metrics.json``), which
 ``sweep_summary.csv`` keeps; :func:`display_frame` formats them for the terminal and the parent
 run's description.
@@ -36,6 +38,11 @@ UPPER = "ceiling.upper_auc_score"
 SHARE = "share.auc_score"  # a job logged before the bounds: its share of ceiling (read, never written)
 BEATS = "beats_always"
 NUMBERS = (
+    ranking.MCC,
+    f"{ranking.MCC}_ci_low",
+    f"{ranking.MCC}_ci_high",
+    ranking.HIGH,
+    "n",
     F1,
     f"{F1}_ci_low",
     f"{F1}_ci_high",
@@ -55,10 +62,12 @@ NUMBERS = (
     "coverage",
 )
 OLD_NUMBERS = (SHARE, f"{SHARE}_ci_low", f"{SHARE}_ci_high")  # kept only where a job logged them
-COLUMNS = ("best", "job", "run", "status", *NUMBERS, BEATS, "verdict")
+COLUMNS = ("best", "job", "run", "run_id", "status", *NUMBERS, BEATS, "verdict")
+PARAM = "param:"  # a swept parameter's column in the frame: param:<key>
+SHORT_ID = 8  # characters of a run id printed (``mcu-exp compare`` accepts the prefix)
 BEATS_MARK = {True: "✓", False: "✗"}
-UPPER_HEADER = "AUC − upper bound"
 BEST_MARK = "★"
+NEAR_CONSTANT_MARK = "!"
 BASELINE_NAME = "the always-understandable baseline"
 
 
@@ -123,7 +132,13 @@ def summary_frame(
             rows.append({"job": job, "run": label or "(no run)", "status": "FAILED", "verdict": message})
     for run in children:
         m, tags = metrics.get(run.info.run_id, run.data.metrics), run.data.tags
-        row: dict[str, Any] = {"job": tags.get("mcu.job_num", ""), "run": run.info.run_name, "status": run.info.status}
+        row: dict[str, Any] = {
+            "job": tags.get("mcu.job_num", ""),
+            "run": run.info.run_name,
+            "run_id": run.info.run_id,
+            "status": run.info.status,
+        }
+        row.update({f"{PARAM}{key}": _param(run.data.params, key) for key in varying})
         row.update({key: m.get(key, math.nan) for key in NUMBERS})
         row.update({key: m[key] for key in OLD_NUMBERS if key in m})
         row["verdict"] = tags.get(names.TAG_VERDICT, tags.get("mcu.error", ""))
@@ -133,19 +148,25 @@ def summary_frame(
         row[BEATS] = None if row["status"] != "FINISHED" or math.isnan(low) else bool(low > 0)
         row["best"] = False
     rows.sort(key=_sort_key)
-    if rows and rows[0]["status"] == "FINISHED" and not math.isnan(rows[0].get(LOW, math.nan)):
+    if (
+        rows
+        and rows[0]["status"] == "FINISHED"
+        and any(math.isfinite(x) for x in ranking.sort_key(ranking.headline(rows[0])))
+    ):
         rows[0]["best"] = True
     old = [key for key in OLD_NUMBERS if any(key in row for row in rows)]
-    return pd.DataFrame(rows, columns=[*COLUMNS[:-2], *old, *COLUMNS[-2:]])
+    params = [f"{PARAM}{key}" for key in varying]
+    return pd.DataFrame(rows, columns=[*COLUMNS[:4], *params, *COLUMNS[4:-2], *old, *COLUMNS[-2:]])
+
+
+def _param(params: Mapping[str, str], key: str) -> str:
+    """A job's value of swept key ``key`` from its MLflow params (a config group: its ``name``)."""
+    bare = key.lstrip("+~")
+    return str(params.get(bare, params.get(f"{bare}.name", "")))
 
 
 def _pct(value: float) -> str:
     return names.UNDEFINED if math.isnan(value) else f"{value:.1%}"
-
-
-def _pp(value: float) -> str:
-    """A difference of two rates in percentage points, signed."""
-    return names.UNDEFINED if math.isnan(value) else f"{100 * value:+.1f} pp"
 
 
 def _interval(row: Mapping[str, Any], key: str, fmt: Callable[[float], str]) -> str:
@@ -165,46 +186,77 @@ def _auc(value: float) -> str:
     return names.UNDEFINED if math.isnan(value) else f"{value:.3f}"
 
 
-def _signed(value: float) -> str:
-    return names.UNDEFINED if math.isnan(value) else f"{value:+.3f}"
-
-
-def _share(value: float) -> str:
-    return names.UNDEFINED if math.isnan(value) else f"{value:.0%}"
-
-
-def _versus_upper(row: Mapping[str, Any]) -> str:
-    """AUC (score) − the upper bound [CI]; an old job's share of ceiling, labelled; "—" for neither."""
-    found = row.get(VS_UPPER)
-    share = row.get(SHARE)
-    if (found is None or pd.isna(found)) and isinstance(share, float) and not math.isnan(share):
-        return f"share {_interval(row, SHARE, _share)} (old run)"
-    return _interval(row, VS_UPPER, _signed)
-
-
 def _delta(value: float) -> str:
     return names.UNDEFINED if math.isnan(value) else f"{100 * value:+.1f}"
 
 
+def _short(value: float) -> str:
+    return names.UNDEFINED if math.isnan(value) else f"{value:.2f}"
+
+
+def _high(row: Mapping[str, Any]) -> str:
+    """The share of programs labelled High, ``!`` when nearly every program is labelled alike."""
+    if row["status"] != "FINISHED":
+        return "—"
+    item = ranking.headline(row)
+    if not math.isfinite(item.labelled_high):
+        return names.UNDEFINED
+    return f"{item.labelled_high:.0%}" + (NEAR_CONSTANT_MARK if item.near_constant else "")
+
+
+def _delta_mark(row: Mapping[str, Any]) -> str:
+    """ΔF1 vs always-1 in percentage points and ✓ when its paired interval lies above 0, else ✗."""
+    if row["status"] != "FINISHED":
+        return "—"
+    value = row.get(KEY, math.nan)
+    mark = "" if row[BEATS] is None or pd.isna(row[BEATS]) else " " + BEATS_MARK[bool(row[BEATS])]
+    return _delta(float(value)) + mark
+
+
 DISPLAY: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "F1": lambda r: _interval(r, F1, _pct),
-    "always-1 F1": lambda r: "—" if r["status"] != "FINISHED" else _pct(r[BASELINE]),
-    "ΔF1 vs always-1 (pp)": lambda r: _interval(r, KEY, _delta),
-    "AUC (score)": lambda r: _interval(r, "auc_score", _auc),
-    UPPER_HEADER: _versus_upper,
-    "beats always-1": lambda r: "—" if r[BEATS] is None or pd.isna(r[BEATS]) else BEATS_MARK[bool(r[BEATS])],
+    "MCC": lambda r: _interval(r, ranking.MCC, _short),
+    "High": _high,
+    "F1": lambda r: "—" if r["status"] != "FINISHED" else _pct(r[F1]),
+    "ΔF1 pp": _delta_mark,
+    "AUC (score)": lambda r: _interval(r, "auc_score", _short),
 }
+"""The headline columns, compact: a 6-job sweep's table fits 100 columns (every interval, and
+AUC (score) − the humans' upper bound, is in ``sweep_summary.csv``)."""
 
 
 def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """The summary as text cells, in its order: the best mark, job, run, status and the
-    formatted headline columns (:data:`DISPLAY`)."""
+    """The summary as text cells, in its order: the best mark, job, short run id, each swept
+    parameter, status and the formatted headline columns (:data:`DISPLAY`)."""
+    params = [c for c in frame.columns if str(c).startswith(PARAM)]
     rows = []
     for _, row in frame.iterrows():
-        cells = {"": BEST_MARK if row["best"] else "", "job": row["job"], "run": row["run"], "status": row["status"]}
+        run_id = str(row.get("run_id") or "")
+        if run_id in ("", "nan"):
+            run_id = ""
+        job = f"{BEST_MARK}{row['job']}" if row["best"] else str(row["job"])
+        cells = {"job": job, "run": run_id[:SHORT_ID] or "—"}
+        cells.update({_param_header(str(c)): "" if pd.isna(row[c]) else str(row[c]) for c in params})
+        cells["status"] = row["status"]
         cells.update({name: cell(row) for name, cell in DISPLAY.items()})
         rows.append(cells)
-    return pd.DataFrame(rows, columns=["", "job", "run", "status", *DISPLAY])
+    return pd.DataFrame(rows, columns=["job", "run", *(_param_header(str(c)) for c in params), "status", *DISPLAY])
+
+
+def _param_header(column: str) -> str:
+    """A swept parameter's column header: its key's last part (``decision.epsilon`` → ``epsilon``)."""
+    return column[len(PARAM) :].lstrip("+~").rsplit(".", 1)[-1]
+
+
+def constants(frame: pd.DataFrame) -> dict[str, str]:
+    """Cells every finished job shares (the always-1 F1, the number of programs): said once in
+    the caption instead of a column of repeats."""
+    done = frame[frame["status"] == "FINISHED"]
+    out: dict[str, str] = {}
+    for key, name, fmt in ((BASELINE, "always-1 F1", _pct), ("n", "programs", lambda v: f"{v:.0f}")):
+        values = {round(float(v), 12) for v in done.get(key, pd.Series(dtype=float)) if pd.notna(v)}
+        if len(values) == 1:
+            out[name] = fmt(values.pop())
+    return out
 
 
 def conclusion(frame: pd.DataFrame) -> str:
@@ -218,33 +270,48 @@ def conclusion(frame: pd.DataFrame) -> str:
     return ranking.answer([str(r["run"]) for r in rows], [ranking.headline(r) for r in rows])
 
 
-def render(frame: pd.DataFrame, title: str, width: int = 160, confidence: float = 0.95) -> str:
-    """The summary as the terminal shows it: the table (best first, marked ★), its legend and
-    the closing sentence."""
+def render(frame: pd.DataFrame, title: str, width: int = 100, confidence: float = 0.95) -> str:
+    """The summary as the terminal shows it: the table (best first, marked ★; 100 columns for a
+    6-job sweep), a caption with what every row shares and what the columns mean, and the
+    closing sentences."""
     import io
 
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
     shown = display_frame(frame)
     if (frame["status"] == "FINISHED").all():
         shown = shown.drop(columns=["status"])
-    table = Table(title=title)
+    table = Table(
+        title=title, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True, show_edge=False
+    )
+    left = {"run", "status", *(_param_header(str(c)) for c in frame.columns if str(c).startswith(PARAM))}
     for column in shown.columns:
-        table.add_column(  # the signed interval of AUC − upper bound on one line
-            column, justify="left" if column in ("", "run", "status") else "right", no_wrap=column == UPPER_HEADER
-        )
+        table.add_column(column, justify="left" if column in left else "right", no_wrap=True)
     for _, row in shown.iterrows():
         table.add_row(*(str(row[c]) for c in shown.columns))
     out = io.StringIO()
-    console = Console(file=out, width=width, force_terminal=False, color_system=None)
+    console = Console(file=out, width=max(width, 100), force_terminal=False, color_system=None)
     console.print(table)
-    legend = (
-        f"value [{100 * confidence:g} % CI]; sorted by ΔF1's lower bound, then AUC (score)'s; ★ best; ✓: ΔF1's paired "
-        "bootstrap interval lies above 0; AUC − upper bound: AUC (score) on the programs with two or more readers minus "
-        "the humans' upper bound (beta-binomial reader model) on the same programs, paired, [CI over programs]"
+    shared = constants(frame)
+    lines = []
+    if shared:
+        lines.append("Every row: " + "; ".join(f"{k} {v}" for k, v in shared.items()) + ".")
+    lines.append(
+        f"value [{100 * confidence:g} % CI]; ranked by MCC's lower bound (Matthews' correlation with the human "
+        "labels: 0 for a labeller that ignores the programs), then AUC (score)'s; ★ best. High: share of programs "
+        f"labelled High ({NEAR_CONSTANT_MARK}: all but ≤{ranking.NEAR_CONSTANT} alike, nearly constant). ΔF1 pp: "
+        "F1 − always-1's F1, paired; ✓ when its interval lies above 0. run: the run id's first "
+        f"{SHORT_ID} characters (mcu-exp compare takes them). Every interval, and AUC (score) − the humans' "
+        f"upper bound, is in {SUMMARY_FILE}."
     )
     if SHARE in frame.columns and frame[SHARE].notna().any():
-        legend += "; share (old run): a job logged before the bounds, its (AUC − 0.5)/(humans' split-half AUC − 0.5)"
-    console.print(legend, justify="left")
-    return out.getvalue() + conclusion(frame) + "\n"
+        lines.append(
+            "A job logged before the bounds keeps its share of ceiling, (AUC − 0.5)/(humans' split-half AUC − 0.5), "
+            f"in {SUMMARY_FILE}."
+        )
+    import textwrap
+
+    caption = "\n".join(textwrap.fill(line, 100) for line in lines)
+    return out.getvalue() + caption + "\n" + textwrap.fill(conclusion(frame), 100) + "\n"

@@ -192,7 +192,7 @@ def summary_table(frame: pd.DataFrame, keys: Sequence[str], extra: Sequence[str]
     the proxy's differences to them the runs logged (:mod:`mcu_exp.report.ceiling`), every baseline, τ, coverage,
     prevalence and any ``vs_reference.*`` metric the runs logged; then the undefined metrics and the row notes."""
     rows = latest_per_config(frame, keys)
-    columns: list[str] = [*keys, *extra, "runs", "n"]
+    columns: list[str] = [*keys, *extra, "runs", "n", "labelled_high"]
     for name in main_metrics():
         columns += with_ci(name)
     columns.append(AUC_PERMUTATION_P)

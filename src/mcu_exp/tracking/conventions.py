@@ -123,8 +123,10 @@ def description(title: str, verdict: str, facts: dict[str, Any]) -> str:
     config = "; ".join(f"{md_text(k)} {md_text(v)}" for k, v in facts.items() if v not in (None, ""))
     return (
         f"**{md_text(title)}**\n\n{md_text(verdict)}\n\nConfiguration: {config}.\n\n"
-        "Sort the runs by `f1_minus_always_ci_low` (ΔF1 against always-1, lower bound), then "
-        "`auc_score_ci_low`; ✓/✗ in the tags `mcu.beats_always` and `mcu.beats_chance`. "
+        "Sort the runs by `mcc_ci_low` (Matthews' correlation with the human labels, lower bound: "
+        "a labeller that marks nearly every program alike cannot win it), then `auc_score_ci_low`; "
+        "`labelled_high` is the share of programs labelled High; ΔF1 against always-1 is "
+        "`f1_minus_always`; ✓/✗ in the tags `mcu.beats_always` and `mcu.beats_chance`. "
         "Charts `sensitivity/<metric>_vs_<grid>_milli[.<scorer>]` plot a metric against the threshold "
         "(of that scorer), ε or θ in thousandths (step 596 = 0.596); the artifacts `sensitivity_*.csv` "
         "hold the exact grid."

@@ -34,18 +34,22 @@ from mcu_exp import names
 
 MAX_HEADLINE = 40  # metric keys of a job run, series included; every other figure is in its tables
 
-# The sortable headline: ΔF1 vs always-1 [CI] and AUC (score)'s lower bound.
-SORT_KEYS = ("f1_minus_always", "f1_minus_always_ci_low", "f1_minus_always_ci_high", "auc_score_ci_low")
-SORT_BY = "f1_minus_always_ci_low"  # then auc_score_ci_low: the order of the runs table and the sweep
+# The sortable headline: MCC's and AUC (score)'s lower bounds (the rank), ΔF1 vs always-1 [CI],
+# the share labelled High.
+SORT_KEYS = (
+    "mcc_ci_low",
+    "f1_minus_always",
+    "f1_minus_always_ci_low",
+    "f1_minus_always_ci_high",
+    "auc_score_ci_low",
+    "labelled_high",
+)
+SORT_BY = "mcc_ci_low"  # then auc_score_ci_low: the order of the runs table and the sweep (report.ranking)
 CI = ("_ci_low", "_ci_high")
 # Against all readers, after the registry's headline metrics: the baselines they are read
 # against, tests, the verdict as numbers, the calibrated decision.
 MAIN = (
-    "auc_score_perm_p",
     "prr",
-    "prr_ci_low",
-    "prr_ci_high",
-    "prr_perm_p",
     "baseline_always_f1",
     "baseline_random_f1",
     "verdict.f1_vs_always",

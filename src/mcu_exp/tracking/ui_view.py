@@ -30,14 +30,17 @@ VIEW_KEY = "headline"
 VIEW_TAG = "mlflow.sharedViewState."  # MLflow's prefix of a shared view's experiment tag
 BEST_RUN_TAG, BEST_NAME_TAG = "mcu.best_run", "mcu.best_run_name"
 COLUMNS = (  # in this order, left to right
+    ("metrics", "mcc_ci_low"),
+    ("metrics", "auc_score_ci_low"),
+    ("metrics", "labelled_high"),
     ("tags", "mcu.beats_always"),
     ("metrics", "f1_minus_always"),
     ("metrics", "f1_minus_always_ci_low"),
-    ("metrics", "auc_score_ci_low"),
     ("tags", "mcu.beats_chance"),
     ("metrics", "f1"),
     ("metrics", "baseline_always_f1"),
     ("metrics", "auc_score"),
+    ("metrics", "vs_ceiling.upper"),
 )
 WIDTHS = {"metrics": 170, "tags": 140}  # px: a metric's full digits, as MLflow prints them, fit
 THEN_BY = "auc_score_ci_low"  # ties of the headline's lower bound
@@ -52,7 +55,7 @@ def headline_view() -> dict[str, Any]:
     """The shared view's state: the job runs alone (:data:`mcu_exp.names.JOBS_FILTER`: no sweep
     parent, whether it holds jobs or failed before any, and no report run), the headline columns
     in :data:`COLUMNS`'s order (MLflow would sort them by name) and wide enough for their values,
-    runs sorted by ΔF1's lower bound, best first."""
+    runs sorted by MCC's lower bound, best first (:mod:`mcu_exp.report.ranking`)."""
     columns = [column(kind, key) for kind, key in COLUMNS]
     return {
         "searchFilter": JOBS_FILTER,
@@ -82,15 +85,21 @@ def view_url(ui: str, experiment_id: str) -> str:
     return f"{ui.rstrip('/')}/#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}"
 
 
-def _rank(metrics: dict[str, float]) -> tuple[float, float]:
+OLD_SORT_BY = "f1_minus_always_ci_low"  # runs logged before MCC ranked by ΔF1's lower bound
+
+
+def _rank(metrics: dict[str, float], key: str = SORT_BY) -> tuple[float, float]:
     """A run's place in the headline order (ascending, best first; undefined last)."""
-    return rank_key(metrics.get(SORT_BY, math.nan), metrics.get(THEN_BY, math.nan))
+    return rank_key(metrics.get(key, math.nan), metrics.get(THEN_BY, math.nan))
 
 
 def best_child(children: Sequence[Any]) -> Any | None:
-    """The finished job run first in the headline order (None when none finished with one)."""
-    done = [r for r in children if r.info.status == "FINISHED" and SORT_BY in r.data.metrics]
-    return min(done, key=lambda r: _rank(r.data.metrics), default=None)
+    """The finished job run first in the headline order (None when none finished with one):
+    by MCC's lower bound, or by ΔF1's when no job logged MCC (runs logged before it)."""
+    finished = [r for r in children if r.info.status == "FINISHED"]
+    key = SORT_BY if any(SORT_BY in r.data.metrics for r in finished) else OLD_SORT_BY
+    done = [r for r in finished if key in r.data.metrics]
+    return min(done, key=lambda r: _rank(r.data.metrics, key), default=None)
 
 
 def log_best_child(client: Any, parent_id: str, children: Sequence[Any]) -> Any | None:
