@@ -269,6 +269,9 @@ def render_table(report: AlignmentReport, title: str = "Alignment with human lab
             markup=False,
             highlight=False,
         )
+    high = labelled_high_line(report)
+    if high:
+        console.print(high, markup=False, highlight=False)
     if report.ceiling:
         from mcu_exp.evaluation.ceiling_lines import ceiling_lines
 
@@ -278,6 +281,25 @@ def render_table(report: AlignmentReport, title: str = "Alignment with human lab
         console.print(f"warning: {message}", markup=False, highlight=False)
     console.print(report.verdict, markup=False, highlight=False)
     return buffer.getvalue()
+
+
+NEAR_CONSTANT = 2  # programs: a labelling with at most this many on one side is nearly constant
+
+
+def labelled_high_line(report: AlignmentReport) -> str:
+    """How many programs the proxy labelled High beside the humans' count, and a warning when
+    all but :data:`NEAR_CONSTANT` programs are labelled alike (F1 then mostly copies always-1)."""
+    m = report.metrics
+    if not all(k in m for k in ("tp", "fp", "fn", "tn")) or not report.n:
+        return ""
+    high, humans = int(m["tp"] + m["fp"]), int(m["tp"] + m["fn"])
+    line = (
+        f"Labelled High: {high} of {report.n} programs ({high / report.n:.1%}); "
+        f"the humans: {humans} ({humans / report.n:.1%})"
+    )
+    if min(high, report.n - high) <= NEAR_CONSTANT:
+        line += "; nearly constant: F1 mostly repeats the always-understandable baseline, read MCC and AUC"
+    return line
 
 
 def metrics_for_mlflow(report: AlignmentReport, prefix: str = "") -> dict[str, float]:

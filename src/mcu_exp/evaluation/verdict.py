@@ -108,4 +108,11 @@ def verdict(report: AlignmentReport) -> str:
         from mcu_exp.evaluation.ceiling_lines import verdict_clause
 
         ceiling = f"; {verdict_clause(report.ceiling)}"
+        humans, base = report.ceiling.get("ceiling.f1", math.nan), report.baselines[ALWAYS].get(PRIMARY, math.nan)
+        if math.isfinite(humans) and base is not None and math.isfinite(base) and humans < base:
+            fmt = metric(PRIMARY).format
+            ceiling += (
+                f"; the humans' own half-panel {header(PRIMARY)} ({fmt(humans)}) lies below always-1's ({fmt(base)}), "
+                "so beating always-1 is a bar the humans do not clear"
+            )
     return f"Verdict ({level} CIs): {f1_clause(report)}; {auc_clause(report)}{ceiling}."
