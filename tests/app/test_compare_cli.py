@@ -153,7 +153,7 @@ def test_two_mlflow_runs_of_a_local_store(tmp_path: Path, capsys: pytest.Capture
         else:
             frame = per_program(seed, noise)
             run_folder(tmp_path / name, frame)
-        run = client.create_run(exp, run_name=name)
+        run = client.create_run(exp, run_name=name, tags={"mcu.sweep": "s1", "mcu.job_num": str(len(ids))})
         if name == "p1 run":
             for key, value in (("rule", "conformal"), ("epsilon", "0.2"), ("quantile", "empirical"), ("theta", "0.45")):
                 client.log_param(run.info.run_id, f"decision.{key}", value)
@@ -165,6 +165,13 @@ def test_two_mlflow_runs_of_a_local_store(tmp_path: Path, capsys: pytest.Capture
 
     main([*ids, "--tracking-uri", uri, "--resamples", "1000", "--seed", "9"])
     printed = capsys.readouterr().out
+    # The run ids a sweep summary prints (their first 8 characters), and the sweep's job numbers.
+    main([ids[0][:8], ids[1][:8], "--tracking-uri", uri, "--resamples", "1000", "--seed", "9"])
+    assert capsys.readouterr().out == printed
+    main(["0", "1", "--sweep", "s1", "--tracking-uri", uri, "--resamples", "1000", "--seed", "9"])
+    assert capsys.readouterr().out == printed
+    missing = fails(["0", "7", "--sweep", "s1", "--tracking-uri", uri], capsys)
+    assert "unknown run '7': no job 7 in sweep 's1' in sqlite:///" in missing
     from mcu_exp.config import DecisionConfig
     from mcu_exp.evaluation.paired_recalibration import RunCalibration
 

@@ -59,9 +59,18 @@ def build_parser(prog: str = "mcu-exp compare") -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument(
-        "run_a", metavar="RUN_A", help=f"an MLflow run id, or a run folder holding {RESULTS_DIR}/{PER_PROGRAM_FILE}"
+        "run_a",
+        metavar="RUN_A",
+        help=f"an MLflow run id or its first 6+ characters (as a sweep summary prints them), a job number "
+        f"with --sweep, or a run folder holding {RESULTS_DIR}/{PER_PROGRAM_FILE}",
     )
     parser.add_argument("run_b", metavar="RUN_B", help="the run to compare it with (same forms)")
+    parser.add_argument(
+        "--sweep",
+        default=None,
+        metavar="SWEEP",
+        help="RUN_A and RUN_B are job numbers of this sweep (its name, as `mcu-exp report --sweep` takes it)",
+    )
     parser.add_argument(
         "--tracking-uri", default=None, help="default: $MLFLOW_TRACKING_URI, else sqlite:///<outputs>/mlflow.db"
     )
@@ -196,26 +205,34 @@ def fetch_run(run_id: str, uri: str, dst: Path) -> Source:
     )
 
 
-def load_source(ref: str, uri: str, dst: Path) -> Source:
-    """A run folder or CSV when ``ref`` is an existing path, else an MLflow run id."""
+def load_source(ref: str, uri: str, dst: Path, sweep: str | None = None) -> Source:
+    """A run folder or CSV when ``ref`` is an existing path, else an MLflow run id (or a unique
+    prefix of one, or with ``sweep`` a job number of that sweep)."""
     from mcu_exp.compare.params import folder_params
+    from mcu_exp.tracking.artifacts import RunLookupError, resolve_run_id
 
     path = Path(ref)
-    if path.exists():
-        table = folder_table(path)
-        calibration, missing = folder_calibration(table)
-        found, labels = folder_ceiling(table)
-        return Source(
-            name=path.name or str(path),
-            where=f"{table}",
-            frame=read_per_program(table),
-            calibration=calibration,
-            missing=missing,
-            ceiling=found,
-            labels=labels,
-            params=folder_params(table.parent / CONFIG_FILE),
-        )
-    return fetch_run(ref, uri, dst)
+    if sweep is not None or not path.exists():
+        try:
+            run_id = resolve_run_id(uri, ref, sweep)
+        except RunLookupError as exc:
+            if exc.missing_store:
+                raise CompareError(f"{ref!r} is no run folder, and there is {exc} to look it up in") from None
+            raise CompareError(f"unknown run {ref!r}: {exc}") from None
+        return fetch_run(run_id, uri, dst)
+    table = folder_table(path)
+    calibration, missing = folder_calibration(table)
+    found, labels = folder_ceiling(table)
+    return Source(
+        name=path.name or str(path),
+        where=f"{table}",
+        frame=read_per_program(table),
+        calibration=calibration,
+        missing=missing,
+        ceiling=found,
+        labels=labels,
+        params=folder_params(table.parent / CONFIG_FILE),
+    )
 
 
 def write_csv(cmp: Any, a: Source, b: Source, data: Any, out: Path) -> Path:
@@ -258,8 +275,8 @@ def run(args: argparse.Namespace) -> Any:
         raise CompareError(f"--resamples must be at least {MIN_RESAMPLES}, got {args.resamples}")
     uri = args.tracking_uri or default_tracking_uri()
     with tempfile.TemporaryDirectory(prefix="mcu-compare-") as tmp:  # downloads of remote stores only
-        a = load_source(args.run_a, uri, Path(tmp))
-        b = load_source(args.run_b, uri, Path(tmp))
+        a = load_source(args.run_a, uri, Path(tmp), args.sweep)
+        b = load_source(args.run_b, uri, Path(tmp), args.sweep)
     data = pair(a.frame, b.frame, ("A", "B"))
     arm_a, arm_b = arms(data, a.calibration, b.calibration, args.seed, (a.missing, b.missing))
     cmp = compare_paired(data, args.resamples, args.seed, arm_a=arm_a, arm_b=arm_b)

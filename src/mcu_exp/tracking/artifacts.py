@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from mcu_exp import names
+
 PROXIED = "mlflow-artifacts:"
 ARTIFACTS_DIR = "mlartifacts"  # beside the SQLite store
 LOGGED_ARTIFACTS = "mlflow.loggedArtifacts"  # the run tag listing its tables
@@ -172,6 +174,43 @@ def fetch_run(uri: str, run_id: str) -> tuple[Any, Any]:
         return client, client.get_run(run_id)
     except MlflowException as exc:
         raise RunLookupError(exc.message.splitlines()[0], missing_store=False) from None
+
+
+RUN_ID_LENGTH = 32  # hex characters of an MLflow run id
+MIN_PREFIX = 6  # the shortest run id prefix looked up (a sweep summary prints 8)
+
+
+def resolve_run_id(uri: str, ref: str, sweep: str | None = None) -> str:
+    """The full run id ``ref`` names in the store at ``uri``: a full id as is; a prefix of at
+    least :data:`MIN_PREFIX` hex characters, the one run whose id starts with it; with ``sweep``
+    (a sweep's name, its tag ``mcu.sweep``), ``ref`` is a job number of that sweep.
+    :class:`RunLookupError` naming what was not found, or the candidates when several match."""
+    from mlflow.tracking import MlflowClient
+
+    if sweep is None and len(ref) == RUN_ID_LENGTH:
+        return ref
+    is_prefix = MIN_PREFIX <= len(ref) < RUN_ID_LENGTH and all(c in "0123456789abcdef" for c in ref)
+    if sweep is None and not is_prefix:
+        return ref  # let the lookup say what it is not
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///") :]).is_file():
+        raise RunLookupError(f"no MLflow store at {uri[len('sqlite:///') :]}", missing_store=True)
+    client = MlflowClient(tracking_uri=uri)
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    if sweep is not None:
+        found = client.search_runs(
+            experiments, filter_string=f"tags.`mcu.sweep` = '{sweep}' and tags.`mcu.job_num` = '{ref}'"
+        )
+        runs = [r for r in found if r.data.tags.get(names.TAG_KIND, names.KIND_JOB) == names.KIND_JOB]
+        what = f"job {ref} in sweep {sweep!r}"
+    else:
+        runs = [r for r in client.search_runs(experiments, max_results=50_000) if r.info.run_id.startswith(ref)]
+        what = f"run id starting with {ref!r}"
+    if not runs:
+        raise RunLookupError(f"no {what} in {uri}", missing_store=False)
+    if len(runs) > 1:
+        listed = ", ".join(f"{r.info.run_id[:12]}… ({r.info.run_name})" for r in runs[:5])
+        raise RunLookupError(f"{len(runs)} runs match {what}: {listed}; give more of the id", missing_store=False)
+    return str(runs[0].info.run_id)
 
 
 def mlflow_executable() -> str:
