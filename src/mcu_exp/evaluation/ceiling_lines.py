@@ -192,10 +192,10 @@ def ceiling_lines(found: Mapping[str, float]) -> list[str]:
     if math.isfinite(value(found, CONCORDANCE + "proxy")):
         triples = value(found, CONCORDANCE + "proxy_triples")
         lines += [
-            f"  within-reader concordance ({triples:,.0f} pairs a reader got differently right, CI over programs "
-            "and readers):",
-            f"    proxy {estimate(found, CONCORDANCE + 'proxy', 'spearman')} vs chance 0.500; "
-            f"reader-pair ceiling {estimate(found, CONCORDANCE + 'ceiling', 'spearman')}",
+            f"  within-reader concordance on {triples:,.0f} pairs a reader got differently right",
+            f"  ([ ] over programs and readers): proxy {estimate(found, CONCORDANCE + 'proxy', 'spearman')} "
+            f"vs chance 0.500;",
+            f"    reader-pair ceiling {estimate(found, CONCORDANCE + 'ceiling', 'spearman')}",
         ]
     return lines
 
