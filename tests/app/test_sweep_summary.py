@@ -180,3 +180,26 @@ def test_a_near_constant_labeller_cannot_win_the_ranking() -> None:
     assert frame["run"].tolist() == ["separating", "near constant"]
     shown = display_frame(frame)
     assert shown["High"].tolist()[1] == "98%!" and "!" not in shown["High"].tolist()[0]
+
+
+def test_a_sweep_without_tracking_prints_its_summary_too(tmp_path: Path) -> None:
+    res = mcu_exp(
+        "-m",
+        STANDIN,
+        "quiet=true",
+        "dataset.limit=20",
+        "evaluation.bootstrap_resamples=1000",
+        "evaluation.permutations=200",
+        "tracking=none",
+        "decision.epsilon=0.1,0.2",
+        outputs=tmp_path / "outputs",
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    (csv,) = (tmp_path / "outputs").glob("multirun/*/*/sweep_summary.csv")
+    frame = pd.read_csv(csv)
+    assert sorted(frame["job"].astype(str)) == ["0", "1"] and (frame["status"] == "FINISHED").all()
+    head = next(line for line in res.stdout.splitlines() if line.startswith("job  run"))
+    assert "epsilon" in head and "MCC" in head
+    assert f"Summary: {csv} (tracking=none: no MLflow run, no report)" in res.stdout
+    assert "Best by MCC's lower bound: decision.epsilon=" in " ".join(res.stdout.split())
+    assert not (tmp_path / "outputs" / "mlflow.db").exists()

@@ -24,7 +24,7 @@ from mcu_exp import names
 from mcu_exp.report import sweep_summary
 from mcu_exp.tracking.artifacts import run_address
 from mcu_exp.tracking.conventions import NOTE_TAG
-from mcu_exp.tracking.sweep import SweepCallback
+from mcu_exp.tracking.sweep import SweepCallback, failed_jobs
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,19 @@ class SweepReport(SweepCallback):
             self.client.set_tag(run_id, "mcu.error", f"{unfinished} of {len(frame)} jobs did not finish")
             return "FAILED"
         return status
+
+    def summarise_folders(self, folder: Path) -> None:
+        """``tracking=none``: the same summary table from the job folders' ``metrics.json``,
+        printed and written to ``sweep_summary.csv`` in the sweep folder."""
+        children, metrics = sweep_summary.folder_jobs(folder, self.varying)
+        failed = {job: error for job, error in failed_jobs(folder).items() if f"job-{job}" not in metrics}
+        frame = sweep_summary.summary_frame(children, metrics, failed, folder, self.varying)
+        frame.to_csv(folder / sweep_summary.SUMMARY_FILE, index=False)
+        unfinished = int((frame["status"] != "FINISHED").sum())
+        title = f"{self.title}\n{len(frame)} jobs" + (f", {unfinished} not finished" if unfinished else "")
+        confidence = float(next(iter(metrics.values()), {}).get("confidence", 0.95))
+        print(sweep_summary.render(frame, title, _width(), confidence), end="")
+        print(f"Summary: {folder / sweep_summary.SUMMARY_FILE} (tracking=none: no MLflow run, no report)")
 
     def _probe_analysis(self, run_id: str, children: list[Any]) -> str:
         """A probe sweep's paired analysis (:mod:`mcu_exp.report.probe_sweep`), logged on the

@@ -159,6 +159,35 @@ def summary_frame(
     return pd.DataFrame(rows, columns=[*COLUMNS[:4], *params, *COLUMNS[4:-2], *old, *COLUMNS[-2:]])
 
 
+def folder_jobs(folder: Path, varying: Sequence[str]) -> tuple[list[Any], dict[str, dict[str, float]]]:
+    """A sweep's jobs read from its folder, as :func:`summary_frame` reads MLflow runs (for
+    ``tracking=none``): one per numbered job folder that wrote ``results/metrics.json``, named by
+    its swept overrides, its params the swept values; with the metrics by (pseudo) run id."""
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+
+    children, metrics = [], {}
+    for job in sorted((p for p in folder.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)):
+        path = job / names.RESULTS_DIR / names.METRICS_FILE
+        if not path.is_file():
+            continue
+        found = json.loads(path.read_text(encoding="utf-8"))
+        values = {k: math.nan if v is None else float(v) for k, v in found.items()}
+        if KEY not in values:
+            values.update(f1_minus_always(values))
+        try:
+            overrides = [str(o) for o in OmegaConf.load(job / ".hydra" / "overrides.yaml")]
+        except (OSError, ValueError):
+            overrides = []
+        params = {o.partition("=")[0].lstrip("+~"): o.partition("=")[2] for o in overrides}
+        info = SimpleNamespace(run_id=f"job-{job.name}", run_name=_job_label(job, varying), status="FINISHED")
+        data = SimpleNamespace(tags={"mcu.job_num": job.name}, params=params, metrics=values)
+        children.append(SimpleNamespace(info=info, data=data))
+        metrics[info.run_id] = values
+    return children, metrics
+
+
 def _param(params: Mapping[str, str], key: str) -> str:
     """A job's value of swept key ``key`` from its MLflow params (a config group: its ``name``)."""
     bare = key.lstrip("+~")
@@ -231,7 +260,7 @@ def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, row in frame.iterrows():
         run_id = str(row.get("run_id") or "")
-        if run_id in ("", "nan"):
+        if run_id in ("", "nan") or run_id.startswith("job-"):  # tracking=none: no MLflow run
             run_id = ""
         job = f"{BEST_MARK}{row['job']}" if row["best"] else str(row["job"])
         cells = {"job": job, "run": run_id[:SHORT_ID] or "—"}

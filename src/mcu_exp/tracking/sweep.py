@@ -141,14 +141,18 @@ class SweepCallback(Callback):
         self.report = True
         self.experiment_id = ""
         self.debug = False
+        self.offline = False
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from mcu_exp.tracking.mlflow_run import open_experiment, owner_tags
 
         self.folder = Path(str(config.hydra.sweep.dir))
-        if not bool(config.tracking.enabled):
-            return
         overrides = list(config.hydra.overrides.task)
+        if not bool(config.tracking.enabled):  # no parent run: the summary comes from the job folders
+            self.offline = True
+            self.title = ("[debug] " if config.dataset.get("limit") is not None else "") + sweep_title(overrides)
+            self.varying = [k for k, _ in swept(overrides)]
+            return
         self.report = bool(config.tracking.get("sweep_report", True))
         self.folder.mkdir(parents=True, exist_ok=True)
         debug = self.debug = config.dataset.get("limit") is not None
@@ -174,8 +178,14 @@ class SweepCallback(Callback):
         atexit.register(self._close, "FAILED")  # a failed job stops Hydra before on_multirun_end
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Close the parent run; exit non-zero when a job stopped on an error."""
+        """Close the parent run (or, with tracking off, summarise the job folders); exit non-zero
+        when a job stopped on an error."""
         self._close("FINISHED")
+        if self.offline and self.folder is not None and self.folder.is_dir():
+            try:
+                self.summarise_folders(self.folder)
+            except Exception as exc:  # noqa: BLE001 (the jobs' results are safe; say what went wrong)
+                log.warning("could not summarise the sweep's job folders: %s", exc)
         failed = failed_jobs(self.folder) if self.folder is not None else {}
         if failed:
             print(
@@ -218,6 +228,10 @@ class SweepCallback(Callback):
             log.warning("could not summarise the sweep in MLflow run %s: %s", run_id, exc)
             status = "FAILED"
         self.client.set_terminated(run_id, status=status)
+
+    def summarise_folders(self, folder: Path) -> None:
+        """With tracking off: summarise the sweep from its job folders. Here: nothing; a subclass
+        prints the summary."""
 
     def summarise(self, run_id: str, children: list[Any], failed: dict[str, str], status: str) -> str:
         """Fill the parent run ``run_id`` from its job runs ``children`` and the jobs that
