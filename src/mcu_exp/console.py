@@ -28,7 +28,7 @@ import sys
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from tqdm import tqdm
@@ -53,7 +53,8 @@ class _Settings:
     verbose: bool | tuple[str, ...] = False
     terminal: TextIO | None = None  # where job_line writes while a sweep job's output goes to its log
     job: str = ""  # the sweep job's number, shown by job_line
-    warnings: int = 0  # warnings sent to the log file only
+    warnings: int = 0  # warnings sent to the log file only, not counted by an earlier job
+    seen: set[str] = field(default_factory=set)  # warning texts an earlier job of this process counted
 
 
 _settings = _Settings()
@@ -286,8 +287,12 @@ def _warning_to_log(
     line: str | None = None,
 ) -> None:
     """:func:`warnings.showwarning` of a quiet sweep job: the warning goes to the log file, and
-    is counted for :func:`job_line`."""
-    _settings.warnings += 1
+    is counted for :func:`job_line` unless an earlier job of the sweep (in this process) counted
+    the same text: a dataset warning every job repeats is noted on the first job's line alone."""
+    text = f"{category.__name__}: {message}"
+    if text not in _settings.seen:  # the same dataset warning in every job of a sweep is said once
+        _settings.seen.add(text)
+        _settings.warnings += 1
     to_log_files(log, warnings.formatwarning(message, category, filename, lineno, line).rstrip("\n"), logging.WARNING)
 
 

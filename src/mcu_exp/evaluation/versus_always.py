@@ -55,8 +55,9 @@ def rank_key(first_low: float, auc_low: float) -> tuple[float, float]:
 
 
 def headline_text(metrics: Mapping[str, object]) -> str:
-    """A job's result in one line: ΔF1 against always-1 [CI] in percentage points, AUC (score)
-    [CI] and whether ΔF1's interval lies above 0 (✓ beats always-1) or not (✗)."""
+    """A job's result in one line: MCC [CI] (the sweeps' ranking), ΔF1 against always-1 [CI] in
+    percentage points, AUC (score) [CI] and whether ΔF1's interval lies above 0 (✓ beats
+    always-1) or not (✗)."""
     delta = {**metrics, **f1_minus_always(metrics)} if KEY not in metrics else metrics
     value, low, high = (_number(delta, k) for k in (KEY, LOW, HIGH))
     auc, auc_low, auc_high = (_number(metrics, k) for k in ("auc_score", "auc_score_ci_low", "auc_score_ci_high"))
@@ -67,4 +68,7 @@ def headline_text(metrics: Mapping[str, object]) -> str:
         mark = "✓ beats always-1" if low > 0 else "✗ does not beat always-1"
     if not math.isnan(auc):
         shown += f", AUC (score) {auc:.3f} [{auc_low:.3f}, {auc_high:.3f}]"
+    mcc, mcc_low, mcc_high = (_number(metrics, k) for k in ("mcc", "mcc_ci_low", "mcc_ci_high"))
+    if not math.isnan(mcc):
+        shown = f"MCC {mcc:.2f} [{mcc_low:.2f}, {mcc_high:.2f}], " + shown
     return f"{shown}: {mark}"
