@@ -138,7 +138,4 @@ def load_sweep(parent_id: str, tracking_uri: str | None = None) -> Any:
         varying = list(json.loads((folder / PARENT_FILE).read_text()).get("varying", []))
     failed = failed_jobs(folder) if folder.is_dir() and str(folder) != "." else {}
     metrics = {r.info.run_id: sweep_summary.job_metrics(client, r) for r in children}
-    frame = sweep_summary.summary_frame(children, metrics, failed, folder, varying)
-    ids = {str(r.data.tags.get("mcu.job_num", "")): r.info.run_id for r in children}
-    frame.insert(int(frame.columns.get_loc("run")) + 1, "run_id", [ids.get(str(j)) for j in frame["job"]])
-    return frame
+    return sweep_summary.summary_frame(children, metrics, failed, folder, varying)  # run_id beside run

@@ -162,9 +162,9 @@ def test_the_parent_shows_its_best_jobs_headline(sweep: Sweep, tmp_path: Path) -
     parent = client.get_run(sweep.parent[0])
     best = parent.data.tags["mcu.best_run"]
     assert best in sweep.runs
-    ranked = sorted(sweep.runs, key=lambda r: client.get_run(r).data.metrics["f1_minus_always_ci_low"])
+    ranked = sorted(sweep.runs, key=lambda r: client.get_run(r).data.metrics["mcc_ci_low"])  # the ranking: MCC
     assert best == ranked[-1]
-    assert parent.data.metrics["f1_minus_always_ci_low"] == client.get_run(best).data.metrics["f1_minus_always_ci_low"]
+    assert parent.data.metrics["mcc_ci_low"] == client.get_run(best).data.metrics["mcc_ci_low"]
     dom = dom_and_screenshot(
         f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{sweep.parent[0]}", tmp_path, "parent", (1600, 1200)
     )
@@ -186,7 +186,8 @@ def test_a_job_page_shows_its_headline_and_verdict(sweep: Sweep, tmp_path: Path)
     # The threshold curves are one chart section of their own (their keys, scorer included, are
     # checked in tests/tracking/test_headline.py; the charts' titles render only once the
     # histories load, which a loaded machine can delay past Chromium's virtual time).
-    assert re.search(r">sensitivity</div><div[^>]*>\(4\)<", charts), "no 'sensitivity (4)' chart section on the page"
+    # three series: F1 and AUC against the threshold, coverage against ε (nominal is 1 − ε itself)
+    assert re.search(r">sensitivity</div><div[^>]*>\(3\)<", charts), "no 'sensitivity (3)' chart section on the page"
 
 
 def test_load_run_reads_a_run_through_the_server(sweep: Sweep) -> None:
