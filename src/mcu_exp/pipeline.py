@@ -56,6 +56,17 @@ def build_proxies(cfg: Config, ctx: ProxyContext) -> tuple[Proxy, Proxy | None]:
     return proxy, reference
 
 
+def in_sweep() -> bool:
+    """Whether this job is one of a Hydra multirun's (False outside Hydra)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        return bool(HydraConfig.get().mode == RunMode.MULTIRUN)
+    except (ImportError, ValueError):
+        return False
+
+
 def run_job(raw: DictConfig) -> float:
     """Run the configured job; return the primary metric (F1 against human labels)."""
     # Imported here, not at the top: importing this module (the app, a launcher's worker, every
@@ -84,6 +95,8 @@ def run_job(raw: DictConfig) -> float:
     reads.start()  # the cache rows this job reads go into its run bundle
     cfg = typed_config(raw)
     check_config(cfg)
+    if cfg.evaluation.plots is None:  # unset: a single run draws its figures, a sweep's job leaves them out
+        cfg.evaluation.plots = not in_sweep()
     dataset, probed = probe_dataset(load_dataset(cfg.dataset), cfg.probe)
     labels, subgroups = job_labels(dataset, cfg.labels, cfg.evaluation.subgroups)
     class_warning = labels.class_warning(cfg.evaluation.min_per_class)

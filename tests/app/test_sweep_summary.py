@@ -203,3 +203,11 @@ def test_a_sweep_without_tracking_prints_its_summary_too(tmp_path: Path) -> None
     assert f"Summary: {csv} (tracking=none: no MLflow run, no report)" in res.stdout
     assert "Best by MCC's lower bound: decision.epsilon=" in " ".join(res.stdout.split())
     assert not (tmp_path / "outputs" / "mlflow.db").exists()
+    # A sweep's jobs leave their own figures out (evaluation.plots unset); `mcu-exp figures` draws them.
+    sweep_dir = csv.parent
+    assert not list(sweep_dir.glob("*/results/*.png"))
+    assert f"Each job's own figures: mcu-exp figures {sweep_dir}" in res.stdout
+    SUBCOMMANDS["figures"]([str(sweep_dir)], config_dir())
+    for job in ("0", "1"):
+        drawn = {p.name for p in (sweep_dir / job / "results").glob("*.png")}
+        assert {"sensitivity_threshold.png", "sensitivity_epsilon.png", "coverage_epsilon.png", "headline.png"} <= drawn

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from mcu_exp.cli.bundle import main as bundle_main
 from mcu_exp.cli.cache import main as cache_main
 from mcu_exp.cli.compare import main as compare_main
+from mcu_exp.cli.figures import main as figures_main
 from mcu_exp.cli.listing import main as list_main
 from mcu_exp.cli.model import main as model_main
 from mcu_exp.cli.reliability import main as reliability_main
@@ -27,6 +28,7 @@ SUBCOMMANDS: dict[str, Callable[[list[str], str], None]] = {
     "bundle": lambda argv, conf: bundle_main(argv),
     "reliability": reliability_main,
     "list": lambda argv, conf: list_main(argv),
+    "figures": lambda argv, conf: figures_main(argv),
 }
 SUBCOMMAND_HELP: dict[str, str] = {
     "report": "tables and figures comparing finished MLflow runs (its own --help)",
@@ -37,4 +39,5 @@ SUBCOMMAND_HELP: dict[str, str] = {
     "bundle": "export, replay, show: a run's table with the samples that made it, replayed anywhere (its own --help)",
     "reliability": "a dataset's human noise ceiling (split-half, Krippendorff's alpha) without a model (its own --help)",
     "list": "each registry's entries (metrics, rules, backends, ...) and the package each came from",
+    "figures": "draw finished jobs' own figures from their files (a sweep's jobs leave them out by default)",
 }

@@ -243,7 +243,9 @@ class EvaluationConfig:
     ceiling_splits: int = 1000  # random split-halves of each program's readers for the humans' ceiling
     ceiling_resamples: int = 1000  # stratified program resamples for the ceiling's intervals over programs
     ceiling_inner_splits: int = 50  # reader splits averaged in each of those resamples
-    plots: bool = True  # per-job PNG plots (~0.5-1 s a job); large sweeps: false, `mcu-exp report` draws them
+    # per-job PNG figures (~0.5-1 s a job): true, false, or unset (null: drawn in a single run's job, not in a
+    # sweep's; `mcu-exp figures <folder>` draws them later, `mcu-exp report` draws the sweep's own)
+    plots: bool | None = None
 
 
 @dataclass

@@ -82,6 +82,7 @@ class SweepReport(SweepCallback):
         confidence = float(next(iter(metrics.values()), {}).get("confidence", 0.95))
         print(sweep_summary.render(frame, title, _width(), confidence), end="")
         print(f"Summary: {folder / sweep_summary.SUMMARY_FILE} (tracking=none: no MLflow run, no report)")
+        print(f"Each job's own figures: mcu-exp figures {folder}")
 
     def _probe_analysis(self, run_id: str, children: list[Any]) -> str:
         """A probe sweep's paired analysis (:mod:`mcu_exp.report.probe_sweep`), logged on the
@@ -117,6 +118,8 @@ class SweepReport(SweepCallback):
             lines.append(f"  make it again: {command}")
         elif finished:
             lines.append(f"Report: {command}")
+        if self.folder is not None:
+            lines.append(f"Each job's own figures (left out of a sweep's jobs): mcu-exp figures {self.folder}")
         lines.append(f"MLflow experiment {self.experiment!r}, sweep run {run_id} in {self.uri}")
         lines.append(f"  open the UI: {ui_command(self.uri)}")
         lines.append(f"  then: {run_address(self.uri, self.experiment_id, run_id)}")
