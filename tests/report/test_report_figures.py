@@ -294,3 +294,19 @@ def test_subgroup_bars_have_one_colour_per_group_with_n_and_small_groups_explain
     caption = figures.subgroup_caption(table)
     assert "phd (n = 1): no bar, its AUC is undefined (an AUC needs programs of both classes)" in caption
     assert "professional (n = 30)" not in caption
+
+
+def test_two_scorers_thresholds_never_share_an_axis() -> None:
+    def scored(run_id: str, scorer: str, start: int) -> dict:
+        found = record(run_id, "smollm2-135m", 0.1, start)
+        found["scorer"] = scorer
+        found["params.scorer.name"] = scorer
+        return found
+
+    frame = tables.runs_frame([scored("m", "minilm", 1), scored("r", "rougel", 2)])
+    keys = tables.varying_keys(frame)
+    rows = tables.latest_per_config(frame, keys)
+    fig = figures.plot_threshold_metric(threshold_curves("m", "r"), rows, keys, "f1", "F1")
+    labels = sorted(ax.get_xlabel() for ax in fig.axes)
+    assert len(fig.axes) == 2 and "of minilm" in labels[0] and "of rougel" in labels[1]
+    assert all(len([ln for ln in ax.lines if len(ln.get_xdata()) > 2]) == 1 for ax in fig.axes)

@@ -72,6 +72,15 @@ def _panels(reps: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(reps["proxy"].astype(str)))
 
 
+def threshold_panels(reps: pd.DataFrame) -> pd.Series:
+    """Each curve's panel: its proxy, and its scorer when the runs used more than one. A
+    threshold is on one scorer's α, so two scorers' thresholds never share an x axis."""
+    panel = reps["proxy"].astype(str)
+    if "scorer" in reps.columns and reps["scorer"].dropna().astype(str).nunique() > 1:
+        panel = panel + " · " + reps["scorer"].fillna("").astype(str)
+    return panel
+
+
 def _axes(n: int, width: float = 6.0, height: float = 4.2) -> tuple[Figure, list[Axes]]:
     fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
     return fig, list(axes[0])
@@ -147,16 +156,17 @@ def plot_threshold_metric(
     curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str], metric: str, ylabel: str
 ) -> Figure:
     """``metric`` against the threshold on α_test, one line per model (and other curve key),
-    one panel per proxy; dots mark each run's calibrated τ and its value there, labelled with
+    one panel per proxy (and per scorer, when the runs used several: each its own α axis); dots mark each run's calibrated τ and its value there, labelled with
     the run's ε; the baseline (F1) or chance (AUC) line under them (:func:`reference_lines`)."""
     ckeys = curve_keys(keys)
     reps = representatives(rows, ckeys)
-    proxies = _panels(reps)
+    panel_of = threshold_panels(reps)
+    proxies = list(dict.fromkeys(panel_of))
     fig, axes = _axes(len(proxies))
     ident, rep_ident = _joined(rows, ckeys), _joined(reps, ckeys)
     for ax, proxy in zip(axes, proxies, strict=True):
         drawn: list[tuple[pd.DataFrame, str]] = []
-        for run_id, rep in reps[reps["proxy"].astype(str) == proxy].iterrows():
+        for run_id, rep in reps[panel_of == proxy].iterrows():
             curve = curves[curves["run_id"] == run_id].sort_values("threshold")
             if curve.empty:
                 continue
@@ -170,7 +180,8 @@ def plot_threshold_metric(
         if drawn:
             series_baselines(ax, drawn, metric)
         ax.set_title(f"{proxy}: {ylabel} against the threshold")
-        ax.set_xlabel("threshold on α_test (High iff α_test ≤ threshold)")
+        scorer = proxy.split(" · ", 1)[1] if " · " in proxy else ""
+        ax.set_xlabel(f"threshold on α_test{f' of {scorer}' if scorer else ''} (High iff α_test ≤ threshold)")
         ax.set_ylabel(ylabel)
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
