@@ -310,3 +310,25 @@ def test_two_scorers_thresholds_never_share_an_axis() -> None:
     labels = sorted(ax.get_xlabel() for ax in fig.axes)
     assert len(fig.axes) == 2 and "of minilm" in labels[0] and "of rougel" in labels[1]
     assert all(len([ln for ln in ax.lines if len(ln.get_xdata()) > 2]) == 1 for ax in fig.axes)
+
+
+def test_f1_against_epsilon_across_runs_has_baselines_and_the_humans_band() -> None:
+    first, second = record("a", "qwen3-14b", 0.1, 1), record("b", "gpt-4o", 0.1, 2)
+    for found in (first, second):
+        found.update({"ceiling.f1": 0.66, "ceiling.f1_ci_low": 0.6, "ceiling.f1_ci_high": 0.73})
+    frame = tables.runs_frame([first, second])
+    keys = tables.varying_keys(frame)
+    rows = tables.latest_per_config(frame, keys)
+    eps = np.array([0.05, 0.1, 0.2])
+    curves = pd.concat(
+        [pd.DataFrame({"run_id": r, "epsilon": eps, "coverage": 1 - eps, "f1": f}) for r, f in (("a", 0.6), ("b", 0.7))],
+        ignore_index=True,
+    )
+    fig = figures.plot_f1_epsilon(curves, rows, keys)
+    (ax,) = fig.axes
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "humans' half-panel F1 66.0% (95 % CI)" in labels
+    assert any("always-1 baseline (68.4%)" in label for label in labels)
+    lines = [ln for ln in ax.lines if len(ln.get_xdata()) == 3]
+    assert sorted(float(ln.get_ydata()[0]) for ln in lines) == [0.6, 0.7]
+    assert "f1_epsilon.png" in figures.report_figures(rows, keys, threshold_curves("a"), curves, pd.DataFrame())

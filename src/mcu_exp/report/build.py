@@ -31,6 +31,8 @@ FIGURE_CAPTIONS = {
     "dotted: the always-understandable baseline, in its series' colour (grey when series share one).",
     "auc_threshold.png": "AUC of the binary labels against the threshold on α_test; dashed: chance (0.5).",
     "coverage_epsilon.png": "Empirical test coverage against ε; dashed: nominal 1 − ε; identical curves drawn once.",
+    "f1_epsilon.png": "F1 against ε, τ recalibrated at each ε; dotted: the always-understandable baseline in its "
+    "series' colour; shaded: the humans' half-panel F1 with its 95 % interval over programs.",
     "f1_auc_theta.png": "P2's fixed rule: F1 and AUC against θ on SSC_meta; dots: runs that decided with θ; "
     "dotted: the always-understandable baseline, dashed: chance (0.5).",
 }

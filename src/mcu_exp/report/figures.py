@@ -315,6 +315,50 @@ def plot_coverage_epsilon(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequen
     return fig
 
 
+def plot_f1_epsilon(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str]) -> Figure:
+    """F1 against ε across the runs: one line per configuration (ε apart, each run's ε grid
+    recalibrates τ on its own scores), one panel per proxy and scorer; dotted: the always-1
+    baseline in its series' colour; shaded: the humans' half-panel F1 with its interval over
+    programs, where the runs logged it. What a sweep over ε is run for: how much F1 moves with it."""
+    ckeys = curve_keys(keys)
+    reps = representatives(rows, ckeys)
+    panel_of = threshold_panels(reps)
+    panels = list(dict.fromkeys(panel_of)) or ["—"]
+    fig, axes = _axes(len(panels), width=6.5, height=4.5)
+    ident, rep_ident = _joined(rows, ckeys), _joined(reps, ckeys)
+    for ax, panel in zip(axes, panels, strict=True):
+        drawn: list[tuple[pd.DataFrame, str]] = []
+        for run_id, rep in reps[panel_of == panel].iterrows():
+            curve = curves[curves["run_id"] == run_id].sort_values("epsilon") if "f1" in curves else curves.iloc[:0]
+            if curve.empty:
+                continue
+            (line,) = ax.plot(curve["epsilon"], curve["f1"], "o-", ms=3, lw=1.3, label=rep["label"])
+            drawn.append((rows[ident == rep_ident[run_id]], to_hex(line.get_color())))
+        if drawn:
+            series_baselines(ax, drawn, PRIMARY)
+            bands = {
+                tuple(round(float(row[c]), 9) for c in ("ceiling.f1", "ceiling.f1_ci_low", "ceiling.f1_ci_high"))
+                for group, _ in drawn
+                for _, row in group.iterrows()
+                if all(
+                    c in group.columns and pd.notna(row.get(c))
+                    for c in ("ceiling.f1", "ceiling.f1_ci_low", "ceiling.f1_ci_high")
+                )
+            }
+            for point, low, high in sorted(bands):
+                ax.axhspan(low, high, color="C2", alpha=0.1, label=f"humans' half-panel F1 {point:.1%} (95 % CI)")
+            legend_outside(ax)
+        else:
+            ax.text(0.5, 0.5, "no F1 against ε logged", ha="center", transform=ax.transAxes)
+        ax.set_title(f"{panel}: F1 against ε")
+        ax.set_xlabel("ε (target miscoverage)")
+        ax.set_ylabel("F1")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
 def plot_theta(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str]) -> Figure:
     """P2's fixed rule: the headline metrics (F1 and binary AUC) against θ on SSC_meta, one
     line per model (and other curve key); dots mark runs that decided with θ alone (rule
@@ -360,6 +404,8 @@ def report_figures(
         "auc_subgroups.png": plot_subgroup_auc(subgroup, keys),
         "coverage_epsilon.png": plot_coverage_epsilon(epsilon_curves, rows, keys),
     }
+    if "f1" in epsilon_curves.columns and epsilon_curves["f1"].notna().any():
+        figures["f1_epsilon.png"] = plot_f1_epsilon(epsilon_curves, rows, keys)
     if theta_curves is not None and not theta_curves.empty:
         figures["f1_auc_theta.png"] = plot_theta(theta_curves, rows, keys)
     if ceiling.figure_rows(rows):
