@@ -53,9 +53,11 @@ def test_report_command_writes_tables_figures_and_one_page(sweep: Sweep, tmp_pat
 
     page = (out / "report.html").read_text()
     images = re.findall(r'<img [^>]*src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 5  # every job logs the humans' ceiling: the ceiling figure comes last
+    assert len(images) == 6  # every job logs the humans' ceiling: the ceiling figure comes last
     for name, data in zip(
-        ("f1_threshold", "auc_threshold", "auc_subgroups", "coverage_epsilon", "ceiling"), images, strict=True
+        ("f1_threshold", "auc_threshold", "auc_subgroups", "coverage_epsilon", "f1_epsilon", "ceiling"),
+        images,
+        strict=True,
     ):
         png = base64.b64decode(data)
         assert png.startswith(PNG) and png == (out / "figures" / f"{name}.png").read_bytes()

@@ -321,7 +321,10 @@ def test_f1_against_epsilon_across_runs_has_baselines_and_the_humans_band() -> N
     rows = tables.latest_per_config(frame, keys)
     eps = np.array([0.05, 0.1, 0.2])
     curves = pd.concat(
-        [pd.DataFrame({"run_id": r, "epsilon": eps, "coverage": 1 - eps, "f1": f}) for r, f in (("a", 0.6), ("b", 0.7))],
+        [
+            pd.DataFrame({"run_id": r, "epsilon": eps, "coverage": 1 - eps, "f1": f})
+            for r, f in (("a", 0.6), ("b", 0.7))
+        ],
         ignore_index=True,
     )
     fig = figures.plot_f1_epsilon(curves, rows, keys)
