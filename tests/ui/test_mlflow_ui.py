@@ -271,8 +271,8 @@ def test_html_report_renders_every_figure(
     )
     dom = dom_and_screenshot(probe.as_uri(), tmp_path, "report", (1200, 2400))
     images = re.findall(r'<img [^>]*src="data:image/png;base64,', dom)
-    assert len(images) == 5  # the four sensitivity and subgroup figures, and the humans' ceiling figure
-    assert 'data-decoded="5"' in dom, "the browser could not decode every figure"
+    assert len(images) == 6  # the five sensitivity and subgroup figures, and the humans' ceiling figure
+    assert 'data-decoded="6"' in dom, "the browser could not decode every figure"
     assert "ceiling" in dom
     for name in sweep.runs.values():
         assert name.split(" · ")[0] in dom
