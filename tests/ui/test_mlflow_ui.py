@@ -14,8 +14,6 @@ import html
 import json
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import urllib.parse
 from collections.abc import Iterator
@@ -27,10 +25,9 @@ import pytest
 from support.browser import check_screenshot, chromium, chromium_binary
 from support.mlflow_server import mlflow_server
 from support.mlflow_store import seed_store
+from support.sweeps import sweep_in_process
 
 pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -55,42 +52,20 @@ class Sweep:
 
 @pytest.fixture(scope="module")
 def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
-    """Two decision-only stand-in jobs logged through the HTTP tracking URI."""
+    """Two decision-only stand-in jobs, a sweep, logged through the HTTP tracking URI."""
     from mlflow.tracking import MlflowClient
 
     from mcu_exp.tracking.ui_view import view_url
 
     outputs = tmp_path_factory.mktemp("ui_sweep") / "outputs"
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO / "tests"),
-        "MCU_EXP_OUTPUTS": str(outputs),
-        "MLFLOW_TRACKING_URI": server,
-    }
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mcu_exp",
-            "-m",
-            "proxy._target_=support.standin_proxy.StandInProxy",
-            "quiet=true",
-            "evaluation.bootstrap_resamples=1000",
-            "decision.epsilon=0.05,0.2",
-            "tracking.sweep_report=false",
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert f"in {server}" in res.stdout  # the jobs logged to the server, not to a local file
+    # Swept in this process: these tests read the runs (the command's own sweeps run in tests/app
+    # and tests/tracking).
+    printed = sweep_in_process(outputs, "decision.epsilon=0.05,0.2", MLFLOW_TRACKING_URI=server)
+    assert f"in {server}" in printed  # the jobs logged to the server, not to a local file
     assert not (outputs / "mlflow.db").exists()
     client = MlflowClient(tracking_uri=server)
     exp = client.get_experiment_by_name("mcu_exp")
-    assert f"every run by its headline: {view_url(server, exp.experiment_id)}" in res.stdout
+    assert f"every run by its headline: {view_url(server, exp.experiment_id)}" in printed
     found = client.search_runs([exp.experiment_id])
     (parent,) = [r for r in found if r.data.tags.get("mcu.kind") == "sweep"]
     runs = [r for r in found if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
