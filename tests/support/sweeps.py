@@ -57,8 +57,8 @@ class Sweep:
     tag: str
 
 
-def sweep_in_process(outputs: Path, *overrides: str, **env: str) -> str:
-    """:func:`standin_sweep` in this process (:func:`multirun_in_process`); what it printed."""
+def sweep_in_process(outputs: Path, *overrides: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """:func:`standin_sweep` in this process (:func:`multirun_in_process`)."""
     return multirun_in_process(
         outputs,
         STANDIN,
@@ -70,14 +70,14 @@ def sweep_in_process(outputs: Path, *overrides: str, **env: str) -> str:
     )
 
 
-def multirun_in_process(outputs: Path, *args: str, **env: str) -> str:
+def multirun_in_process(outputs: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``mcu-exp -m ARGS`` in this process: Hydra's own multirun (its config, the project's
     sweeper, the basic launcher, the sweep callbacks with their MLflow parent run and summary)
     calling :func:`~mcu_exp.pipeline.run_job` for each job, as the app's job function does, for
     tests that read a sweep's runs and not the app's process (its exit status, plugins, signals:
     tests of those run the command). ``outputs`` is ``$MCU_EXP_OUTPUTS`` and ``env`` set
-    meanwhile, ``MLFLOW_TRACKING_URI`` unset unless given; what the sweep printed is returned,
-    and a job's exception raised. Hydra sets up no logging (the jobs write no log files: tests
+    meanwhile, ``MLFLOW_TRACKING_URI`` unset unless given. Returns what the sweep printed as a
+    finished command's result (exit status 0); a job's exception is raised. Hydra sets up no logging (the jobs write no log files: tests
     of those run the command); the loggers' settings the jobs' console changes, Hydra's global
     state, the environment and the working directory are put back after."""
     from contextlib import redirect_stderr, redirect_stdout
@@ -104,10 +104,10 @@ def multirun_in_process(outputs: Path, *args: str, **env: str) -> str:
     # What Hydra's command line adds for -m; no logging set-up: Hydra's (logging.config.dictConfig)
     # would close every handler of this process, pytest's capture among them.
     overrides = [*args, "hydra.mode=MULTIRUN", "hydra/job_logging=none", "hydra/hydra_logging=none"]
-    printed = StringIO()
+    printed, errors = StringIO(), StringIO()
     logging_state = _logging_state()
     before, cwd, environ = HydraConfig.instance().cfg, Path.cwd(), dict(os.environ)
-    with pytest.MonkeyPatch.context() as patch, redirect_stdout(printed), redirect_stderr(printed):
+    with pytest.MonkeyPatch.context() as patch, redirect_stdout(printed), redirect_stderr(errors):
         patch.setenv("MCU_EXP_OUTPUTS", str(outputs))
         if "MLFLOW_TRACKING_URI" not in env:
             patch.delenv("MLFLOW_TRACKING_URI", raising=False)
@@ -128,7 +128,7 @@ def multirun_in_process(outputs: Path, *args: str, **env: str) -> str:
             os.environ.update(environ)
     for ret in (r for batch in returns for r in batch):
         ret.return_value  # noqa: B018 (a job's exception is raised here, as the launcher's caller would see it)
-    return printed.getvalue()
+    return subprocess.CompletedProcess(["mcu-exp", "-m", *args], 0, printed.getvalue(), errors.getvalue())
 
 
 def _logging_state() -> dict[str, Any]:

@@ -60,12 +60,12 @@ def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     outputs = tmp_path_factory.mktemp("ui_sweep") / "outputs"
     # Swept in this process: these tests read the runs (the command's own sweeps run in tests/app
     # and tests/tracking).
-    printed = sweep_in_process(outputs, "decision.epsilon=0.05,0.2", MLFLOW_TRACKING_URI=server)
-    assert f"in {server}" in printed  # the jobs logged to the server, not to a local file
+    res = sweep_in_process(outputs, "decision.epsilon=0.05,0.2", MLFLOW_TRACKING_URI=server)
+    assert f"in {server}" in res.stdout  # the jobs logged to the server, not to a local file
     assert not (outputs / "mlflow.db").exists()
     client = MlflowClient(tracking_uri=server)
     exp = client.get_experiment_by_name("mcu_exp")
-    assert f"every run by its headline: {view_url(server, exp.experiment_id)}" in printed
+    assert f"every run by its headline: {view_url(server, exp.experiment_id)}" in res.stdout
     found = client.search_runs([exp.experiment_id])
     (parent,) = [r for r in found if r.data.tags.get("mcu.kind") == "sweep"]
     runs = [r for r in found if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
