@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from support.fake_api import PLANTED_KEY, FakeServer
+from support.mlflow_store import seed_store
 from support.plugin_packages import install_plugin, with_site
 from support.sweeps import REPO, app_env
 
@@ -58,7 +59,9 @@ def test_the_example_imports_only_the_public_plugin_module() -> None:
 
 
 def run_job(site: Path, outputs: Path, server: FakeServer, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = with_site(app_env(outputs, CHAT_API_KEY=PLANTED_KEY), site)
+    """The job in a process of its own (plugins load from entry points when the command starts),
+    its outputs folder holding a ready MLflow store (a fresh one costs MLflow's schema migrations)."""
+    env = with_site(app_env(seed_store(outputs), CHAT_API_KEY=PLANTED_KEY), site)
     args = [
         "model=gpt-4o",
         "model.backend=chat",

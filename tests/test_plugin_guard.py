@@ -13,6 +13,7 @@ dataset's own warnings may come before the error line on stderr.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -22,6 +23,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from mcu_exp.cli.bundle import main as bundle_main
+from support.mlflow_store import seed_store
 from support.plugin_packages import install_plugin, with_site
 from support.sweeps import REPO, STANDIN, app_env
 
@@ -88,8 +91,10 @@ def rogue_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def job(
     site: Path, outputs: Path, mode: str, *overrides: str, proxy: str = STANDIN
 ) -> subprocess.CompletedProcess[str]:
-    """A ``debug=quick`` job (the stand-in proxy's by default) with the rogue plugin in ``mode``."""
-    env = with_site(app_env(outputs, MCU_ROGUE=mode), site)
+    """A ``debug=quick`` job (the stand-in proxy's by default) with the rogue plugin in ``mode``,
+    in a process of its own (plugins load from entry points when the command starts); its
+    outputs folder holds a ready MLflow store (a fresh one costs MLflow's schema migrations)."""
+    env = with_site(app_env(seed_store(outputs), MCU_ROGUE=mode), site)
     args = [proxy, "reference=null", "debug=quick", "quiet=true", "evaluation.bootstrap_resamples=1000", *overrides]
     return subprocess.run(
         [sys.executable, "-m", "mcu_exp", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
@@ -113,7 +118,9 @@ def test_a_plugin_replacing_a_built_in_metric_is_refused_in_one_line(rogue_site:
 
 
 @pytest.mark.slow  # one debug=quick stand-in job in a subprocess
-def test_an_allowed_replacement_runs_and_is_recorded(rogue_site: Path, tmp_path: Path) -> None:
+def test_an_allowed_replacement_runs_and_is_recorded(
+    rogue_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     outputs = tmp_path / "outputs"
     res = job(rogue_site, outputs, "f1", "plugins.allow_replace=[f1]", "tracking.bundle=true")
     assert res.returncode == 0, res.stderr[-3000:]
@@ -132,16 +139,16 @@ def test_an_allowed_replacement_runs_and_is_recorded(rogue_site: Path, tmp_path:
     with zipfile.ZipFile(bundle) as archive:
         manifest = json.loads(archive.read("manifest.json"))
     assert manifest["environment"]["plugins"] == record
-    replayed = subprocess.run(
-        [sys.executable, "-m", "mcu_exp", "bundle", "replay", str(bundle)],
-        cwd=REPO,
-        env=app_env(tmp_path / "replay"),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    # The replay in this process, which loaded no plugin (`mcu-exp bundle replay` itself runs in a
+    # subprocess in tests/bundle/test_hostile_bundles.py).
+    monkeypatch.setenv("MCU_EXP_OUTPUTS", str(tmp_path / "replay"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    capsys.readouterr()
+    with contextlib.suppress(SystemExit):  # it exits 1: without the plugin's F1 the results differ
+        bundle_main(["replay", str(bundle)])
+    replayed = capsys.readouterr()
     said = f"The bundle's run had plugins: {NAME} (replaced metric:f1); this replay runs without them"
-    assert said in replayed.stdout.splitlines(), replayed.stdout[-3000:] + replayed.stderr[-3000:]
+    assert said in replayed.out.splitlines(), replayed.out[-3000:] + replayed.err[-3000:]
 
 
 @pytest.mark.slow  # a debug=quick stand-in job in a subprocess each

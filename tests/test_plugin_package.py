@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from support.mlflow_store import seed_store
 from support.plugin_packages import install_plugin, with_site
 from support.sweeps import REPO, app_env
 
@@ -142,7 +143,7 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow  # one debug=quick job in a subprocess (~10 s of CPU)
 def test_a_plugin_package_adds_a_proxy_a_metric_and_a_backend_a_job_uses(plugin_site: Path, tmp_path: Path) -> None:
-    outputs, echo_log = tmp_path / "outputs", tmp_path / "echo.log"
+    outputs, echo_log = seed_store(tmp_path / "outputs"), tmp_path / "echo.log"  # a ready MLflow store
     env = with_site(app_env(outputs, MCU_TOY_ECHO_LOG=str(echo_log)), plugin_site)
     res = subprocess.run(
         [

@@ -17,7 +17,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from mcu_exp.cli.report import main as report_main
+from mcu_exp.pipeline import run_job
 from support.browser import check_screenshot, chromium
+from support.hydra_job import hydra_job
 from support.mlflow_store import all_metrics, seed_store
 from support.tiny_llama import LOCAL_EXPERTS, model_overrides
 
@@ -101,8 +103,14 @@ def test_offline_sweep_reuses_caches(swept: Swept, tiny_llama: Path) -> None:
     taus = [r.data.metrics["tau"] for r in p1]
     assert taus == sorted(taus, reverse=True) and taus[0] > taus[-1]
 
-    # A second sweep over ε alone is served entirely from the caches.
-    run("-m", "decision.epsilon=0.2,0.4", *tiny(tiny_llama), env=env_for(swept.outputs))
+    # Later jobs over ε alone are served entirely from the caches (run here in this process, as
+    # the app runs a job: the launcher is the first sweep's).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MCU_EXP_OUTPUTS", str(swept.outputs))
+        patch.delenv("MLFLOW_TRACKING_URI", raising=False)
+        for epsilon in (0.2, 0.4):
+            with hydra_job(*tiny(tiny_llama), f"decision.epsilon={epsilon}") as cfg:
+                run_job(cfg)
     newest = [
         r
         for r in client.search_runs([swept.experiment_id], order_by=["attributes.start_time DESC"], max_results=5)

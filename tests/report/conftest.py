@@ -1,4 +1,4 @@
-"""A real stand-in sweep (the app, no model) in its own MLflow store, shared by the report
+"""A real stand-in sweep (Hydra's multirun, no model) in its own MLflow store, shared by the report
 tests of a module; and an empty MLflow store for tests that log their own runs."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from support.mlflow_runs import Store
-from support.sweeps import Sweep, standin_sweep
+from support.sweeps import Sweep, sweep_in_process
 
 
 @pytest.fixture(scope="module")
@@ -24,14 +24,15 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
-    """Two models × two ε through the paper grid's config (narrowed on the command line)."""
+    """Two models × two ε through the paper grid's config (narrowed on the command line), swept
+    in this process: the reports read its runs (the command's own sweeps run in tests/app and
+    tests/tracking)."""
     from mlflow.tracking import MlflowClient
 
     from support.mlflow_store import seed_store
 
     outputs = seed_store(tmp_path_factory.mktemp("sweep") / "outputs")
-    res = standin_sweep(outputs, "experiment=paper_grid", "model=gpt-4o,qwen3-14b", "decision.epsilon=0.05,0.2")
-    assert res.returncode == 0, res.stderr[-3000:]
+    sweep_in_process(outputs, "experiment=paper_grid", "model=gpt-4o,qwen3-14b", "decision.epsilon=0.05,0.2")
     uri = f"sqlite:///{outputs / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
     runs = client.search_runs([client.get_experiment_by_name("mcu_exp").experiment_id])

@@ -27,7 +27,7 @@ def sweep_runs(sweep: Sweep) -> list:
     return [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("mcu.kind") == "job"]  # jobs only
 
 
-@pytest.mark.slow  # the `sweep` fixture runs a 4-job sweep (~30 s on 2 cores)
+@pytest.mark.slow  # the `sweep` fixture runs a 4-job sweep (in this process)
 def test_report_command_writes_tables_figures_and_one_page(sweep: Sweep, tmp_path: Path) -> None:
     out = tmp_path / "report"
     res = mcu_exp("report", "--sweep", sweep.tag, "--out", str(out), outputs=sweep.outputs)
@@ -64,7 +64,7 @@ def test_report_command_writes_tables_figures_and_one_page(sweep: Sweep, tmp_pat
     assert "http://" not in page and "https://" not in page  # nothing fetched from elsewhere
 
 
-@pytest.mark.slow  # the `sweep` fixture runs a 4-job sweep (~30 s on 2 cores)
+@pytest.mark.slow  # the `sweep` fixture runs a 4-job sweep (in this process)
 def test_report_is_logged_as_a_run_that_later_reports_leave_out(sweep: Sweep, tmp_path: Path) -> None:
     make_report(sweep.uri, sweep=sweep.tag, out=tmp_path / "one")
     second = make_report(sweep.uri, sweep="latest", out=tmp_path / "two")
@@ -80,7 +80,7 @@ def test_report_is_logged_as_a_run_that_later_reports_leave_out(sweep: Sweep, tm
     assert len(pd.read_csv(second / "runs.csv")) == 4  # the reports themselves are not compared
 
 
-@pytest.mark.slow  # the `sweep` fixture runs a 4-job sweep (~30 s on 2 cores)
+@pytest.mark.slow  # the `sweep` fixture runs a 4-job sweep (in this process)
 def test_filter_selects_runs_and_bad_selections_fail_in_one_line(
     sweep: Sweep, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -115,7 +115,7 @@ def test_missing_store_is_an_error_not_an_empty_database(
     assert not (tmp_path / "outputs" / "mlflow.db").exists()
 
 
-@pytest.mark.slow  # the `sweep` fixture runs a 4-job sweep (~30 s on 2 cores)
+@pytest.mark.slow  # the `sweep` fixture runs a 4-job sweep (in this process)
 def test_curves_from_the_csv_artifacts_agree_with_the_jobs_metric_series(sweep: Sweep, tmp_path: Path) -> None:
     client = MlflowClient(tracking_uri=sweep.uri)
     run = sweep_runs(sweep)[0]

@@ -6,6 +6,7 @@ SmolLM2 stays for the few tests where real text matters."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from omegaconf import OmegaConf
 
@@ -26,14 +27,27 @@ TINY_HEAD_STD = 1.0
 TINY_QK_STD = 0.2
 
 
+def smollm_tokenizer(folder: Path, gguf_file: str | None) -> Any:
+    """SmolLM2's tokenizer, read out of its GGUF by transformers' GGUF tokenizer builder (the one
+    :mod:`mcu_exp.llm.gguf_convert` uses: under a second, the same files when saved); where this
+    transformers lacks it, ``AutoTokenizer``, whose element-by-element GGUF reader takes ~10 s."""
+    try:
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+    except ImportError:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file, local_files_only=True)
+    return TokenizersBackend.from_pretrained(folder, gguf_file=gguf_file, local_files_only=True)
+
+
 def build(folder: Path) -> Path:
     """Save a randomly initialised 2-layer Llama (hidden size 64) with SmolLM2's tokenizer and
     chat template into ``folder``; the same weights every time (fixed seed)."""
     import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     weights = locate_weights(ModelConfig(**OmegaConf.to_container(OmegaConf.load(SMOLLM))))
-    tokenizer = AutoTokenizer.from_pretrained(weights.folder, gguf_file=weights.gguf_file, local_files_only=True)
+    tokenizer = smollm_tokenizer(weights.folder, weights.gguf_file)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=64,

@@ -11,6 +11,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from mcu_exp.tracking.mlflow_run import RunLogger
+from support.mlflow_store import seed_store
 
 
 class CountingClient(MlflowClient):
@@ -24,7 +25,7 @@ class CountingClient(MlflowClient):
 
 
 def _logger(tmp_path: Path) -> tuple[CountingClient, RunLogger]:
-    client = CountingClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    client = CountingClient(tracking_uri=f"sqlite:///{seed_store(tmp_path) / 'mlflow.db'}")  # a migrated store
     experiment = client.create_experiment("batched", artifact_location=str(tmp_path / "artifacts"))
     run = client.create_run(experiment)
     CountingClient.calls = 0

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from mcu_exp.app import config_dir
+from mcu_exp.cli.commands import SUBCOMMANDS
 from mcu_exp.cli.tune import main, storage_url
 from mcu_exp.tune.nested_cv import nested_cv, read_per_program
-
-REPO = Path(__file__).resolve().parents[2]
+from support.mlflow_store import seed_store
 
 
 def write_per_program(path: Path, n: int = 40, seed: int = 0) -> Path:
@@ -38,40 +36,24 @@ def write_per_program(path: Path, n: int = 40, seed: int = 0) -> Path:
     return path
 
 
-def test_command_prints_both_searches_and_writes_the_same_numbers(tmp_path: Path) -> None:
+def test_command_prints_both_searches_and_writes_the_same_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command as ``mcu-exp tune …`` dispatches it (the app's subcommand table), in this
+    process; it returns (exit 0)."""
     csv = write_per_program(tmp_path / "per_program.csv")
     out = tmp_path / "tune.csv"
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mcu_exp",
-            "tune",
-            "--per-program",
-            str(csv),
-            "--trials",
-            "12",
-            "--folds",
-            "3",
-            "--seed",
-            "4",
-            "--out",
-            str(out),
-        ],
-        cwd=REPO,
-        env={**os.environ, "MCU_EXP_OUTPUTS": str(tmp_path / "outputs")},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert "in-sample F1" in res.stdout and "held-out F1" in res.stdout and "3 stratified outer folds" in res.stdout
+    monkeypatch.setenv("MCU_EXP_OUTPUTS", str(tmp_path / "outputs"))
+    args = ["--per-program", str(csv), "--trials", "12", "--folds", "3", "--seed", "4", "--out", str(out)]
+    SUBCOMMANDS["tune"](args, config_dir())
+    res = capsys.readouterr()
+    assert "in-sample F1" in res.out and "held-out F1" in res.out and "3 stratified outer folds" in res.out
     rows = pd.read_csv(out)
     assert rows["search"].tolist() == ["epsilon", "threshold"]
     expected = nested_cv(read_per_program(csv), "threshold", folds=3, trials=12, seed=4)
     assert rows.loc[1, "held_out_f1"] == pytest.approx(expected.held_out_f1)
     assert rows.loc[1, "in_sample_f1"] == pytest.approx(expected.in_sample.f1)
-    assert f"{100 * expected.held_out_f1:.1f}%" in res.stdout
+    assert f"{100 * expected.held_out_f1:.1f}%" in res.out
 
 
 def test_run_id_reads_the_runs_artifact_and_decision_params(
@@ -80,7 +62,7 @@ def test_run_id_reads_the_runs_artifact_and_decision_params(
     from mlflow.tracking import MlflowClient
 
     monkeypatch.setenv("MCU_EXP_OUTPUTS", str(tmp_path / "outputs"))
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = f"sqlite:///{seed_store(tmp_path) / 'mlflow.db'}"  # a migrated store
     client = MlflowClient(tracking_uri=uri)
     exp = client.create_experiment("mcu_exp", artifact_location=(tmp_path / "artifacts").as_uri())
     run = client.create_run(exp, run_name="smollm2-135m · p1 · ε=0.2", tags={"mcu.model": "smollm2-135m"})

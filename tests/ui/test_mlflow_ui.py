@@ -14,8 +14,6 @@ import html
 import json
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import urllib.parse
 from collections.abc import Iterator
@@ -27,10 +25,9 @@ import pytest
 from support.browser import check_screenshot, chromium, chromium_binary
 from support.mlflow_server import mlflow_server
 from support.mlflow_store import seed_store
+from support.sweeps import sweep_in_process
 
 pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -55,37 +52,15 @@ class Sweep:
 
 @pytest.fixture(scope="module")
 def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
-    """Two decision-only stand-in jobs logged through the HTTP tracking URI."""
+    """Two decision-only stand-in jobs, a sweep, logged through the HTTP tracking URI."""
     from mlflow.tracking import MlflowClient
 
     from mcu_exp.tracking.ui_view import view_url
 
     outputs = tmp_path_factory.mktemp("ui_sweep") / "outputs"
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO / "tests"),
-        "MCU_EXP_OUTPUTS": str(outputs),
-        "MLFLOW_TRACKING_URI": server,
-    }
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mcu_exp",
-            "-m",
-            "proxy._target_=support.standin_proxy.StandInProxy",
-            "quiet=true",
-            "evaluation.bootstrap_resamples=1000",
-            "decision.epsilon=0.05,0.2",
-            "tracking.sweep_report=false",
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
+    # Swept in this process: these tests read the runs (the command's own sweeps run in tests/app
+    # and tests/tracking).
+    res = sweep_in_process(outputs, "decision.epsilon=0.05,0.2", MLFLOW_TRACKING_URI=server)
     assert f"in {server}" in res.stdout  # the jobs logged to the server, not to a local file
     assert not (outputs / "mlflow.db").exists()
     client = MlflowClient(tracking_uri=server)
@@ -104,13 +79,19 @@ def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     )
 
 
-def dom_and_screenshot(url: str, tmp_path: Path, name: str, size: tuple[int, int]) -> str:
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One Chromium profile for this module's launches, one after another: the MLflow app's
+    scripts, cached by the first launch, are not fetched and compiled again by each page
+    (about a second a launch); what the pages show comes from the server's API every time."""
+    return tmp_path_factory.mktemp("chromium-profile")
+
+
+def dom_and_screenshot(url: str, tmp_path: Path, name: str, size: tuple[int, int], profile: Path) -> str:
     """The page's DOM (HTML entities decoded) and a checked screenshot ``<name>.png``, kept
     for a person to look at (:func:`keep`); one browser launch takes both."""
     shot = tmp_path / f"{name}.png"
-    res = chromium(
-        url, tmp_path / f"profile-{name}", f"--window-size={size[0]},{size[1]}", "--dump-dom", f"--screenshot={shot}"
-    )
+    res = chromium(url, profile, f"--window-size={size[0]},{size[1]}", "--dump-dom", f"--screenshot={shot}")
     assert res.returncode == 0, res.stderr[-2000:]
     check_screenshot(shot, size)
     keep(shot)
@@ -130,7 +111,7 @@ def keep(shot: Path) -> None:
     (folder / shot.name).write_bytes(shot.read_bytes())
 
 
-def test_the_experiment_opens_on_the_headline_of_each_job(sweep: Sweep, tmp_path: Path) -> None:
+def test_the_experiment_opens_on_the_headline_of_each_job(sweep: Sweep, tmp_path: Path, profile: Path) -> None:
     """The link a job prints (the shared headline view): no column chosen by hand, yet ΔF1 vs
     always-1 and its bounds, AUC's lower bound and the ✓/✗ verdict are columns, and each job's
     headline value is on the page, sorted best first; the sweep's parent run is not (the view
@@ -139,7 +120,7 @@ def test_the_experiment_opens_on_the_headline_of_each_job(sweep: Sweep, tmp_path
 
     from mcu_exp.tracking.ui_view import view_url
 
-    dom = dom_and_screenshot(view_url(sweep.url, sweep.experiment_id), tmp_path, "experiment", (1920, 900))
+    dom = dom_and_screenshot(view_url(sweep.url, sweep.experiment_id), tmp_path, "experiment", (1920, 900), profile)
     for column in ("f1_minus_always", "f1_minus_always_ci_low", "auc_score_ci_low", "mcu.beats_always"):
         assert column in dom, f"column {column} is not on the experiment page"
     client = MlflowClient(tracking_uri=sweep.url)
@@ -155,7 +136,7 @@ def ui_number(value: float) -> str:
     return repr(value)
 
 
-def test_the_parent_shows_its_best_jobs_headline(sweep: Sweep, tmp_path: Path) -> None:
+def test_the_parent_shows_its_best_jobs_headline(sweep: Sweep, tmp_path: Path, profile: Path) -> None:
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=sweep.url)
@@ -166,15 +147,19 @@ def test_the_parent_shows_its_best_jobs_headline(sweep: Sweep, tmp_path: Path) -
     assert best == ranked[-1]
     assert parent.data.metrics["mcc_ci_low"] == client.get_run(best).data.metrics["mcc_ci_low"]
     dom = dom_and_screenshot(
-        f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{sweep.parent[0]}", tmp_path, "parent", (1600, 1200)
+        f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{sweep.parent[0]}",
+        tmp_path,
+        "parent",
+        (1600, 1200),
+        profile,
     )
     assert "f1_minus_always_ci_low" in dom and sweep.runs[best] in dom
 
 
-def test_a_job_page_shows_its_headline_and_verdict(sweep: Sweep, tmp_path: Path) -> None:
+def test_a_job_page_shows_its_headline_and_verdict(sweep: Sweep, tmp_path: Path, profile: Path) -> None:
     run_id = next(iter(sweep.runs))
     dom = dom_and_screenshot(
-        f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{run_id}", tmp_path, "child", (1600, 1200)
+        f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{run_id}", tmp_path, "child", (1600, 1200), profile
     )
     assert "f1_minus_always" in dom and "mcu.beats_always" in dom and "result.n" in dom
     charts = dom_and_screenshot(
@@ -182,6 +167,7 @@ def test_a_job_page_shows_its_headline_and_verdict(sweep: Sweep, tmp_path: Path)
         tmp_path,
         "child_charts",
         (1600, 1400),
+        profile,
     )
     # The threshold curves are one chart section of their own (their keys, scorer included, are
     # checked in tests/tracking/test_headline.py; the charts' titles render only once the
@@ -198,12 +184,12 @@ def test_load_run_reads_a_run_through_the_server(sweep: Sweep) -> None:
     assert run.name == name and len(run.per_program) == 50 and "group.phd.precision_ci_low" in run.metrics
 
 
-def test_run_comparison_page_renders_the_sweep(sweep: Sweep, tmp_path: Path) -> None:
+def test_run_comparison_page_renders_the_sweep(sweep: Sweep, tmp_path: Path, profile: Path) -> None:
     query = urllib.parse.urlencode(
         {"runs": json.dumps(list(sweep.runs)), "experiments": json.dumps([sweep.experiment_id])}, safe='[]",'
     )
     url = f"{sweep.url}/#/compare-runs?{query}"
-    dom = dom_and_screenshot(url, tmp_path, "compare", (1400, 1000))
+    dom = dom_and_screenshot(url, tmp_path, "compare", (1400, 1000), profile)
     assert "Comparing 2 Runs" in dom
     for run_id, name in sweep.runs.items():
         assert run_id in dom and name in dom, f"run {name} ({run_id}) is not on the page"
@@ -212,24 +198,28 @@ def test_run_comparison_page_renders_the_sweep(sweep: Sweep, tmp_path: Path) -> 
     assert "decision.epsilon" in dom  # the swept parameter
 
 
-def test_experiment_page_shows_the_sweep_as_a_parent_run(sweep: Sweep, tmp_path: Path) -> None:
+def test_experiment_page_shows_the_sweep_as_a_parent_run(sweep: Sweep, tmp_path: Path, profile: Path) -> None:
     dom = dom_and_screenshot(
-        f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs", tmp_path, "sweep_parent", (1600, 1000)
+        f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs", tmp_path, "sweep_parent", (1600, 1000), profile
     )
     assert sweep.parent[1] in dom, "the sweep's parent run is not on the experiment page"
 
 
-def test_parent_run_page_lists_its_jobs(sweep: Sweep, tmp_path: Path) -> None:
+def test_parent_run_page_lists_its_jobs(sweep: Sweep, tmp_path: Path, profile: Path) -> None:
     parent_id, name = sweep.parent
     dom = dom_and_screenshot(
-        f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{parent_id}", tmp_path, "sweep_parent_run", (1600, 1000)
+        f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{parent_id}",
+        tmp_path,
+        "sweep_parent_run",
+        (1600, 1000),
+        profile,
     )
     assert name in dom and "Child runs" in dom
     for child in sweep.runs.values():
         assert child in dom, f"child run {child} is not on its parent's page"
 
 
-def test_a_job_charts_its_sensitivity_against_the_threshold(sweep: Sweep, tmp_path: Path) -> None:
+def test_a_job_charts_its_sensitivity_against_the_threshold(sweep: Sweep, tmp_path: Path, profile: Path) -> None:
     run_id = next(iter(sweep.runs))
     key = "sensitivity/f1_vs_threshold_milli.minilm"
     query = urllib.parse.urlencode(
@@ -243,12 +233,12 @@ def test_a_job_charts_its_sensitivity_against_the_threshold(sweep: Sweep, tmp_pa
         },
         safe='[]",',
     )
-    dom = dom_and_screenshot(f"{sweep.url}/#/metric?{query}", tmp_path, "sensitivity_chart", (1400, 900))
+    dom = dom_and_screenshot(f"{sweep.url}/#/metric?{query}", tmp_path, "sensitivity_chart", (1400, 900), profile)
     assert key in dom
 
 
 def test_html_report_renders_every_figure(
-    sweep: Sweep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    sweep: Sweep, tmp_path: Path, profile: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from mcu_exp.cli.report import main
 
@@ -269,7 +259,7 @@ def test_html_report_renders_every_figure(
             "[...document.images].filter(i => i.complete && i.naturalWidth > 0).length; });</script></body>",
         )
     )
-    dom = dom_and_screenshot(probe.as_uri(), tmp_path, "report", (1200, 2400))
+    dom = dom_and_screenshot(probe.as_uri(), tmp_path, "report", (1200, 2400), profile)
     images = re.findall(r'<img [^>]*src="data:image/png;base64,', dom)
     assert len(images) == 6  # the five sensitivity and subgroup figures, and the humans' ceiling figure
     assert 'data-decoded="6"' in dom, "the browser could not decode every figure"

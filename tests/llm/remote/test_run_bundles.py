@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from mcu_exp.config import register_configs
 from mcu_exp.pipeline import run_job
 from support.fake_api import PLANTED_KEY, FakeServer
 from support.mlflow_store import seed_store
+from support.sweeps import multirun_in_process
 from support.tiny_llama import model_overrides
 
 REPO = Path(__file__).resolve().parents[3]
@@ -203,30 +202,13 @@ def test_local_model_job_replays_after_its_weights_are_gone(
 
 @pytest.mark.slow
 def test_sweep_parent_bundle_replays_every_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A real multirun (jobs logged without bundles: export reads their keys and the cache)."""
+    """A real multirun, here in this process (jobs logged without bundles: export reads their
+    keys and the cache)."""
     server = FakeServer().start()
     try:
         outputs = seed_store(tmp_path / "outputs")
-        env = {k: v for k, v in __import__("os").environ.items() if k != "MLFLOW_TRACKING_URI"}
-        env.update(OPENAI_API_KEY=PLANTED_KEY, MCU_EXP_OUTPUTS=str(outputs))
-        res = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "mcu_exp",
-                "-m",
-                "decision.epsilon=0.1,0.3",
-                *remote(server),
-                *QUICK,
-                "tracking.sweep_report=false",
-            ],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert res.returncode == 0, res.stderr[-3000:]
+        args = ["decision.epsilon=0.1,0.3", *remote(server), *QUICK, "tracking.sweep_report=false"]
+        multirun_in_process(outputs, *args, OPENAI_API_KEY=PLANTED_KEY)
         assert len(server.answered()) == 4
     finally:
         server.stop()
