@@ -71,8 +71,11 @@ run: $(STAMP)
 # Two workers on the 2-core machines, a test file per worker at a time (module fixtures run once).
 PYTEST_ARGS ?= -n 2 --dist loadfile
 
+# Bytecode is written while the tests run (PYTHONDONTWRITEBYTECODE emptied): the project's own
+# modules are not precompiled by the install, and every job subprocess of the suite would
+# otherwise compile them again (collection 10.2 s -> 6.9 s a worker once they are written).
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The floor kept clean by tools (configured in pyproject.toml; CI runs it): ruff's linter with
 # import sorting, ruff's formatter as a check, mypy (strict on the whole package).
