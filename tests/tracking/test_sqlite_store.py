@@ -16,6 +16,17 @@ from mcu_exp.tracking.sqlite_store import ensure_created
 
 BUILD = """
 import sys
+import time
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+
+@event.listens_for(Engine, "before_cursor_execute")
+def slow(*args):  # each statement of MLflow's migrations waits: the test's Ctrl-C lands inside them, never after
+    time.sleep(0.02)
+
+
 from mlflow.tracking import MlflowClient
 from mcu_exp.tracking.sqlite_store import ensure_created
 ensure_created("sqlite:///" + sys.argv[1], lambda at: MlflowClient(tracking_uri=at))
