@@ -58,7 +58,12 @@ def test_an_existing_store_is_left_alone(tmp_path: Path) -> None:
 
 def test_a_ctrl_c_during_the_migrations_leaves_no_store_and_the_next_open_builds_it(tmp_path: Path) -> None:
     path = tmp_path / "mlflow.db"
-    building = subprocess.Popen([sys.executable, "-c", BUILD, str(path)], stderr=subprocess.PIPE, text=True)
+    building = subprocess.Popen(
+        [sys.executable, "-c", BUILD, str(path)],
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a pytest worker may ignore SIGINT
+    )
     try:
         deadline = time.monotonic() + 60
         while not any(f.stat().st_size for f in tmp_path.glob("mlflow.db*")):  # SQLite wrote the first tables
