@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from mcu_exp import names
-from mcu_exp.config import DecisionConfig, EvaluationConfig
+from mcu_exp.config import EvaluationConfig
 from mcu_exp.data import HumanLabels
 from mcu_exp.evaluation import DegenerateMetricWarning
 from mcu_exp.evaluation.sensitivity import decision_grids, grid_series, theta_grid
@@ -69,18 +69,15 @@ def scores_table(outcome: ProxyOutcome, labels: HumanLabels) -> pd.DataFrame | N
 
 def write_outputs(
     ev: EvaluationConfig,
-    decision: DecisionConfig,
     run_dir: Path,
     outcome: ProxyOutcome,
     groups: dict[str, HumanLabels],
     reports: dict[str, Any],
     cache_dir: Path | None = None,
-    title: str = "",
 ) -> Artifacts:
-    """Write the job's result files; return them with the metric series to log (matplotlib is
-    imported only when ``evaluation.plots`` asks for figures: about 1.5 s of a job's start).
-    ``cache_dir``: where the ε grid, which the decision does not change, is kept per input;
-    ``title``: the run (model, proxy, ε, scorer) that heads its figures."""
+    """Write the job's result files; return them with the metric series to log (the figures are
+    drawn from these files, :mod:`mcu_exp.report.job_figures`). ``cache_dir``: where the ε grid,
+    which the decision does not change, is kept per input."""
     folder = run_dir / names.RESULTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     per_program_table(outcome, groups[names.ALL_READERS]).to_csv(folder / names.PER_PROGRAM_FILE)
@@ -118,27 +115,6 @@ def write_outputs(
             )
         thr.to_csv(folder / names.sensitivity_file(names.THRESHOLD_GRID), index=False)
         eps.to_csv(folder / names.sensitivity_file(names.EPSILON_GRID), index=False)
-        if ev.plots:
-            from mcu_exp.report.plots import plot_coverage, plot_epsilon_curves, plot_threshold_curves
-
-            main = reports.get(names.ALL_READERS)
-            base = _baselines(main)
-            plot_threshold_curves(
-                thr,
-                folder / "sensitivity_threshold.png",
-                tau=None if tau is None else float(tau),
-                title=title,
-                always_f1=base.get("always-1"),
-            )
-            plot_epsilon_curves(
-                eps,
-                folder / "sensitivity_epsilon.png",
-                title=f"{title}: F1 against ε" if title else "",
-                baselines=base,
-                ceiling_f1=_ceiling_f1(main),
-                epsilon=decision.epsilon,
-            )
-            plot_coverage(eps, folder / "coverage_epsilon.png")
         artifacts.series = {**grid_series(thr, names.THRESHOLD_GRID), **grid_series(eps, names.EPSILON_GRID)}
     if scores is not None and scores.similarity_test is not None:
         with warnings.catch_warnings():
@@ -146,41 +122,5 @@ def write_outputs(
             similarity = pd.Series(scores.similarity_test, index=outcome.table.index, dtype=float)
             theta = theta_grid(similarity, labels, ev.theta_grid)
         theta.to_csv(folder / names.sensitivity_file(names.THETA_GRID), index=False)
-        if ev.plots:
-            from mcu_exp.report.plots import plot_threshold_curves
-
-            plot_threshold_curves(
-                theta,
-                folder / "sensitivity_theta.png",
-                tau=decision.theta,
-                x="theta",
-                xlabel="θ on SSC_meta(test) (High iff SSC_meta ≥ θ)",
-                title=title,
-                always_f1=_baselines(reports.get(names.ALL_READERS)).get("always-1"),
-            )
         artifacts.series.update(grid_series(theta, names.THETA_GRID))
     return artifacts
-
-
-def _baselines(report: Any) -> dict[str, float]:
-    """The always-1 and random baselines' F1 of the all-readers report (empty without one)."""
-    from mcu_exp.evaluation.baselines import ALWAYS, RANDOM
-
-    if report is None:
-        return {}
-    return {
-        name: float(report.baselines[key].get("f1", float("nan")))
-        for name, key in (("always-1", ALWAYS), ("random", RANDOM))
-    }
-
-
-def _ceiling_f1(report: Any) -> tuple[float, float, float] | None:
-    """The humans' half-panel F1 with its interval, when the report carries the ceiling."""
-    found = getattr(report, "ceiling", None) or {}
-    if "ceiling.f1" not in found:
-        return None
-    return (
-        found["ceiling.f1"],
-        found.get("ceiling.f1_ci_low", float("nan")),
-        found.get("ceiling.f1_ci_high", float("nan")),
-    )

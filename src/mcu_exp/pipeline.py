@@ -163,10 +163,7 @@ def run_job(raw: DictConfig) -> float:
                 ctx.cache_dir,
             )
             small = class_warnings(reports, vs_ref, cfg.evaluation.min_per_class)
-            figure_title = f"{title} · {cfg.scorer.name}" if "scorer" in proxy.sections else title
-            artifacts = write_outputs(
-                cfg.evaluation, cfg.decision, run_dir, outcome, groups, reports, ctx.cache_dir, figure_title
-            )
+            artifacts = write_outputs(cfg.evaluation, run_dir, outcome, groups, reports, ctx.cache_dir)
             measures = measures_and_baselines(outcome, dataset, labels, cfg.evaluation, ctx.cache_dir)
             if measures is not None:
                 measures.to_csv(results / names.MEASURES_FILE)
@@ -178,7 +175,7 @@ def run_job(raw: DictConfig) -> float:
             done.metrics.update({**probe_metrics, **twins})
             done.metrics["job_seconds"] = time.perf_counter() - started
             facts = run_facts(cfg, proxy, dataset.name, done.main.n)
-            record_results(tracker, done, note=description(title, done.main.verdict, facts))
+            record_results(tracker, done, description(title, done.main.verdict, facts), bool(cfg.evaluation.plots))
             bundle_line = finish_job(cfg, tracker, run_dir, dataset, title)
             print_results(done, cfg, reference)
             if twins_text:

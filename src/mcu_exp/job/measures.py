@@ -75,7 +75,7 @@ def write_rejection(
     outcome: ProxyOutcome, labels: HumanLabels, results: Path, ev: EvaluationConfig, cache_dir: Path | None = None
 ) -> dict[str, float] | None:
     """For a proxy with a score on every labelled program: the prediction-rejection curves
-    against all readers' labels (``rejection.csv``, ``rejection.png``); return the PRR with its
+    against all readers' labels (``rejection.csv``; its figure is drawn from it); return the PRR with its
     stratified bootstrap interval and two-sided permutation p against 0 (``prr``,
     ``prr_ci_low``, ``prr_ci_high``, ``prr_perm_p``), as the measure table computes them (the
     interval and p once per score and labels with ``cache_dir``: the score is decision-free)."""
@@ -89,10 +89,6 @@ def write_rejection(
     y, s = truth.to_numpy(), score.to_numpy()
     found = prediction_rejection(y, s)
     found.curves.to_csv(results / names.REJECTION_FILE, index=False)
-    if ev.plots and np.isfinite(found.prr):
-        from mcu_exp.report.rejection_plot import plot_rejection
-
-        plot_rejection(found.curves, found.prr, results / "rejection.png")
     low = high = p = float("nan")
     if np.isfinite(found.prr):
 

@@ -112,15 +112,20 @@ def result_tags(done: JobResults, note: str) -> dict[str, str]:
     return tags
 
 
-def record_results(tracker: RunLogger, done: JobResults, note: str) -> None:
-    """Write ``metrics.json`` and log the job's results to its run: the headline metrics and
+def record_results(tracker: RunLogger, done: JobResults, note: str, plots: bool = False) -> None:
+    """Write ``metrics.json``, draw the job's own figures from its files when ``plots``
+    (:func:`mcu_exp.report.job_figures.draw_job_figures`, the code ``mcu-exp figures`` runs
+    later for a sweep's jobs) and log the job's results to its run: the headline metrics and
     the sensitivity series, the proxy's result params, the tags, the result files and the
     long tables."""
     folder = done.artifacts.folder
     (folder / names.METRICS_FILE).write_text(json.dumps(json_safe(done.metrics), indent=2, sort_keys=True))
-    drew = any(folder.glob("*.png"))  # evaluation.plots: the headline figure joins the job's figures
+    if plots:
+        from mcu_exp.report.job_figures import draw_job_figures
+
+        draw_job_figures(folder)
     with tracker.batched():  # metrics, series, params and tags (the table list too) in one or two store writes
-        tracker.log_headline(done.metrics, list(done.reports), done.artifacts.series, figure=folder if drew else None)
+        tracker.log_headline(done.metrics, list(done.reports), done.artifacts.series)
         if done.outcome.params:
             tracker.log_params({f"result.{k}": str(v) for k, v in done.outcome.params.items()})
         tracker.set_tags(result_tags(done, note))

@@ -1,5 +1,6 @@
-"""A job's own figures, drawn from the files it wrote: so a sweep's jobs can leave them out and
-they are drawn later, only for the jobs someone opens (``mcu-exp figures``).
+"""A job's own figures, drawn from the files it wrote: by the job itself once its
+``metrics.json`` is written, or later, for a sweep's jobs, by ``mcu-exp figures``; one code
+path, so both draw the same figures.
 
 ``evaluation.plots`` decides when they are drawn: ``true`` in the job, ``false`` never by the job,
 unset (the default) in a single run's job but not in a sweep's (each job's figures cost more CPU
