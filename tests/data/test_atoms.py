@@ -1,6 +1,7 @@
 """The atoms-of-confusion loader on the local copy: counts, pairs, checksums, the offline
 download (a confusion.db built from the CSV files, served on 127.0.0.1) and the reliability
-command's α against krippendorff."""
+command's α against krippendorff, and α and the split-half figures recomputed independently from
+the raw file."""
 
 from __future__ import annotations
 
@@ -16,11 +17,15 @@ import numpy as np
 import pytest
 
 from mcu_exp.app import config_dir
+from mcu_exp.ceiling.split_half import split_half
 from mcu_exp.cli.reliability import main as reliability_main
 from mcu_exp.data import Dataset, DatasetError, human_labels, load_dataset
 from mcu_exp.data import atoms as at
 from support.file_server import serve_folder
+from support.split_half_check import nominal_alpha, recompute, same_splits
 from tests.data.conftest import _data_root, dataset_cfg
+
+PRINTED = ("auc_score", "split_half_rho", "reliability", "spearman")  # the reliability command's columns
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +145,9 @@ def test_a_database_that_gives_other_rows_is_refused(server: str, tmp_path: Path
     assert not (tmp_path / "cache").exists()
 
 
-def test_reliability_command_alpha_matches_krippendorff(atoms_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reliability_command_alpha_matches_krippendorff(
+    atoms: Dataset, atoms_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     responses = _csv(atoms_dir / "responses.csv")
     subjects = sorted({r["subject"] for r in responses})
     programs = sorted({r["program"] for r in responses})
@@ -153,3 +160,22 @@ def test_reliability_command_alpha_matches_krippendorff(atoms_dir: Path, capsys:
     cells = [c.strip() for c in row.strip("│").split("│")]
     assert cells[1] == "126 (0)"
     assert cells[2] == f"{expected:.3f}"  # α
+    understood = {(r["subject"], r["program"]): r["correct"] == "T" for r in responses}
+    keys, codes, in_a = same_splits(atoms, {pid: pid for pid in atoms.program_ids}, 50, seed=0)
+    half = recompute(keys, codes, in_a, {k: int(v) for k, v in understood.items()}, 1, understood)
+    printed = [cells[3], cells[5], cells[6], cells[7]]  # the point before each [95 % CI over programs]
+    assert [c.split(" [")[0] for c in printed] == [f"{half[k]:.3f}" for k in PRINTED]
+
+
+def test_alpha_and_split_half_reproduce_from_the_raw_file(atoms: Dataset, atoms_dir: Path) -> None:
+    # Per answer, in plain Python: one question, right when the study judged it so (T).
+    understood = {(r["subject"], r["program"]): r["correct"] == "T" for r in _csv(atoms_dir / "responses.csv")}
+    right = {key: int(value) for key, value in understood.items()}
+    splits = 20
+    found = split_half(atoms, splits=splits, seed=3).figures
+    assert found["krippendorff_alpha"] == pytest.approx(nominal_alpha(understood), abs=1e-12)
+    keys, codes, in_a = same_splits(atoms, {pid: pid for pid in atoms.program_ids}, splits, seed=3)
+    assert (len(keys), int(codes.max()) + 1) == (6069, 126)
+    expected = recompute(keys, codes, in_a, right, 1, understood)
+    for name, value in expected.items():
+        assert found[name] == pytest.approx(value, abs=1e-12), name

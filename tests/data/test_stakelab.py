@@ -1,5 +1,6 @@
 """The STAKE lab loader on the local copy: counts, snippet matching, groups, the warning,
-checksums, the offline download and the reliability command's α against krippendorff."""
+checksums, the offline download, the reliability command's α against krippendorff, and α and
+the split-half figures recomputed independently from the raw file."""
 
 from __future__ import annotations
 
@@ -14,11 +15,15 @@ import numpy as np
 import pytest
 
 from mcu_exp.app import config_dir
+from mcu_exp.ceiling.split_half import split_half
 from mcu_exp.cli.reliability import main as reliability_main
 from mcu_exp.data import Dataset, DatasetError, DatasetWarning, load_dataset
 from mcu_exp.data import stakelab as sl
 from support.file_server import serve_folder
+from support.split_half_check import nominal_alpha, recompute, same_splits
 from tests.data.conftest import _data_root, dataset_cfg
+
+PRINTED = ("auc_score", "split_half_rho", "reliability", "spearman")  # the reliability command's columns
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +110,7 @@ def test_download_from_a_local_server_verifies_and_caches(
 
 
 def test_reliability_command_alpha_matches_krippendorff(
-    stake_dir: Path, rows: list[dict[str, str]], capsys: pytest.CaptureFixture[str]
+    stake: Dataset, stake_dir: Path, rows: list[dict[str, str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     people = sorted({r["developer"] for r in rows})
     titles = sorted({r["title"] for r in rows})
@@ -118,3 +123,31 @@ def test_reliability_command_alpha_matches_krippendorff(
     cells = [c.strip() for c in row.strip("│").split("│")]
     assert cells[1] == "42 (7)"  # 7 methods with one evaluation are left out of the split half
     assert cells[2] == f"{expected:.3f}"  # α
+    right = {(r["developer"], r["title"]): round(3 * float(r["correctness"])) for r in rows}
+    keys, codes, in_a = same_splits(stake, {p.id: p.meta["title"] for p in stake.programs}, 50, seed=0)
+    half = recompute(keys, codes, in_a, right, 3, {key: 2 * n >= 3 for key, n in right.items()})
+    printed = [cells[3], cells[5], cells[6], cells[7]]  # the point before each [95 % CI over programs]
+    assert [c.split(" [")[0] for c in printed] == [f"{half[k]:.3f}" for k in PRINTED]
+
+
+def test_alpha_and_split_half_reproduce_from_the_raw_file(stake: Dataset, rows: list[dict[str, str]]) -> None:
+    # Per evaluation, in plain Python: questions right out of 3, ABU50 = at least 2 of 3.
+    right = {(r["developer"], r["title"]): round(3 * float(r["correctness"])) for r in rows}
+    understood = {key: 2 * n >= 3 for key, n in right.items()}
+    splits = 20
+    found = split_half(stake, splits=splits, seed=3).figures
+    assert found["krippendorff_alpha"] == pytest.approx(nominal_alpha(understood), abs=1e-12)
+    people = sorted({p for p, _ in understood})
+    titles = sorted({t for _, t in understood})
+    matrix = np.full((len(people), len(titles)), np.nan)
+    for (person, title), value in understood.items():
+        matrix[people.index(person), titles.index(title)] = float(value)
+    assert found["krippendorff_alpha"] == pytest.approx(
+        krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"), abs=1e-12
+    )
+    title = {p.id: p.meta["title"] for p in stake.programs}
+    keys, codes, in_a = same_splits(stake, title, splits, seed=3)
+    assert (len(keys), int(codes.max()) + 1) == (396 - 7, 42)  # 7 methods with one evaluation left out
+    expected = recompute(keys, codes, in_a, right, 3, understood)
+    for name, value in expected.items():
+        assert found[name] == pytest.approx(value, abs=1e-12), name

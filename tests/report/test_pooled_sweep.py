@@ -10,7 +10,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from mcu_exp.evaluation.pooling import pool_correlations, pool_disattenuated
-from mcu_exp.report.pooled_sweep import analyse_pooled_sweep, dataset_groups
+from mcu_exp.report.pooled import dataset_groups
+from mcu_exp.report.pooled_sweep import analyse_pooled_sweep
 from mcu_exp.tracking.artifacts import RunArtifacts
 
 FIGURES = {  # dataset → (ρ, n, reliability)

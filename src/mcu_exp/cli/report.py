@@ -5,8 +5,9 @@ Selects runs (an experiment, a sweep tag, any MLflow filter string; debug runs, 
 result-changing parameter equal, see :mod:`mcu_exp.report.identity`) to the newest, and
 writes ``report.md``, ``report.html`` (self-contained), ``summary.csv``, ``subgroups.csv``,
 ``runs.csv``, ``measures.csv`` and ``comparisons.csv`` (when the runs left what they need,
-see :mod:`mcu_exp.report.measures` and :mod:`mcu_exp.report.comparisons`) and
-``figures/*.png`` to ``--out``; then logs that folder as the artifacts of a
+see :mod:`mcu_exp.report.measures` and :mod:`mcu_exp.report.comparisons`),
+``figures/*.png`` and, for runs that share a configuration but differ in dataset, the pooled
+``pooled/<k>/`` (:mod:`mcu_exp.report.pooled_report`) to ``--out``; then logs that folder as the artifacts of a
 run named ``report · <sweep>`` (tag ``mcu.kind=report``), which later reports leave out, as
 they leave out a multirun's parent run (``mcu.kind=sweep``). Each run's metrics and curves
 come from its artifacts too (:mod:`mcu_exp.report.sources`). Heavy imports wait until a

@@ -174,6 +174,8 @@ def make_report(
     from mcu_exp.report.figures import curve_keys, report_figures, subgroup_caption
     from mcu_exp.report.html import Figure, ReportDocument, Section, render_html, render_markdown
     from mcu_exp.report.lead import VERDICT_CAPTION, lead, print_lead
+    from mcu_exp.report.pooled import pooled_text
+    from mcu_exp.report.pooled_report import pooled_groups, pooled_part
     from mcu_exp.report.sources import RunFiles
 
     check_store(uri)
@@ -216,12 +218,17 @@ def make_report(
             calibrations=comparisons.read_calibrations(files, rows),
         )
         bundles = files.bundles(rows.index.tolist())
+        pools = pooled_groups(runs, files.metrics)  # runs on two or more datasets, one configuration
+    out = out or outputs_dir() / "reports" / time.strftime("%Y-%m-%d_%H-%M-%S")
+    pooled = pooled_part(pools, out)
     pngs = report_figures(rows, keys, thr, eps, subgroup, theta)
     extra = [
         Section(title, part.table, part.caption, part.notes)
         for title, part in ((measures.TITLE, scored), (comparisons.TITLE, paired))
         if part is not None
     ]
+    if pooled is not None:
+        extra.append(pooled.section)
 
     sweeps = sorted({s for s in frame["sweep"] if s})
     label = sweep or (sweeps[0] if len(sweeps) == 1 else "+".join(ids.values()))
@@ -229,6 +236,7 @@ def make_report(
     main_table = display.display_table(summary, keys)
     if echo:
         print_lead(opening)
+        print(f"\n{pooled_text(pools)}" if pools else "", end="")
     doc = ReportDocument(
         lead=opening,
         title=title or f"mcu_exp report · {label}",
@@ -273,7 +281,8 @@ def make_report(
                 }[name],
             )
             for name, png in pngs.items()
-        ],
+        ]
+        + (pooled.figures if pooled is not None else []),
         notes=[
             "AUC (labels) is the ROC AUC of the High/Low labels (what the paper reports); AUC (score) the "
             "threshold-free ROC AUC of −α_test.",
@@ -292,7 +301,6 @@ def make_report(
             ),
         ],
     )
-    out = out or outputs_dir() / "reports" / time.strftime("%Y-%m-%d_%H-%M-%S")
     (out / "figures").mkdir(parents=True, exist_ok=True)
     for fig in doc.figures:
         (out / "figures" / fig.name).write_bytes(fig.png)
