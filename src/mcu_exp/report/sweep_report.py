@@ -22,7 +22,7 @@ import pandas as pd
 
 from mcu_exp import names
 from mcu_exp.report import sweep_summary
-from mcu_exp.tracking.artifacts import run_address
+from mcu_exp.tracking.artifacts import run_address, ui_address
 from mcu_exp.tracking.conventions import NOTE_TAG
 from mcu_exp.tracking.sweep import SweepCallback, failed_jobs
 
@@ -123,23 +123,27 @@ class SweepReport(SweepCallback):
         lines.append(f"MLflow experiment {self.experiment!r}, sweep run {run_id} in {self.uri}")
         lines.append(f"  open the UI: {ui_command(self.uri)}")
         lines.append(f"  then: {run_address(self.uri, self.experiment_id, run_id)}")
-        base = run_address(self.uri, self.experiment_id, run_id).split("/#/", 1)[0]
-        lines.append(f"  every run by its headline: {view_url(base, self.experiment_id)}")
+        if self.view_url:
+            lines.append(f"  this sweep's jobs by their headline: {self.view_url}")
+        lines.append(f"  every run by its headline: {view_url(ui_address(self.uri), self.experiment_id)}")
         return lines
 
     def _description(self, frame: pd.DataFrame, unfinished: int, confidence: float, report: Path | None) -> str:
-        """The parent's description in the UI: what was swept, how many jobs finished, the
-        answer, the summary (Markdown) and the command that makes the report."""
+        """The parent's description in the UI: what was swept, how many jobs finished (and a link to
+        the sweep's own view of the runs table, relative: it opens on whatever address the UI has),
+        the answer, the summary (Markdown) and the command that makes the report."""
         from mcu_exp.markdown import md_text
         from mcu_exp.report.display import to_markdown
 
         done = f"{len(frame)} jobs" + (f", {unfinished} did not finish" if unfinished else ", all finished")
         where = "; the report is in this run's artifacts (`report/report.html`)" if report is not None else ""
         command = report_command(self.sweep, self.experiment, self.debug, self.uri)
+        if self.view_url and "/#/" in self.view_url:
+            done += f"; [its jobs by their headline](#/{self.view_url.split('/#/', 1)[1]})"
         return (
             f"**{md_text(self.title)}** ({done})\n\n**{md_text(sweep_summary.conclusion(frame))}**\n\n"
             f"{to_markdown(sweep_summary.display_frame(frame))}\n"
-            f"value [{100 * confidence:g} % CI], sorted by ΔF1's lower bound (★ best)\n\n"
+            f"value [{100 * confidence:g} % CI], sorted by MCC's lower bound (★ best)\n\n"
             f"Compare the runs: `{command}`{where}."
         )
 
