@@ -82,7 +82,8 @@ class SweepReport(SweepCallback):
         confidence = float(next(iter(metrics.values()), {}).get("confidence", 0.95))
         print(sweep_summary.render(frame, title, _width(), confidence), end="")
         print(f"Summary: {folder / sweep_summary.SUMMARY_FILE} (tracking=none: no MLflow run, no report)")
-        print(f"Each job's own figures: mcu-exp figures {folder}")
+        if _figures_left_out(folder):
+            print(f"Each job's own figures: mcu-exp figures {folder}")
 
     def _probe_analysis(self, run_id: str, children: list[Any]) -> str:
         """A probe sweep's paired analysis (:mod:`mcu_exp.report.probe_sweep`), logged on the
@@ -118,7 +119,7 @@ class SweepReport(SweepCallback):
             lines.append(f"  make it again: {command}")
         elif finished:
             lines.append(f"Report: {command}")
-        if self.folder is not None:
+        if self.folder is not None and _figures_left_out(self.folder):
             lines.append(f"Each job's own figures (left out of a sweep's jobs): mcu-exp figures {self.folder}")
         lines.append(f"MLflow experiment {self.experiment!r}, sweep run {run_id} in {self.uri}")
         lines.append(f"  open the UI: {ui_command(self.uri)}")
@@ -191,3 +192,10 @@ def _confidence(children: list[Any]) -> float:
 def _width() -> int:
     """The terminal's width, within 100–200 columns; 160 when not a terminal."""
     return max(100, min(200, os.get_terminal_size().columns if os.isatty(1) else 160))
+
+
+def _figures_left_out(folder: Path) -> bool:
+    """Whether some job of the sweep folder has results but not its figures (a sweep's jobs skip
+    them unless ``evaluation.plots=true``; ``mcu-exp figures`` draws them)."""
+    results = [path.parent for path in folder.glob("*/results/metrics.json")]
+    return any(not (path / "sensitivity_threshold.png").exists() for path in results)
