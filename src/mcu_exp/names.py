@@ -85,6 +85,8 @@ TAG_DEBUG = "mcu.debug"  # "true" on smoke runs (debug=quick, any dataset.limit)
 TAG_UNDEFINED = "mcu.undefined"  # comma-separated metrics that are undefined (NaN) on all readers
 TAG_CLASS_WARNING = "mcu.warning.class_size"  # set when a human class has too few programs
 TAG_VERDICT = "mcu.verdict"  # the plain-sentence verdict printed under the results table
+TAG_HEADLINE = "mcu.headline"  # the rounded headline, "MCC 0.16 [-0.24, 0.35] · AUC (score) 0.61 · High 46/50"
+TAG_VIEW_URL = "mcu.view_url"  # on a sweep's parent: the link to its runs-table view of its jobs
 TAG_PLUGINS = "mcu.plugins"  # "dist==version, ..." of the plugin packages loaded (absent: none)
 TAG_PLUGINS_REPLACED = "mcu.plugins.replaced"  # "registry:name (dist==version), ..." they replaced
 TAG_KIND = "mcu.kind"  # what a run is: KIND_JOB, KIND_SWEEP (a multirun's parent) or KIND_REPORT

@@ -88,6 +88,18 @@ def test_the_sweep_is_one_parent_run_with_a_child_per_job(swept: tuple[Path, sub
     assert "4 jobs" in res.stdout and "mcu-exp report --sweep " in res.stdout
     (written,) = [line for line in res.stdout.splitlines() if line.startswith("Report written: ")]
     assert Path(written.removeprefix("Report written: ").split(" (")[0]).is_file()
+    # And the link to the sweep's own view of the runs table, which the parent carries too: its
+    # filter, as MLflow reads it, keeps this sweep's four jobs.
+    exp_id = parent.info.experiment_id
+    view = f"http://127.0.0.1:5000/#/experiments/{exp_id}/runs?viewStateShareKey=sweep-{parent.info.run_id[:8]}"
+    assert f"  this sweep's jobs by their headline: {view}\n" in res.stdout
+    assert client.get_run(parent.info.run_id).data.tags["mcu.view_url"] == view
+    state = json.loads(client.get_experiment(exp_id).tags[f"mlflow.sharedViewState.sweep-{parent.info.run_id[:8]}"])
+    jobs = client.search_runs([exp_id], filter_string=state["searchFilter"])
+    assert sorted(r.info.run_id for r in jobs) == sorted(r.info.run_id for r in children)
+    # Each job's rounded headline, the parent's its best job's.
+    assert {r.data.tags["mcu.headline"] for r in children} >= {parent.data.tags["mcu.headline"]}
+    assert all(r.data.tags["mcu.headline"].startswith("MCC ") for r in children)
 
 
 def test_every_job_is_a_finished_run_with_its_own_folder_and_metrics(

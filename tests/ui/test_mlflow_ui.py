@@ -2,9 +2,10 @@
 
 An ``mlflow server`` on 127.0.0.1 (free port, SQLite backend in a temp folder) receives a
 small stand-in sweep through its HTTP tracking URI; Chromium then renders the experiment on
-its headline view (no column chosen by hand), the sweep's parent and a job's run page, the
-run-comparison page and the ``mcu-exp report`` page built from the same server. Screenshots
-of each are kept under ``$MCU_EXP_SCREENSHOTS`` (:func:`screenshots`) for a person to look at. Needs the ``chromium``
+its headline view (no column chosen by hand, grouped by sweep), the sweep's own view, the
+sweep's parent and a job's run page, a job's F1-against-ε and threshold figures in its
+artifacts, the run-comparison page and the ``mcu-exp report`` page built from the same server.
+Screenshots of each are kept under ``$MCU_EXP_SCREENSHOTS`` (:func:`screenshots`) for a person to look at. Needs the ``chromium``
 binary (Debian: ``apt-get install -y chromium``); without it these tests fail, on purpose.
 """
 
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from support.browser import check_screenshot, chromium, chromium_binary
+from support.browser import DevTools, check_screenshot, chromium, chromium_binary
 from support.mlflow_server import mlflow_server
 from support.mlflow_store import seed_store
 from support.sweeps import sweep_in_process
@@ -48,11 +49,13 @@ class Sweep:
     experiment_id: str
     runs: dict[str, str]  # run id -> run name (the jobs)
     parent: tuple[str, str]  # the sweep's parent run: id, name
+    view: str  # the link to the sweep's own view the end of the sweep printed
 
 
 @pytest.fixture(scope="module")
 def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
-    """Two decision-only stand-in jobs, a sweep, logged through the HTTP tracking URI."""
+    """Two decision-only stand-in jobs, a sweep, logged through the HTTP tracking URI; the jobs
+    draw their own figures (``evaluation.plots=true``; a sweep's jobs leave them out by default)."""
     from mlflow.tracking import MlflowClient
 
     from mcu_exp.tracking.ui_view import view_url
@@ -60,7 +63,7 @@ def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     outputs = tmp_path_factory.mktemp("ui_sweep") / "outputs"
     # Swept in this process: these tests read the runs (the command's own sweeps run in tests/app
     # and tests/tracking).
-    res = sweep_in_process(outputs, "decision.epsilon=0.05,0.2", MLFLOW_TRACKING_URI=server)
+    res = sweep_in_process(outputs, "decision.epsilon=0.05,0.2", "evaluation.plots=true", MLFLOW_TRACKING_URI=server)
     assert f"in {server}" in res.stdout  # the jobs logged to the server, not to a local file
     assert not (outputs / "mlflow.db").exists()
     client = MlflowClient(tracking_uri=server)
@@ -70,12 +73,15 @@ def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     (parent,) = [r for r in found if r.data.tags.get("mcu.kind") == "sweep"]
     runs = [r for r in found if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     assert len(found) == 3 and len(runs) == 2 and {r.info.status for r in found} == {"FINISHED"}
+    view = view_url(server, exp.experiment_id, f"sweep-{parent.info.run_id[:8]}")
+    assert f"this sweep's jobs by their headline: {view}" in res.stdout
     return Sweep(
         server,
         outputs,
         exp.experiment_id,
         {r.info.run_id: r.info.run_name for r in runs},
         (parent.info.run_id, parent.info.run_name),
+        view,
     )
 
 
@@ -112,22 +118,57 @@ def keep(shot: Path) -> None:
 
 
 def test_the_experiment_opens_on_the_headline_of_each_job(sweep: Sweep, tmp_path: Path, profile: Path) -> None:
-    """The link a job prints (the shared headline view): no column chosen by hand, yet ΔF1 vs
-    always-1 and its bounds, AUC's lower bound and the ✓/✗ verdict are columns, and each job's
-    headline value is on the page, sorted best first; the sweep's parent run is not (the view
-    filters the runs tagged ``mcu.kind=job``)."""
+    """The link a job prints (the shared headline view): no column chosen by hand, yet the rounded
+    headline, ΔF1 vs always-1 and its bounds, AUC's lower bound and the ✓/✗ verdict are columns,
+    and each job's headline is on the page, sorted best first, under its sweep's group; the
+    sweep's parent run is not (the view filters the runs tagged ``mcu.kind=job``)."""
     from mlflow.tracking import MlflowClient
 
     from mcu_exp.tracking.ui_view import view_url
 
-    dom = dom_and_screenshot(view_url(sweep.url, sweep.experiment_id), tmp_path, "experiment", (1920, 900), profile)
-    for column in ("f1_minus_always", "f1_minus_always_ci_low", "auc_score_ci_low", "mcu.beats_always"):
+    dom = dom_and_screenshot(view_url(sweep.url, sweep.experiment_id), tmp_path, "experiment", (2400, 900), profile)
+    for column in ("mcu.headline", "f1_minus_always", "f1_minus_always_ci_low", "auc_score_ci_low", "mcu.beats_always"):
         assert column in dom, f"column {column} is not on the experiment page"
     client = MlflowClient(tracking_uri=sweep.url)
     for run_id, name in sweep.runs.items():
-        value = client.get_run(run_id).data.metrics["f1_minus_always"]
+        run = client.get_run(run_id)
+        value = run.data.metrics["f1_minus_always"]
         assert name in dom and ui_number(value) in dom, f"{name}: ΔF1 {value} is not shown"
+        assert run.data.tags["mcu.headline"] in dom, f"{name}: its rounded headline is not shown"
+    sweep_name = client.get_run(sweep.parent[0]).data.tags["mcu.sweep"]
+    assert "Group by: mcu.sweep" in dom and f"Group: {sweep_name}" in dom, "the jobs are not grouped by their sweep"
     assert sweep.parent[1] not in dom, "the sweep's parent run is in the headline view (filter tags.`mcu.kind` = 'job')"
+
+
+def test_a_sweep_opens_on_its_own_jobs(sweep: Sweep, tmp_path: Path, profile: Path) -> None:
+    """The link the end of the sweep printed (and its parent's ``mcu.view_url``) opens the runs
+    table on that sweep's jobs alone, each with its rounded headline: a job of another sweep in
+    the same experiment is not listed, nor is the parent."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=sweep.url)
+    assert client.get_run(sweep.parent[0]).data.tags["mcu.view_url"] == sweep.view
+    # A job of another sweep, logged straight to the store (no second sweep: these tests stay quick).
+    other = client.create_run(
+        sweep.experiment_id,
+        run_name="ε=0.5 · another sweep's job",
+        tags={"mcu.kind": "job", "mlflow.parentRunId": "0" * 32, "mcu.headline": "MCC 0.99 [0.98, 1.00]"},
+    ).info.run_id
+    try:
+        client.set_terminated(other)
+        dom = dom_and_screenshot(sweep.view, tmp_path, "sweep_view", (2400, 900), profile)
+    finally:
+        client.delete_run(other)
+    assert "mcu.headline" in dom and "mcc_ci_low" in dom
+    for run_id, name in sweep.runs.items():
+        headline = client.get_run(run_id).data.tags["mcu.headline"]
+        assert name in dom and headline in dom, f"{name} or its headline {headline!r} is not in the sweep's view"
+        assert re.fullmatch(
+            r"MCC -?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\] · AUC \(score\) \d\.\d\d · High \d+/50", headline
+        )
+    assert "another sweep's job" not in dom and "0.99 [0.98" not in dom, "another sweep's job is in this sweep's view"
+    assert sweep.parent[1] not in dom, "the sweep's parent run is in its jobs' view"
+    assert f"<strong>{len(sweep.runs)}</strong> matching runs" in dom, "the view does not list exactly the sweep's jobs"
 
 
 def ui_number(value: float) -> str:
@@ -146,6 +187,7 @@ def test_the_parent_shows_its_best_jobs_headline(sweep: Sweep, tmp_path: Path, p
     ranked = sorted(sweep.runs, key=lambda r: client.get_run(r).data.metrics["mcc_ci_low"])  # the ranking: MCC
     assert best == ranked[-1]
     assert parent.data.metrics["mcc_ci_low"] == client.get_run(best).data.metrics["mcc_ci_low"]
+    assert parent.data.tags["mcu.headline"] == client.get_run(best).data.tags["mcu.headline"]
     dom = dom_and_screenshot(
         f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{sweep.parent[0]}",
         tmp_path,
@@ -154,6 +196,10 @@ def test_the_parent_shows_its_best_jobs_headline(sweep: Sweep, tmp_path: Path, p
         profile,
     )
     assert "f1_minus_always_ci_low" in dom and sweep.runs[best] in dom
+    assert "mcu.headline" in dom and "mcu.view_url" in dom
+    # The description links the sweep's own view, relative: on whatever address the UI has.
+    relative = "#/" + sweep.view.split("/#/", 1)[1]
+    assert f'href="{relative}">its jobs by their headline</a>' in dom, "the parent does not link its jobs' view"
 
 
 def test_a_job_page_shows_its_headline_and_verdict(sweep: Sweep, tmp_path: Path, profile: Path) -> None:
@@ -174,6 +220,33 @@ def test_a_job_page_shows_its_headline_and_verdict(sweep: Sweep, tmp_path: Path,
     # histories load, which a loaded machine can delay past Chromium's virtual time).
     # three series: F1 and AUC against the threshold, coverage against ε (nominal is 1 − ε itself)
     assert re.search(r">sensitivity</div><div[^>]*>\(3\)<", charts), "no 'sensitivity (3)' chart section on the page"
+
+
+def test_a_job_shows_its_figures_among_its_artifacts(sweep: Sweep, tmp_path: Path, profile: Path) -> None:
+    """A job's artifact page on its F1-against-ε figure and on its threshold figure: the image
+    MLflow puts on the page has loaded, at the figure's own width."""
+    from mlflow.tracking import MlflowClient
+    from PIL import Image
+
+    run_id = next(iter(sweep.runs))
+    folder = Path(MlflowClient(tracking_uri=sweep.url).get_run(run_id).data.tags["mcu.output_dir"]) / "results"
+    page = f"{sweep.url}/#/experiments/{sweep.experiment_id}/runs/{run_id}/artifacts"
+    size = (1600, 1000)
+    with DevTools(profile, size) as browser:
+        for figure, name in (
+            ("sensitivity_epsilon.png", "job_f1_epsilon"),
+            ("sensitivity_threshold.png", "job_threshold"),
+        ):
+            with Image.open(folder / figure) as image:
+                width = image.size[0]
+            browser.open(f"{page}/{figure}")
+            shown = browser.wait(
+                f"[...document.images].filter(i => i.alt === {json.dumps(figure)} && i.complete)"
+                ".map(i => i.naturalWidth).find(w => w > 0)"
+            )
+            assert shown == width, f"{figure}: the page's image is {shown} px wide, the figure {width} px"
+            browser.screenshot(tmp_path / f"{name}.png")
+            keep(tmp_path / f"{name}.png")
 
 
 def test_load_run_reads_a_run_through_the_server(sweep: Sweep) -> None:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from mcu_exp import names
 from mcu_exp.report import sweep_summary
-from mcu_exp.tracking.artifacts import run_address
+from mcu_exp.tracking.artifacts import run_address, ui_address
 from mcu_exp.tracking.conventions import NOTE_TAG
 from mcu_exp.tracking.sweep import SweepCallback, failed_jobs
 
@@ -82,7 +82,8 @@ class SweepReport(SweepCallback):
         confidence = float(next(iter(metrics.values()), {}).get("confidence", 0.95))
         print(sweep_summary.render(frame, title, _width(), confidence), end="")
         print(f"Summary: {folder / sweep_summary.SUMMARY_FILE} (tracking=none: no MLflow run, no report)")
-        print(f"Each job's own figures: mcu-exp figures {folder}")
+        if _figures_left_out(folder):
+            print(f"Each job's own figures: mcu-exp figures {folder}")
 
     def _probe_analysis(self, run_id: str, children: list[Any]) -> str:
         """A probe sweep's paired analysis (:mod:`mcu_exp.report.probe_sweep`), logged on the
@@ -118,28 +119,32 @@ class SweepReport(SweepCallback):
             lines.append(f"  make it again: {command}")
         elif finished:
             lines.append(f"Report: {command}")
-        if self.folder is not None:
+        if self.folder is not None and _figures_left_out(self.folder):
             lines.append(f"Each job's own figures (left out of a sweep's jobs): mcu-exp figures {self.folder}")
         lines.append(f"MLflow experiment {self.experiment!r}, sweep run {run_id} in {self.uri}")
         lines.append(f"  open the UI: {ui_command(self.uri)}")
         lines.append(f"  then: {run_address(self.uri, self.experiment_id, run_id)}")
-        base = run_address(self.uri, self.experiment_id, run_id).split("/#/", 1)[0]
-        lines.append(f"  every run by its headline: {view_url(base, self.experiment_id)}")
+        if self.view_url:
+            lines.append(f"  this sweep's jobs by their headline: {self.view_url}")
+        lines.append(f"  every run by its headline: {view_url(ui_address(self.uri), self.experiment_id)}")
         return lines
 
     def _description(self, frame: pd.DataFrame, unfinished: int, confidence: float, report: Path | None) -> str:
-        """The parent's description in the UI: what was swept, how many jobs finished, the
-        answer, the summary (Markdown) and the command that makes the report."""
+        """The parent's description in the UI: what was swept, how many jobs finished (and a link to
+        the sweep's own view of the runs table, relative: it opens on whatever address the UI has),
+        the answer, the summary (Markdown) and the command that makes the report."""
         from mcu_exp.markdown import md_text
         from mcu_exp.report.display import to_markdown
 
         done = f"{len(frame)} jobs" + (f", {unfinished} did not finish" if unfinished else ", all finished")
         where = "; the report is in this run's artifacts (`report/report.html`)" if report is not None else ""
         command = report_command(self.sweep, self.experiment, self.debug, self.uri)
+        if self.view_url and "/#/" in self.view_url:
+            done += f"; [its jobs by their headline](#/{self.view_url.split('/#/', 1)[1]})"
         return (
             f"**{md_text(self.title)}** ({done})\n\n**{md_text(sweep_summary.conclusion(frame))}**\n\n"
             f"{to_markdown(sweep_summary.display_frame(frame))}\n"
-            f"value [{100 * confidence:g} % CI], sorted by ΔF1's lower bound (★ best)\n\n"
+            f"value [{100 * confidence:g} % CI], sorted by MCC's lower bound (★ best)\n\n"
             f"Compare the runs: `{command}`{where}."
         )
 
@@ -187,3 +192,10 @@ def _confidence(children: list[Any]) -> float:
 def _width() -> int:
     """The terminal's width, within 100–200 columns; 160 when not a terminal."""
     return max(100, min(200, os.get_terminal_size().columns if os.isatty(1) else 160))
+
+
+def _figures_left_out(folder: Path) -> bool:
+    """Whether some job of the sweep folder has results but not its figures (a sweep's jobs skip
+    them unless ``evaluation.plots=true``; ``mcu-exp figures`` draws them)."""
+    results = [path.parent for path in folder.glob("*/results/metrics.json")]
+    return any(not (path / "sensitivity_threshold.png").exists() for path in results)

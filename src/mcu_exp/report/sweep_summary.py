@@ -107,7 +107,7 @@ def _job_label(folder: Path, varying: Sequence[str]) -> str:
 
 def _sort_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
     """Finished jobs first, then the headline's rank (:func:`mcu_exp.report.ranking.sort_key`:
-    ΔF1's lower bound, then the AUC's, an undefined bound after every defined one), then the
+    MCC's lower bound, then the AUC's, an undefined bound after every defined one), then the
     job number."""
     job = str(row["job"])
     headline = ranking.sort_key(ranking.headline(row))

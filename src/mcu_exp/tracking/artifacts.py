@@ -229,11 +229,15 @@ def mlflow_executable() -> str:
 UI_ADDRESS = "http://127.0.0.1:5000"  # where `mlflow ui` serves by default
 
 
+def ui_address(uri: str) -> str:
+    """Where the MLflow UI of the store ``uri`` is: the tracking server for an HTTP store, else
+    where ``mlflow ui`` serves by default."""
+    return uri.rstrip("/") if uri.startswith(("http://", "https://")) else UI_ADDRESS
+
+
 def run_address(uri: str, experiment_id: str, run_id: str) -> str:
-    """The run's page in the MLflow UI: on the tracking server for an HTTP store, else where
-    ``mlflow ui`` serves by default."""
-    base = uri.rstrip("/") if uri.startswith(("http://", "https://")) else UI_ADDRESS
-    return f"{base}/#/experiments/{experiment_id}/runs/{run_id}"
+    """The run's page in the MLflow UI (:func:`ui_address`)."""
+    return f"{ui_address(uri)}/#/experiments/{experiment_id}/runs/{run_id}"
 
 
 def ui_command(uri: str) -> str:

@@ -14,7 +14,10 @@ Then every metric the registry flags ``headline`` (with its CI bounds), the base
 verdict as numbers, the calibrated decision. Descriptors of the data and the job (n,
 prevalence, calibration fraction: params ``result.*``; job seconds: a tag) are no metrics:
 they would otherwise sit beside the results as if they were some. The verdict is also a
-readable tag (:func:`verdict_tags`: ✓ / ✗).
+readable tag (:func:`verdict_tags`: ✓ / ✗), and the headline a rounded one
+(:func:`headline_tags`: ``mcu.headline``, ``MCC 0.16 [-0.24, 0.35] · AUC (score) 0.61 · High
+46/50``): MLflow prints a metric with every stored digit and has no display format, while a tag
+shows as written.
 
 Sensitivity curves (:func:`chart_key`) are named for what their integer step means, e.g.
 ``sensitivity/f1_vs_threshold_milli.minilm``: F1 at threshold step/1000 of the scorer
@@ -118,6 +121,67 @@ def verdict_tags(metrics: Mapping[str, Any]) -> dict[str, str]:
             tags[tag] = names.UNDEFINED if math.isnan(value) else MARKS.get(value, str(value))
     tags.update({tag: _text(metrics[k]) for k, tag in DESCRIPTOR_TAGS.items() if k in metrics})
     return tags
+
+
+def _two(value: float) -> str:
+    """Two decimals, as the sweep's summary prints MCC and AUC (score)."""
+    return f"{value:.2f}"
+
+
+def _finite(metrics: Mapping[str, Any], key: str) -> float:
+    """``metrics[key]`` as a float, NaN when absent, None, undefined or not a number."""
+    try:
+        value = float(metrics[key])
+    except (KeyError, TypeError, ValueError):
+        return math.nan
+    return value if math.isfinite(value) else math.nan
+
+
+def _with_ci(metrics: Mapping[str, Any], key: str) -> str:
+    """``0.16 [-0.24, 0.35]``; the value alone when a bound is undefined; ``undefined``."""
+    value = _finite(metrics, key)
+    if math.isnan(value):
+        return names.UNDEFINED
+    low, high = _finite(metrics, key + CI[0]), _finite(metrics, key + CI[1])
+    if math.isnan(low) or math.isnan(high):
+        return _two(value)
+    return f"{_two(value)} [{_two(low)}, {_two(high)}]"
+
+
+def _high(metrics: Mapping[str, Any]) -> str | None:
+    """How many programs the proxy labelled High of how many, ``46/50`` (TP + FP of n; from the
+    share when the counts were not logged, a percentage without n); None without either."""
+    n, tp, fp = (_finite(metrics, k) for k in ("n", "tp", "fp"))
+    share = _finite(metrics, "labelled_high")
+    if not math.isnan(n) and not math.isnan(tp + fp):
+        return f"{tp + fp:.0f}/{n:.0f}"
+    if math.isnan(share):
+        return None
+    return f"{share:.0%}" if math.isnan(n) else f"{round(share * n)}/{n:.0f}"
+
+
+def headline_text(metrics: Mapping[str, Any]) -> str | None:
+    """The job's headline, rounded, in at most about 60 characters: MCC with its interval, AUC
+    (score) and how many programs it labelled High, ``MCC 0.16 [-0.24, 0.35] · AUC (score) 0.61 ·
+    High 46/50`` (two decimals, as the sweep's summary; ``undefined`` for an undefined metric,
+    never 0; a figure the job did not compute is left out). None when it computed none."""
+    parts = []
+    if "mcc" in metrics:
+        parts.append(f"MCC {_with_ci(metrics, 'mcc')}")
+    if "auc_score" in metrics:
+        auc = _finite(metrics, "auc_score")
+        parts.append(f"AUC (score) {names.UNDEFINED if math.isnan(auc) else _two(auc)}")
+    high = _high(metrics)
+    if high is not None:
+        parts.append(f"High {high}")
+    return " · ".join(parts) or None
+
+
+def headline_tags(metrics: Mapping[str, Any]) -> dict[str, str]:
+    """The rounded headline as the tag ``mcu.headline`` (:func:`headline_text`; none when empty),
+    the first column of the UI's views (:mod:`mcu_exp.tracking.ui_view`)."""
+    text = headline_text(metrics)
+    return {} if text is None else {names.TAG_HEADLINE: text}
 
 
 _SERIES = re.compile(r"^sens\.(?P<grid>\w+?)_x(?P<scale>\d+)\.(?P<column>.+)$")

@@ -286,7 +286,8 @@ class RunLogger:
     ) -> None:
         """What MLflow shows of a job's ``metrics`` (:mod:`mcu_exp.tracking.headline`): the
         headline set and the sensitivity ``series`` (keyed by :func:`~headline.chart_key`) as
-        metrics, the data's descriptors as ``result.*`` params, the verdict as ✓/✗ tags; with
+        metrics, the data's descriptors as ``result.*`` params, the verdict as ✓/✗ tags and the
+        headline rounded as the tag ``mcu.headline`` (:func:`~headline.headline_tags`); with
         ``figure`` (a folder), also ``headline.png`` drawn there (F1 beside its baselines on one
         axis, :mod:`mcu_exp.tracking.headline_figure`) for the caller to log with its files."""
         if figure is not None:
@@ -296,7 +297,7 @@ class RunLogger:
         charts = {headline.chart_key(k, self.scorer): v for k, v in series.items()}
         self.log_metrics_and_series(headline.headline(metrics, groups, series=len(charts)), charts)
         self.log_params(headline.descriptor_params(metrics))
-        self.set_tags(headline.verdict_tags(metrics))
+        self.set_tags({**headline.verdict_tags(metrics), **headline.headline_tags(metrics)})
 
     def log_inputs(self, datasets: list[Any]) -> None:
         """MLflow dataset inputs (``DatasetInput``), shown in the run's Datasets panel. Their

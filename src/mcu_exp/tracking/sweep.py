@@ -5,10 +5,12 @@ after the swept overrides (``sweep · decision.epsilon=0.05,0.1 · labels.group=
 and writes its id to ``<sweep dir>/mlflow_parent.json``. Each job, in whatever process or node a
 launcher (joblib, SLURM) runs it, reads that file and opens its own run with the parent's id
 (:func:`job_parent`) and a name that carries the overrides that vary (:func:`varying_suffix`).
-When the sweep ends the parent is closed; :meth:`SweepCallback.summarise` is the hook that fills
-it first. ``conf/config.yaml`` installs :class:`mcu_exp.report.sweep_report.SweepReport`, which
-fills it with the sweep's summary table and report: reporting builds on tracking, never the
-reverse. A sweep that stops on a failed job still closes its parent (FAILED).
+When the sweep ends the parent is closed; it gets its best job's headline and its own view of
+the runs table (:mod:`mcu_exp.tracking.ui_view`: this sweep's jobs alone, linked by the tag
+``mcu.view_url``), and :meth:`SweepCallback.summarise` is the hook that fills it first.
+``conf/config.yaml`` installs :class:`mcu_exp.report.sweep_report.SweepReport`, which fills it
+with the sweep's summary table and report: reporting builds on tracking, never the reverse. A
+sweep that stops on a failed job still closes its parent (FAILED).
 """
 
 from __future__ import annotations
@@ -142,6 +144,7 @@ class SweepCallback(Callback):
         self.experiment_id = ""
         self.debug = False
         self.offline = False
+        self.view_url: str | None = None  # the sweep's own view in the MLflow UI, once stored
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from mcu_exp.tracking.mlflow_run import open_experiment, owner_tags
@@ -220,9 +223,12 @@ class SweepCallback(Callback):
                 self.client.delete_run(run_id)
                 (self.folder / PARENT_FILE).unlink(missing_ok=True)
                 return
-            from mcu_exp.tracking.ui_view import log_best_child
+            from mcu_exp.tracking.artifacts import ui_address
+            from mcu_exp.tracking.ui_view import log_best_child, set_sweep_view
 
             log_best_child(self.client, run_id, children)  # the parent row shows the best job's headline
+            # the runs table on this sweep's jobs alone, linked from the parent (mcu.view_url)
+            self.view_url = set_sweep_view(self.client, self.experiment_id, run_id, ui_address(self.uri))
             status = self.summarise(run_id, children, failed_early, status)
         except Exception as exc:  # noqa: BLE001 (the jobs' results are safe; say what went wrong)
             log.warning("could not summarise the sweep in MLflow run %s: %s", run_id, exc)
