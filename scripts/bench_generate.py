@@ -45,8 +45,14 @@ without a GPU) in vLLM's environment (``make vllm-env``; ``--vllm-python`` names
 python), with the backend's own per-sample ``SamplingParams`` and end-of-sequence ignored;
 printed: the engine's start-up, tokens/s of vLLM and of the local backend, and their ratio.
 
+With ``--compare-dtype bfloat16``, only the default run's workload, batched, in float32 and in
+that dtype (``model.dtype``; ``experiment=three_studies`` decodes in bfloat16), rounds alternating:
+tokens per wall and per CPU second, their ratio with PASS/FAIL at 1.3x per CPU second, and how many
+texts differ (bfloat16 rounds each activation to 8 significant bits, so a sampled token can flip).
+
 Usage: python scripts/bench_generate.py [--k 25 50] [--new-tokens 48] [--target-prompt 500] [--threads N]
-[--programs 10] [--samples 20] [--rounds 3] [--load-only] [--no-baseline] [--vllm [--vllm-python PY]] (``--k`` with no
+[--programs 10] [--samples 20] [--rounds 3] [--load-only] [--no-baseline] [--vllm [--vllm-python PY]]
+[--compare-dtype bfloat16] (``--k`` with no
 value or ``--programs 0`` skips that part) (needs $MCU_EXP_DATA holding scalabrino/snippets; never
 downloads anything).
 """
@@ -77,6 +83,7 @@ REPO = Path(__file__).resolve().parents[1]
 COLD_TARGET_S = 5.0
 WARM_TARGET_S = 2.0
 BATCHING_TARGET = 1.5  # cross-program batching over per-program decoding, tokens/s
+DTYPE_TARGET = 1.3  # --compare-dtype: the other dtype's tokens per CPU second over float32's
 RESULT = "vllm-result: "  # the worker's result line (vLLM logs to stdout too)
 # One way of decoding a workload: wall-clock seconds, CPU seconds, samples by (program, index).
 Way = tuple[float, float, dict[tuple[int, int], Sample]]
@@ -251,6 +258,11 @@ def main() -> None:
     )
     parser.add_argument("--load-only", action="store_true", help="measure the load times only")
     parser.add_argument(
+        "--compare-dtype",
+        default=None,
+        help="only time the default-run workload, batched, in float32 and in this dtype (e.g. bfloat16)",
+    )
+    parser.add_argument(
         "--no-baseline",
         action="store_true",
         help="skip timing transformers' own GGUF load (the cold load before the converter)",
@@ -275,6 +287,9 @@ def main() -> None:
         )
 
     cfg = dataclasses.replace(model_config("smollm2-135m"), num_threads=args.threads)
+    if args.compare_dtype:
+        compare_dtypes(cfg, args.compare_dtype, args.programs or 10, args.samples, args.rounds)
+        return
     if args.time_one_load:
         start = time.perf_counter()
         LocalBackend(cfg).load()
@@ -421,6 +436,49 @@ def cross_program(backend: LocalBackend, cfg: ModelConfig, programs: int, sample
         ok = ratio >= BATCHING_TARGET
         print(f"{'PASS' if ok else 'FAIL'}: {what}: {ratio:.2f}x {'>=' if ok else '<'} {BATCHING_TARGET}x")
     del plain
+
+
+def compare_dtypes(cfg: ModelConfig, dtype: str, programs: int, samples: int, rounds: int) -> None:
+    """The default run's workload batched across programs (``LocalBackend.stream``) in float32 and in
+    ``dtype``, alternating rounds so a changing load weighs on both: tokens per wall and per CPU
+    second, their ratio (PASS at :data:`DTYPE_TARGET` per CPU second), peak RSS and how many texts
+    differ (another dtype rounds differently, so a sampled token can flip)."""
+    files = snippet_files()[:programs]
+    requests = [
+        request_for(cfg, summary_messages(unwrap(path.read_text(encoding="utf-8")), "Java"), n=samples, seed=j)
+        for j, path in enumerate(files)
+    ]
+    backends = {}
+    for name in ("float32", dtype):
+        backends[name] = LocalBackend(dataclasses.replace(cfg, dtype=name))
+        backends[name].load()
+    import torch
+
+    print(
+        f"default-run workload: {len(requests)} programs x {samples} samples, float32 vs {dtype}, {rounds} round(s), "
+        f"torch threads {torch.get_num_threads()}; load average {load_average()}",
+        flush=True,
+    )
+    found: dict[str, list[Way]] = {name: [] for name in backends}
+    for number in range(rounds):
+        for name in backends if number % 2 == 0 else reversed(list(backends)):
+            found[name].append(batched(backends[name], requests))
+    rates = {}
+    for name, ways in found.items():
+        n, wall, cpu = sum(tokens(w[2]) for w in ways), sum(w[0] for w in ways), sum(w[1] for w in ways)
+        rates[name] = (n / wall, n / cpu)
+        print(f"{name:>9}: {n} tokens in {wall:.1f} s = {n / wall:.1f} tok/s; {n / cpu:.1f} tok per CPU second")
+    first, other = found["float32"][0][2], found[dtype][0][2]
+    ratio_wall, ratio_cpu = rates[dtype][0] / rates["float32"][0], rates[dtype][1] / rates["float32"][1]
+    print(
+        f"texts that differ between the dtypes: {sum(first[k].text != other[k].text for k in first)} of {len(first)}; "
+        f"peak RSS {peak_rss_gb():.2f} GB; load average {load_average()}"
+    )
+    ok = ratio_cpu >= DTYPE_TARGET
+    print(
+        f"{'PASS' if ok else 'FAIL'}: {dtype} over float32: {ratio_cpu:.2f}x per CPU second "
+        f"{'>=' if ok else '<'} {DTYPE_TARGET}x ({ratio_wall:.2f}x per wall second)"
+    )
 
 
 def tokens(texts: dict[tuple[int, int], Sample]) -> int:

@@ -151,3 +151,20 @@ def test_composition_errors_are_one_line_with_a_suggestion(override: str, expect
     if "options:" in expected:  # every option of the group is named, the group's YAML files
         group = override.partition("=")[0]
         assert message.endswith(", ".join(sorted(p.stem for p in (CONF / group).glob("*.yaml"))) + ")")
+
+
+def test_three_studies_sweeps_p1_over_the_three_datasets_and_p0_output_on_atoms() -> None:
+    """experiment=three_studies is one 4-job sweep (atoms first, the longest); each job pairs a
+    dataset with its proxy and decodes in bfloat16, two jobs at a time on one thread each."""
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        sweep = compose("config", overrides=["experiment=three_studies"], return_hydra_config=True)
+    jobs = str(sweep.hydra.sweeper.params["+three_studies"]).split(",")
+    assert jobs == ["p1_atoms", "p1_scalabrino", "p1_stakelab", "p0_output_atoms"]
+    assert sweep.hydra.launcher.n_jobs == 2 and "joblib" in sweep.hydra.launcher._target_
+    want = {"p1_atoms": ("atoms", "p1"), "p1_scalabrino": ("scalabrino", "p1")}
+    want |= {"p1_stakelab": ("stakelab", "p1"), "p0_output_atoms": ("atoms", "p0_output")}
+    for job, (dataset, proxy) in want.items():
+        cfg = typed_config(compose_cfg("experiment=three_studies", f"+three_studies={job}"))
+        assert (cfg.dataset.name, cfg.proxy["name"]) == (dataset, proxy)
+        assert (cfg.model.dtype, cfg.model.num_threads) == ("bfloat16", 1)

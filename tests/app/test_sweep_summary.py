@@ -182,6 +182,29 @@ def test_a_near_constant_labeller_cannot_win_the_ranking() -> None:
     assert shown["High"].tolist()[1] == "98%!" and "!" not in shown["High"].tolist()[0]
 
 
+def test_a_constant_labeller_ranks_after_a_weak_informative_one() -> None:
+    """A configuration that labels every program Low has MCC 0 by convention (0/0) with no
+    interval; a weak but informative one has a lower bound below 0: the informative one ranks
+    first (a point interval [0, 0] would have crowned the constant one)."""
+    from mcu_exp.evaluation import evaluate
+
+    rng = np.random.default_rng(5)
+    truth = np.array([1] * 26 + [0] * 24)
+    score = truth + rng.normal(0, 2.5, truth.size)
+    weak = (score > np.median(score)).astype(int)
+    found = {}
+    for rid, labels in (("r0", np.zeros(truth.size, dtype=int)), ("r1", weak)):
+        report = evaluate(truth, labels, score, resamples=1000, permutations=0)
+        m = {**report.metrics, "baseline_always_f1": report.baselines["always_positive"]["f1"]}
+        m |= {f"{k}_ci_low": v[0] for k, v in report.ci.items()} | {f"{k}_ci_high": v[1] for k, v in report.ci.items()}
+        m["labelled_high"] = labels.mean()
+        found[rid] = m
+    assert found["r0"]["mcc"] == 0.0 and np.isnan(found["r0"]["mcc_ci_low"])
+    assert found["r1"]["mcc_ci_low"] < 0 < found["r1"]["mcc"]
+    frame = summary_frame([_run("0", "constant"), _run("1", "weak")], found)
+    assert frame["run"].tolist() == ["weak", "constant"]
+
+
 def test_a_sweep_without_tracking_prints_its_summary_too(tmp_path: Path) -> None:
     res = mcu_exp(
         "-m",

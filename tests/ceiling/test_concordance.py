@@ -12,7 +12,16 @@ import pandas as pd
 import pytest
 from scipy.stats import binom
 
-from mcu_exp.ceiling.concordance import CHANCE, concordance, outcome_matrix, weighted_means
+from mcu_exp.ceiling.concordance import (
+    CHANCE,
+    Outcomes,
+    concordance,
+    outcome_matrix,
+    pair_means,
+    reader_pairs,
+    triples,
+    weighted_means,
+)
 from mcu_exp.ceiling.latent import simulate
 from mcu_exp.data import Dataset
 
@@ -134,6 +143,30 @@ def test_two_way_weights_by_loops() -> None:
         weight = [w[b, reader[t]] * v[b, high[t]] * v[b, low[t]] for t in range(30)]
         expected = sum(x * y for x, y in zip(weight, values)) / sum(weight) if sum(weight) else np.nan
         np.testing.assert_allclose(found[b], expected)
+
+
+@pytest.mark.parametrize("cells", [40, 2_000_000])
+def test_the_reader_pair_ceiling_factored_by_triple_gives_the_quadruples_mean_bit_for_bit(cells: int) -> None:
+    """pair_means (one matrix product per block of triples) equals weighted_means over every
+    quadruple, to the bit, in blocks small enough to split triples and resamples or in one."""
+    rng = np.random.default_rng(3)
+    values = rng.choice([0.0, 1 / 3, 2 / 3, 1.0], size=(9, 12))
+    values[rng.random((9, 12)) < 0.3] = np.nan
+    outcomes = Outcomes(readers=[f"r{i}" for i in range(9)], programs=[f"p{j}" for j in range(12)], values=values)
+    found = triples(outcomes)
+    pairs = reader_pairs(outcomes, found)
+    w = rng.multinomial(9, np.full(9, 1 / 9), size=50).astype(float)
+    v = rng.multinomial(12, np.full(12, 1 / 12), size=50).astype(float)
+    quadruple_weights = [
+        (w, found.reader[pairs.triple]),
+        (w, pairs.other),
+        (v, found.high[pairs.triple]),
+        (v, found.low[pairs.triple]),
+    ]
+    want = weighted_means(quadruple_weights, pairs.agree, 50)
+    got = pair_means(w, v, found, pairs, 9, cells=cells)
+    assert pairs.agree.size > 100 and np.isfinite(want).all()
+    assert got.tobytes() == want.tobytes()
 
 
 def expected_figures(frame: pd.DataFrame, u: np.ndarray, a: np.ndarray, intercept: float) -> tuple[float, float]:

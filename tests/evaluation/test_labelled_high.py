@@ -34,3 +34,11 @@ def test_the_verdict_says_when_the_humans_own_f1_is_below_always_one() -> None:
     above = dataclasses.replace(report, ceiling={"ceiling.f1": always + 0.05, "ceiling.programs": 50.0})
     assert "so beating always-1 is a bar the humans do not clear" in below.verdict
     assert "a bar the humans do not clear" not in above.verdict
+
+
+def test_a_constant_labelling_has_mcc_zero_without_an_interval() -> None:
+    report = _report(np.zeros(50, dtype=int))
+    assert report.metrics["mcc"] == 0.0 and all(np.isnan(report.ci["mcc"]))
+    assert any("MCC's interval is undefined: the labelling is constant" in w for w in report.warnings)
+    mixed = _report(np.array([1] * 20 + [0] * 10 + [1] * 5 + [0] * 15))
+    assert all(np.isfinite(mixed.ci["mcc"]))

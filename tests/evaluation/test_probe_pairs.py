@@ -86,7 +86,8 @@ def test_sign_agreement_counts_each_pair_once() -> None:
 def test_a_zero_delta_does_not_move_and_is_a_tie_in_the_table() -> None:
     proxy = pd.Series([-1.0, 0.0, 1.0, -2.0])
     result = paired_analysis(proxy, -1, resamples=100)
-    assert (result.moved, result.n) == (2, 4)
+    assert (result.moved, result.n, result.tied) == (2, 4, 1)
+    assert result.share == pytest.approx(2 / 3)  # the sign test leaves the tie out
     table = sign_agreement(proxy.to_numpy(), np.array([-1.0, -1.0, 0.0, 1.0]))
     assert table.loc["tie", "falls"] == 1 and table.loc["rises", "tie"] == 1
 
@@ -118,3 +119,18 @@ def test_sentence_says_the_share_and_whether_it_is_the_humans_direction() -> Non
     against = paired_analysis(pd.Series(np.arange(1.0, 21.0)), -1, resamples=100)
     assert "mostly against the direction humans show" in sentence(against, "p1", "after x")
     assert "Spearman" in render(paired_analysis(PROXY, -1, HUMAN, resamples=100), "t")
+
+
+def test_a_proxy_that_scores_most_twins_alike_is_not_against_the_humans() -> None:
+    """61 ties and 2 falls: the sign test is on the 2 untied pairs (2 of 2 in the humans'
+    direction, p = 0.5), not 2 of 63 (which read as significantly against them, p ~ 1e-16)."""
+    proxy = pd.Series([0.0] * 61 + [-0.1, -0.2])
+    result = paired_analysis(proxy, -1, resamples=100)
+    assert (result.tied, result.moved, result.share) == (61, 2, 1.0)
+    assert result.share_p == pytest.approx(stats.binomtest(2, 2, 0.5).pvalue)
+    assert "2 of 2 pairs (100 %" in sentence(result, "p0_output", "on the confusing twin")
+    assert "61 tied (Δ score 0: left out of the sign test)" in render(result, "Twins")
+    none = paired_analysis(pd.Series([0.0, 0.0]), -1, resamples=10)
+    assert "does not move on the confusing twin in any of the 2 pairs" in sentence(
+        none, "p0_output", "on the confusing twin"
+    )

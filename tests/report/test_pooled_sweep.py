@@ -62,8 +62,9 @@ def test_a_sweep_over_three_datasets_is_pooled_and_logged(tmp_path: Path) -> Non
     assert logged["pooled.rho"] == pytest.approx(expected.rho, abs=1e-12)
     assert logged["pooled.tau2"] == pytest.approx(expected.tau2, abs=1e-12)
     assert logged["pooled.k"] == 3 and logged["pooled.disattenuated"] == pytest.approx(disattenuated.rho, abs=1e-12)
-    assert "Pooled over 3 datasets, smollm2-135m · p1's Spearman ρ" in text
+    assert "Pooled over 3 datasets, smollm2-135m · p1's Spearman ρ" in " ".join(text.split())
     assert f"{expected.rho:.3f} [{expected.ci_low:.3f}, {expected.ci_high:.3f}]" in text
+    assert max(len(line) for line in text.splitlines()) <= 100  # fits the sweep's 100-column summary
     assert all(name in text for name in FIGURES)
     files = RunArtifacts(client, parent, client.get_run(parent).info.artifact_uri).list("pooled/0")
     assert {"pooled/0/pooled.csv", "pooled/0/forest.png", "pooled/0/pooled_disattenuated.csv"} <= files

@@ -335,3 +335,35 @@ def test_f1_against_epsilon_across_runs_has_baselines_and_the_humans_band() -> N
     lines = [ln for ln in ax.lines if len(ln.get_xdata()) == 3]
     assert sorted(float(ln.get_ydata()[0]) for ln in lines) == [0.6, 0.7]
     assert "f1_epsilon.png" in figures.report_figures(rows, keys, threshold_curves("a"), curves, pd.DataFrame())
+
+
+def test_a_fixed_threshold_proxy_gets_no_empty_panel_and_its_absent_settings_name_no_curve() -> None:
+    """A sweep of P1 on two datasets and p0_output (no ε, no scorer): F1 against ε has P1's panel
+    alone, and its legend names each curve by its dataset, not by the scorer settings that only
+    p0_output's run lacks."""
+    runs = []
+    for run_id, dataset, proxy, start in (
+        ("a", "scalabrino", "p1", 1),
+        ("b", "atoms", "p1", 2),
+        ("c", "atoms", "p0_output", 3),
+    ):
+        found = record(run_id, "smollm2-135m", 0.1, start)
+        found["proxy"], found["dataset"] = proxy, dataset
+        found["params.dataset.name"] = dataset
+        if proxy == "p1":
+            found["params.scorer.layer"] = "6"
+        runs.append(found)
+    frame = tables.runs_frame(runs)
+    keys = tables.varying_keys(frame)
+    rows = tables.latest_per_config(frame, keys)
+    eps = np.array([0.05, 0.1, 0.2])
+    curves = pd.concat(
+        [pd.DataFrame({"run_id": r, "epsilon": eps, "coverage": 1 - eps, "f1": 0.6}) for r in ("a", "b")],
+        ignore_index=True,
+    )
+    fig = figures.plot_f1_epsilon(curves, rows, keys)
+    (ax,) = fig.axes
+    assert ax.get_title() == "p1: F1 against ε"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "smollm2-135m · scalabrino" in labels and "smollm2-135m · atoms" in labels
+    assert not any("layer" in label for label in labels)

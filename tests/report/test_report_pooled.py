@@ -97,7 +97,7 @@ def test_report_pools_runs_of_one_configuration_across_datasets(
 
     assert (
         f"Pooled over 3 datasets, smollm2-135m · p1 · ε=0.1's Spearman ρ with the humans' mean correctness is {cell(plain)}"
-        in printed
+        in " ".join(printed.split())
     )
     assert 'id="forest_1.png"' in (out / "report.html").read_text()
     client = MlflowClient(tracking_uri=store.uri)

@@ -208,6 +208,41 @@ def weighted_means(weights: list[tuple[np.ndarray, np.ndarray]], values: np.ndar
     return out
 
 
+def pair_means(
+    w: np.ndarray, v: np.ndarray, found: Triples, pairs: Quadruples, readers: int, cells: int = _CELLS
+) -> np.ndarray:
+    """Per resample, the reader-pair ceiling's weighted mean: quadruple ``t`` weighs
+    ``w[r]·w[r′]·v[p]·v[q]`` (``r, p, q`` its triple's, ``r′`` its other reader); NaN where every
+    weight is 0. The same figure as :func:`weighted_means` over the quadruples, factored by triple:
+    ``Σ_t w[r′]·agree`` per triple is one matrix product (resamples × readers × triples), so the
+    cost grows with the triples, not with the quadruples (readers times more). The weights are
+    counts and ``agree`` is 0, ½ or 1, so every partial sum is exact in float64 and both ways give
+    the same bits. ``cells`` bounds each block's matrices (triples × readers, resamples × triples)."""
+    resamples = w.shape[0]
+    out = np.full(resamples, np.nan)
+    numerator, denominator = np.zeros(resamples), np.zeros(resamples)
+    order = np.argsort(pairs.triple, kind="stable")
+    by_triple, other, agree = pairs.triple[order], pairs.other[order], pairs.agree[order]
+    chunk = max(1, cells // max(readers, 1))
+    for first in range(0, found.reader.size, chunk):
+        last = min(first + chunk, found.reader.size)
+        lo, hi = np.searchsorted(by_triple, [first, last])
+        agrees = np.zeros((readers, last - first))
+        counts = np.zeros((readers, last - first))
+        agrees[other[lo:hi], by_triple[lo:hi] - first] = agree[lo:hi]
+        counts[other[lo:hi], by_triple[lo:hi] - first] = 1.0
+        reader, high, low = found.reader[first:last], found.high[first:last], found.low[first:last]
+        step = max(1, cells // (last - first))
+        for start in range(0, resamples, step):
+            stop = min(start + step, resamples)
+            wb, vb = w[start:stop], v[start:stop]
+            weight = wb[:, reader] * vb[:, high] * vb[:, low]
+            numerator[start:stop] += (weight * (wb @ agrees)).sum(axis=1)
+            denominator[start:stop] += (weight * (wb @ counts)).sum(axis=1)
+    np.divide(numerator, denominator, out=out, where=denominator > 0)
+    return out
+
+
 def concordance(
     evaluations: pd.DataFrame,
     score: pd.Series | None = None,
@@ -234,13 +269,7 @@ def concordance(
     def estimate(dist: np.ndarray, value: float, count: int) -> Estimate:
         return Estimate(value=value, ci=percentile_interval(dist, confidence), count=count)
 
-    pair_weights = [
-        (w, found.reader[pairs.triple]),
-        (w, pairs.other),
-        (v, found.high[pairs.triple]),
-        (v, found.low[pairs.triple]),
-    ]
-    ceiling_dist = weighted_means(pair_weights, pairs.agree, resamples)
+    ceiling_dist = pair_means(w, v, found, pairs, n_r)
     ceiling = estimate(ceiling_dist, _mean(pairs.agree), pairs.agree.size)
     proxy_estimate = gap = None
     if score is not None:

@@ -160,6 +160,11 @@ def evaluate(
         dist = {name: merged[name] for name in metric_names(INTERVAL_KINDS) if name in merged}  # compute()'s order
     ci = {key: percentile_interval(values, confidence) for key, values in dist.items()}
     notes = list(messages)
+    if "mcc" in ci and np.unique(np.asarray(y_pred)).size == 1 and not math.isnan(metrics["mcc"]):
+        # A constant labelling's MCC is 0 by convention (0/0); an interval around it would be a
+        # point that says nothing, and its lower bound 0 would outrank every informative labeller.
+        ci["mcc"] = (math.nan, math.nan)
+        notes.append("MCC's interval is undefined: the labelling is constant, its MCC 0 is a convention (0/0)")
     for name, share in undefined_shares(dist).items():
         if not math.isnan(metrics[name]):
             notes.append(

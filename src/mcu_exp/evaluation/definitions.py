@@ -16,8 +16,10 @@ positive, recall with no actual positive, F1 with neither, an AUC whose truth ha
   of the truth, in expectation exactly: E[tp·tn − fp·fn | k predicted positives] = 0), so a
   constant or near-constant labeller cannot score well by copying the majority class; a
   constant labelling scores 0 (scikit-learn's convention: its denominator is 0, but it carries
-  no information about the truth), undefined only when the truth has one class. The sweeps and
-  reports rank configurations by its lower confidence bound (docs/reports.md);
+  no information about the truth), undefined only when the truth has one class; its interval
+  is undefined then (:func:`mcu_exp.evaluation.alignment_report.evaluate`), so a constant labeller
+  ranks after every other. The sweeps and reports rank configurations by its lower confidence
+  bound (docs/reports.md);
 - the counts tn, fp, fn, tp themselves.
 
 ``auc_score`` is the ROC AUC of a continuous score (higher = more understandable, e.g.

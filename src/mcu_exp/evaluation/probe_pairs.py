@@ -7,8 +7,10 @@ on its per-program ``score`` (higher = the model understands more: ``−α_test`
 nonconformity that rises is a score that falls). ``direction`` is the sign humans show:
 −1 when the treatment is harder (every edit, the atoms' confusing twin).
 
-- **Share in the humans' direction**: pairs with ``sign(Δproxy) = direction`` (a tie, Δ = 0,
-  does not move) out of all pairs, with the exact (Clopper–Pearson) interval and two-sided p
+- **Share in the humans' direction**: pairs with ``sign(Δproxy) = direction`` out of the pairs
+  whose Δproxy is not 0 (the sign test: a tie moves neither way and is counted apart, ``tied``;
+  counting ties as "not in the direction" made a proxy that scores most twins alike look
+  significantly against the humans), with the exact (Clopper–Pearson) interval and two-sided p
   against 1/2 of :func:`scipy.stats.binomtest`.
 - **Median Δ**: with :func:`scipy.stats.wilcoxon`'s signed-rank test (zeros dropped; exact for
   small untied samples) and a percentile bootstrap interval over pairs.
@@ -31,7 +33,7 @@ from mcu_exp.evaluation.bootstrap import percentile_interval
 DELTA_PROXY, DELTA_HUMAN, KIND, MOVED = "delta_proxy", "delta_human", "kind", "moved"
 FALLS, RISES = "falls", "rises"
 STATISTICS = (
-    *("n", "moved", "share", "share_low", "share_high", "share_p"),
+    *("n", "tied", "moved", "share", "share_low", "share_high", "share_p"),
     *("median", "median_low", "median_high", "wilcoxon_p"),
     *("spearman", "spearman_low", "spearman_high", "spearman_p"),
 )
@@ -46,6 +48,7 @@ class PairedAnalysis:
     pairs: pd.DataFrame
     direction: int
     n: int
+    tied: int
     moved: int
     share: float
     share_low: float
@@ -134,11 +137,12 @@ def paired_analysis(
     d = table[DELTA_PROXY].to_numpy()
     table[MOVED] = np.sign(d) == direction
     n, moved = len(d), int(table[MOVED].sum())
-    share = _share(moved, n, confidence)
+    tied = int(np.count_nonzero(d == 0))
+    share = _share(moved, n - tied, confidence)
     draws = np.random.default_rng(seed).integers(0, n, size=(resamples, n)) if n else np.zeros((0, 0), int)
     median = float(np.median(d)) if n else float("nan")
     median_ci = percentile_interval(np.median(d[draws], axis=1), confidence) if n else (np.nan, np.nan)
-    found = PairedAnalysis(table, direction, n, moved, *share, median, *median_ci, _wilcoxon_p(d))
+    found = PairedAnalysis(table, direction, n, tied, moved, *share, median, *median_ci, _wilcoxon_p(d))
     extra: dict[str, object] = {"by_kind": _by_kind(table, direction, confidence)}
     if DELTA_HUMAN in table and n >= 3:
         h = table[DELTA_HUMAN].to_numpy()
@@ -157,13 +161,15 @@ def paired_analysis(
 
 
 def _by_kind(table: pd.DataFrame, direction: int, confidence: float) -> pd.DataFrame:
-    """Per kind: pairs, moved, share with its exact interval, median Δproxy (and Δhuman)."""
+    """Per kind: pairs, tied, moved, share of the untied with its exact interval, median Δproxy
+    (and Δhuman)."""
     if KIND not in table:
         return pd.DataFrame()
     rows = []
     for name, part in table.groupby(KIND, sort=True):
-        share, low, high, _ = _share(int(part[MOVED].sum()), len(part), confidence)
-        row = {KIND: name, "n": len(part), "moved": int(part[MOVED].sum()), "share": share}
+        tied = int((part[DELTA_PROXY] == 0).sum())
+        share, low, high, _ = _share(int(part[MOVED].sum()), len(part) - tied, confidence)
+        row = {KIND: name, "n": len(part), "tied": tied, "moved": int(part[MOVED].sum()), "share": share}
         row.update(share_low=low, share_high=high, median_delta_proxy=float(part[DELTA_PROXY].median()))
         if DELTA_HUMAN in part:
             row["median_delta_human"] = float(part[DELTA_HUMAN].median())
@@ -182,6 +188,9 @@ def sentence(result: PairedAnalysis, proxy: str, change: str, units: str = "pair
     verb = FALLS if result.direction < 0 else RISES
     if result.n == 0:
         return f"{proxy}: no pair to compare {change}."
+    untied = result.n - result.tied
+    if untied == 0:
+        return f"{proxy}'s score does not move {change} in any of the {result.n} {units}: no sign to test."
     if result.share_low > 0.5:
         clause = "the direction humans show"
     elif result.share_high < 0.5:
@@ -189,9 +198,10 @@ def sentence(result: PairedAnalysis, proxy: str, change: str, units: str = "pair
     else:
         clause = "no clear direction (50 % is chance)"
     ci = f"[{_pct(result.share_low)}, {_pct(result.share_high)}]"
+    ties = f"; {result.tied} of {result.n} {units} tied, left out" if result.tied else ""
     return (
-        f"{proxy}'s score {verb} {change} in {result.moved} of {result.n} {units} "
-        f"({_pct(result.share)} {ci}), {clause}."
+        f"{proxy}'s score {verb} {change} in {result.moved} of {untied} {units} "
+        f"({_pct(result.share)} {ci}{ties}), {clause}."
     )
 
 
@@ -200,8 +210,11 @@ def render(result: PairedAnalysis, title: str, confidence: float = 0.95) -> str:
     level = f"{100 * confidence:g} %"
     lines = [
         title,
-        f"  pairs: {result.n}; in the humans' direction (Δ {'<' if result.direction < 0 else '>'} 0): "
-        f"{result.moved} = {_pct(result.share)} [{_pct(result.share_low)}, {_pct(result.share_high)}] "
+        f"  pairs: {result.n}"
+        + (f", {result.tied} tied (Δ score 0: left out of the sign test)" if result.tied else "")
+        + f"; in the humans' direction (Δ {'<' if result.direction < 0 else '>'} 0): "
+        f"{result.moved} of {result.n - result.tied} = {_pct(result.share)} "
+        f"[{_pct(result.share_low)}, {_pct(result.share_high)}] "
         f"(exact {level} CI; binomial p = {result.share_p:.3g} against 50 %)",
         f"  median Δ score: {result.median:+.4f} [{result.median_low:+.4f}, {result.median_high:+.4f}] "
         f"(bootstrap over pairs); Wilcoxon signed-rank p = {result.wilcoxon_p:.3g}",

@@ -13,6 +13,7 @@ colour per reader group, n in its legend entry; legends sit outside the plotting
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Sequence
 
 import matplotlib
@@ -55,11 +56,19 @@ def curve_label(row: pd.Series, keys: Sequence[str], skip: Sequence[str] = ("pro
     return row_label(row, keys, skip)
 
 
+def legend_keys(rows: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """The keys a legend names: the model, the proxy and those with two or more values among
+    ``rows``' runs that have them (a scorer's settings, present in P1's runs and absent from
+    p0_output's, tell nothing the proxy does not)."""
+    return [k for k in keys if k in ("model", "proxy") or rows[k].dropna().astype(str).nunique() > 1]
+
+
 def representatives(rows: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """One run per curve (the newest), indexed by run id, with a ``label`` column."""
     ident = as_text(rows[list(keys)])
     reps = rows[~ident.duplicated(keep="first").to_numpy()].copy()
-    reps["label"] = [curve_label(r, keys) for _, r in reps.iterrows()]
+    named = legend_keys(rows, keys)
+    reps["label"] = [curve_label(r, named) for _, r in reps.iterrows()]
     return reps
 
 
@@ -82,7 +91,9 @@ def threshold_panels(reps: pd.DataFrame) -> pd.Series:
 
 
 def _axes(n: int, width: float = 6.0, height: float = 4.2) -> tuple[Figure, list[Axes]]:
-    fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
+    """``n`` panels side by side, laid out by matplotlib's constrained layout, which makes room for
+    legends outside the axes (tight_layout gives up, with a warning, when a legend is long)."""
+    fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False, layout="constrained")
     return fig, list(axes[0])
 
 
@@ -144,12 +155,23 @@ def epsilon_labels(ax: Axes, points: pd.DataFrame, name: str, colour: str) -> No
         )
 
 
+LEGEND_WIDTH = 44  # characters a legend entry's line holds
+
+
 def legend_outside(ax: Axes, where: str = "below", columns: int = 2) -> None:
-    """The axes' legend outside its plotting area: under it (``below``) or to its right."""
+    """The axes' legend outside its plotting area: under it (``below``) or to its right; a long
+    entry (a run's full name) wraps at :data:`LEGEND_WIDTH` characters, so the legend fits beside
+    the axes whatever the names."""
+    handles, labels = ax.get_legend_handles_labels()
+    labels = [textwrap.fill(label, LEGEND_WIDTH) for label in labels]
     if where == "right":
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+        ax.legend(
+            handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False
+        )
     else:
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=columns, frameon=False)
+        ax.legend(
+            handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=columns, frameon=False
+        )
 
 
 def plot_threshold_metric(
@@ -189,7 +211,6 @@ def plot_threshold_metric(
             legend_outside(ax)
         else:
             ax.text(0.5, 0.5, "no threshold curves logged", ha="center", transform=ax.transAxes)
-    fig.tight_layout()
     return fig
 
 
@@ -212,7 +233,11 @@ def plot_subgroup_auc(table: pd.DataFrame, keys: Sequence[str]) -> Figure:
     programs it labelled); no bar where the AUC is undefined. The dashed line is chance (0.5);
     the legend sits right of the bars."""
     groups = list(dict.fromkeys(table["group"])) if not table.empty else []
-    configs = table.apply(lambda r: curve_label(r, keys, skip=()), axis=1) if not table.empty else pd.Series(dtype=str)
+    configs = (
+        table.apply(lambda r: curve_label(r, legend_keys(table, keys), skip=()), axis=1)
+        if not table.empty
+        else pd.Series(dtype=str)
+    )
     labels = list(dict.fromkeys(configs))
     fig, (ax,) = _axes(1, width=max(6.0, 1.2 + 0.35 * max(1, len(groups)) * max(1, len(labels))), height=4.5)
     width = 0.8 / max(1, len(groups))
@@ -242,7 +267,6 @@ def plot_subgroup_auc(table: pd.DataFrame, keys: Sequence[str]) -> Figure:
         legend_outside(ax, "right")
     else:
         ax.text(0.5, 0.5, "no subgroup metrics logged", ha="center", transform=ax.transAxes)
-    fig.tight_layout()
     return fig
 
 
@@ -292,7 +316,7 @@ def plot_coverage_epsilon(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequen
         curve = curves[curves["run_id"] == run_id].sort_values("epsilon")
         if curve.empty:
             continue
-        label = curve_label(rep, ckeys, skip=())
+        label = curve_label(rep, legend_keys(reps, ckeys), skip=())
         values = np.round(curve[["epsilon", "coverage"]].to_numpy(dtype=float), 9).tobytes()
         if values in drawn:
             drawn[values][1].append(label)
@@ -311,7 +335,6 @@ def plot_coverage_epsilon(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequen
     ax.set_ylim(0, 1.02)
     ax.set_title("Empirical coverage against ε")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     return fig
 
 
@@ -323,7 +346,9 @@ def plot_f1_epsilon(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str
     ckeys = curve_keys(keys)
     reps = representatives(rows, ckeys)
     panel_of = threshold_panels(reps)
-    panels = list(dict.fromkeys(panel_of)) or ["—"]
+    with_curve = reps.index.isin(curves["run_id"]) if "f1" in curves else np.zeros(len(reps), dtype=bool)
+    # Panels of the proxies whose runs have an ε curve (a fixed-threshold proxy, p0_output, has none).
+    panels = list(dict.fromkeys(panel_of[with_curve])) or list(dict.fromkeys(panel_of))[:1] or ["—"]
     fig, axes = _axes(len(panels), width=6.5, height=4.5)
     ident, rep_ident = _joined(rows, ckeys), _joined(reps, ckeys)
     for ax, panel in zip(axes, panels, strict=True):
@@ -355,7 +380,6 @@ def plot_f1_epsilon(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str
         ax.set_ylabel("F1")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
-    fig.tight_layout()
     return fig
 
 
@@ -373,7 +397,9 @@ def plot_theta(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str]) ->
         label = header(name)
         for run_id, rep in reps.iterrows():
             curve = curves[curves["run_id"] == run_id].sort_values("theta")
-            (line,) = ax.plot(curve["theta"], curve[name], "-", lw=1.4, label=curve_label(rep, ckeys, skip=()))
+            (line,) = ax.plot(
+                curve["theta"], curve[name], "-", lw=1.4, label=curve_label(rep, legend_keys(reps, ckeys), skip=())
+            )
             same = uses_theta[ident == rep_ident[run_id]]
             if name in same.columns and len(same):
                 ax.plot(same["theta"], same[name], "o", color=line.get_color(), ms=4)
@@ -384,7 +410,6 @@ def plot_theta(curves: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str]) ->
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
         legend_outside(ax)
-    fig.tight_layout()
     return fig
 
 

@@ -13,6 +13,7 @@ disattenuated ρ/√reliability beside it) with each dataset's ρ, AUC (score) a
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from mcu_exp.report.identity import DERIVED, is_configuration, param_columns, ro
 POOLED_PREFIX = "pooled."
 DATASET_PARAMS = "dataset."  # what differs between a configuration's datasets
 DATASET_KEY = "dataset.name"
+TEXT_WIDTH = 100  # columns of the closing sentence, as the sweep's summary wraps its own
 HEAD = "Pooled across datasets (random effects on Fisher's z, Paule–Mandel τ², statsmodels):\n"
 
 
@@ -158,7 +160,7 @@ class PooledGroup:
             lines.append(f"  {name:<17} {value}" + (f"  ({pool.reason})" if pool.reason else ""))
         for name, why in self.pooled.excluded:
             lines.append(f"  left out of the pool: {name}: {why}")
-        return "\n".join(lines) + "\n" + self.sentence() + "\n"
+        return "\n".join(lines) + "\n" + textwrap.fill(self.sentence(), TEXT_WIDTH) + "\n"
 
 
 def pool_group(label: str, rows: list[DatasetRow], confidence: float = 0.95) -> PooledGroup:
