@@ -229,17 +229,19 @@ def _one_line_warnings() -> None:
 
 
 def main() -> None:
-    """Console entry point."""
-    install_log_redaction()
-    quiet_disk_full_traces()
-    _one_line_warnings()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if not any(arg.lstrip("+~").startswith("hydra.verbose") for arg in sys.argv[1:]):
-        # MLflow's INFO lines ("Creating initial MLflow database tables…") only when asked:
-        # MLFLOW_LOGGING_LEVEL=INFO or hydra.verbose (see mcu_exp.console).
-        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    """Console entry point. Everything, the set-up included, runs inside the Ctrl-C handler: the
+    set-up imports the data package (pandas: a second on a busy machine), and a Ctrl-C there
+    printed an import traceback and exited -2 instead of one line and 130."""
     try:
+        install_log_redaction()
+        quiet_disk_full_traces()
+        _one_line_warnings()
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        if not any(arg.lstrip("+~").startswith("hydra.verbose") for arg in sys.argv[1:]):
+            # MLflow's INFO lines ("Creating initial MLflow database tables…") only when asked:
+            # MLFLOW_LOGGING_LEVEL=INFO or hydra.verbose (see mcu_exp.console).
+            os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
         if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
             SUBCOMMANDS[sys.argv[1]](sys.argv[2:], config_dir())
             return
