@@ -205,6 +205,27 @@ def test_a_constant_labeller_ranks_after_a_weak_informative_one() -> None:
     assert frame["run"].tolist() == ["weak", "constant"]
 
 
+def test_a_near_constant_labeller_with_a_zero_lower_bound_ranks_after_the_others() -> None:
+    """The README sweep's figures: ε=0.05 · rougel labels 49 of 50 programs High, MCC 0.15
+    [0.00, 0.31] (its lower bound sits at 0 because a third of the resamples leave its one Low
+    program out and are constant); ε=0.1 · minilm labels 46, MCC 0.16 [-0.24, 0.35]. The flagged
+    labeller ranks last, and the view's best child agrees."""
+    from mcu_exp.tracking.ui_view import best_child
+
+    near = {"mcc": 0.149, "mcc_ci_low": 0.0, "mcc_ci_high": 0.307, "labelled_high": 0.98, "n": 50.0}
+    near |= {"auc_score": 0.51, "auc_score_ci_low": 0.34, "auc_score_ci_high": 0.67}
+    informative = {"mcc": 0.16, "mcc_ci_low": -0.24, "mcc_ci_high": 0.35, "labelled_high": 0.92, "n": 50.0}
+    informative |= {"auc_score": 0.61, "auc_score_ci_low": 0.45, "auc_score_ci_high": 0.77}
+    found = {"r0": near, "r1": informative}
+    frame = summary_frame([_run("0", "ε=0.05 · rougel"), _run("1", "ε=0.1 · minilm")], found)
+    assert frame["run"].tolist() == ["ε=0.1 · minilm", "ε=0.05 · rougel"] and frame["best"].tolist() == [True, False]
+    runs = [_run("0", "near", **near), _run("1", "informative", **informative)]
+    for run in runs:
+        run.data.params = {"result.n": "50"}
+    best = best_child(runs)
+    assert best is not None and best.info.run_name == "informative"
+
+
 def test_a_sweep_without_tracking_prints_its_summary_too(tmp_path: Path) -> None:
     res = mcu_exp(
         "-m",

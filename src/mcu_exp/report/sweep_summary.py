@@ -151,7 +151,7 @@ def summary_frame(
     if (
         rows
         and rows[0]["status"] == "FINISHED"
-        and any(math.isfinite(x) for x in ranking.sort_key(ranking.headline(rows[0])))
+        and any(math.isfinite(x) for x in ranking.sort_key(ranking.headline(rows[0]))[1:])
     ):
         rows[0]["best"] = True
     old = [key for key in OLD_NUMBERS if any(key in row for row in rows)]
