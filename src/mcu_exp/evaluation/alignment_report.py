@@ -291,6 +291,14 @@ def render_table(report: AlignmentReport, title: str = "Alignment with human lab
 NEAR_CONSTANT = 2  # programs: a labelling with at most this many on one side is nearly constant
 
 
+def near_constant(high: float, n: float) -> bool:
+    """Whether a labelling with ``high`` of ``n`` programs High has at most :data:`NEAR_CONSTANT`
+    on one side (False when either is undefined): flagged everywhere, ranked last by the sweeps."""
+    if not (math.isfinite(high) and math.isfinite(n)):
+        return False
+    return min(round(high), round(n) - round(high)) <= NEAR_CONSTANT
+
+
 def labelled_high_line(report: AlignmentReport) -> str:
     """How many programs the proxy labelled High beside the humans' count, and a warning when
     all but :data:`NEAR_CONSTANT` programs are labelled alike (F1 then mostly copies always-1)."""
@@ -302,7 +310,7 @@ def labelled_high_line(report: AlignmentReport) -> str:
         f"Labelled High: {high} of {report.n} programs ({high / report.n:.1%}); "
         f"the humans: {humans} ({humans / report.n:.1%})"
     )
-    if min(high, report.n - high) <= NEAR_CONSTANT:
+    if near_constant(high, report.n):
         line += "; nearly constant: F1 mostly repeats the always-understandable baseline, read MCC and AUC"
     return line
 

@@ -28,7 +28,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from mcu_exp.evaluation.alignment_report import CI_HIGH, CI_LOW
+from mcu_exp.evaluation.alignment_report import CI_HIGH, CI_LOW, near_constant
+from mcu_exp.evaluation.alignment_report import (
+    NEAR_CONSTANT as NEAR_CONSTANT,  # the flag's bound, printed by the summaries
+)
 from mcu_exp.evaluation.registry import CHANCE_AUC, PRIMARY, header, metric
 from mcu_exp.evaluation.versus_always import ALWAYS_F1, KEY, f1_minus_always, rank_key
 from mcu_exp.names import UNDEFINED
@@ -40,7 +43,6 @@ SHARE_KEY = "share.auc_score"  # an old run's share of the ceiling (logged befor
 YES, NO, UNKNOWN = "✓", "✗", "?"
 MCC = "mcc"
 HIGH = "labelled_high"  # share of programs the proxy labelled High
-NEAR_CONSTANT = 2  # programs: a labeller with at most this many on one side is flagged
 DELTA_F1 = KEY  # ΔF1 vs always-1's key in metrics.json and in summary CSVs (with _ci_low, _ci_high)
 
 
@@ -82,10 +84,7 @@ class Headline:
     @property
     def near_constant(self) -> bool:
         """Whether at most :data:`NEAR_CONSTANT` programs sit on one side of the labelling."""
-        if not (math.isfinite(self.labelled_high) and math.isfinite(self.n)):
-            return False
-        high = round(self.labelled_high * self.n)
-        return min(high, round(self.n) - high) <= NEAR_CONSTANT
+        return near_constant(self.labelled_high * self.n, self.n)
 
     @property
     def unfair_bar(self) -> bool:

@@ -28,7 +28,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from mcu_exp.evaluation.alignment_report import NEAR_CONSTANT
+from mcu_exp.evaluation.alignment_report import near_constant
 from mcu_exp.evaluation.versus_always import rank_key
 from mcu_exp.names import JOBS_FILTER, TAG_HEADLINE, TAG_VIEW_URL
 from mcu_exp.tracking.headline import SORT_BY, SORT_KEYS
@@ -167,20 +167,11 @@ def view_url(ui: str, experiment_id: str, key: str = VIEW_KEY) -> str:
 OLD_SORT_BY = "f1_minus_always_ci_low"  # runs logged before MCC ranked by ΔF1's lower bound
 
 
-def _near_constant(metrics: dict[str, float]) -> bool:
-    """Whether at most :data:`~mcu_exp.evaluation.alignment_report.NEAR_CONSTANT` programs sit on
-    one side of the run's labelling (its ``labelled_high`` share of ``n``)."""
-    share, n = metrics.get("labelled_high", math.nan), metrics.get("n", math.nan)
-    if not (math.isfinite(share) and math.isfinite(n)):
-        return False
-    high = round(share * n)
-    return min(high, round(n) - high) <= NEAR_CONSTANT
-
-
 def _rank(metrics: dict[str, float], key: str = SORT_BY) -> tuple[float, float, float]:
     """A run's place in the headline order (ascending, best first; a nearly constant labeller
     after every other, as :func:`mcu_exp.report.ranking.sort_key` ranks; undefined last)."""
-    tier = 1.0 if _near_constant(metrics) else 0.0
+    share, n = metrics.get("labelled_high", math.nan), metrics.get("n", math.nan)
+    tier = 1.0 if near_constant(share * n, n) else 0.0
     return (tier, *rank_key(metrics.get(key, math.nan), metrics.get(THEN_BY, math.nan)))
 
 
