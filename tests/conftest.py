@@ -44,10 +44,11 @@ def data_root() -> Path:
 
 @pytest.fixture
 def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh outputs folder (run dirs, caches, the MLflow store) for one test."""
+    """A fresh outputs folder (run dirs, caches, the MLflow store) for one test; its result
+    cache is the test run's shared one (``support.mlflow_store.share_results``)."""
     from support.mlflow_store import seed_store
 
-    out = seed_store(tmp_path / "outputs")
+    out = seed_store(tmp_path / "outputs", results=True)
     monkeypatch.setenv("MCU_EXP_OUTPUTS", str(out))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     return out

@@ -4,10 +4,7 @@ random Llama (the mechanics, not the text, are under test; `make run` runs SmolL
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,11 +18,11 @@ from mcu_exp.pipeline import run_job
 from support.browser import check_screenshot, chromium
 from support.hydra_job import hydra_job
 from support.mlflow_store import all_metrics, seed_store
+from support.sweeps import multirun_in_process
 from support.tiny_llama import LOCAL_EXPERTS, model_overrides
 
 pytestmark = [pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 TINY = [
     "debug=quick",
     "dataset.limit=4",
@@ -41,14 +38,6 @@ TINY = [
 ]  # the test makes its own report
 
 
-def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    res = subprocess.run(
-        [sys.executable, "-m", "mcu_exp", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=1500
-    )
-    assert res.returncode == 0, res.stderr[-4000:]
-    return res
-
-
 @dataclass(frozen=True)
 class Swept:
     """The first sweep's outputs folder, its MLflow client and experiment, its runs by proxy
@@ -62,9 +51,11 @@ class Swept:
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path) -> Swept:
-    """The sweep over P1, P2, P3 and two ε values, run once for this file's tests."""
-    outputs = seed_store(tmp_path_factory.mktemp("sweep") / "outputs")
-    run("-m", "proxy=p1,p2,p3", "decision.epsilon=0.05,0.3", *tiny(tiny_llama), env=env_for(outputs))
+    """The sweep over P1, P2, P3 and two ε values, run once for this file's tests, in this
+    process through Hydra's own multirun and launcher (what is read is the sweep's runs and
+    caches; the command's own sweeps run in tests/app and tests/tracking)."""
+    outputs = seed_store(tmp_path_factory.mktemp("sweep") / "outputs", results=True)
+    multirun_in_process(outputs, "proxy=p1,p2,p3", "decision.epsilon=0.05,0.3", *tiny(tiny_llama))
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     assert client.get_experiment_by_name("mcu_exp") is None  # smoke runs (dataset.limit) never land there
     exp = client.get_experiment_by_name("mcu_exp-debug")
@@ -81,12 +72,6 @@ def swept(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path) -> Swept:
 
 def tiny(tiny_llama: Path) -> list[str]:
     return [*TINY, *model_overrides(tiny_llama, ("model", *LOCAL_EXPERTS))]
-
-
-def env_for(outputs: Path) -> dict[str, str]:
-    env = {**os.environ, "MCU_EXP_OUTPUTS": str(outputs)}
-    env.pop("MLFLOW_TRACKING_URI", None)
-    return env
 
 
 def test_offline_sweep_reuses_caches(swept: Swept, tiny_llama: Path) -> None:

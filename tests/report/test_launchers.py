@@ -14,7 +14,7 @@ from hydra.errors import ConfigCompositionException
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf
 
-from support.mlflow_store import all_metrics
+from support.mlflow_store import all_metrics, share_results
 from support.sweeps import REPO, standin_sweep
 
 NINE = [
@@ -132,7 +132,7 @@ def test_paper_grid_sweeps_the_nine_models_under_the_paper_protocol() -> None:
 @pytest.mark.slow
 def test_joblib_sweep_logs_every_job_to_one_store_and_keeps_the_cache_consistent(tmp_path: Path) -> None:
     # Two jobs, one per core, at once in joblib's worker processes.
-    outputs = tmp_path / "outputs"  # fresh: the jobs race to create the MLflow store itself
+    outputs = share_results(tmp_path / "outputs")  # no MLflow store: the jobs race to create it
     res = standin_sweep(
         outputs,
         "hydra/launcher=joblib",

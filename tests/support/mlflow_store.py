@@ -1,10 +1,20 @@
 """A fresh SQLite MLflow store costs ~3 s to create (MLflow runs its schema migrations);
 jobs in subprocess tests each start with an empty outputs folder and would pay that every
 time. :func:`seed_store` copies one store, created once per test process by MLflow itself,
-into a new outputs folder: the same schema a job would have created, at the cost of a copy."""
+into a new outputs folder: the same schema a job would have created, at the cost of a copy.
+
+A job's decision-independent results (the humans' ceiling, the measure table's bootstraps, the
+code-metric baselines: :mod:`mcu_exp.result_cache`) cost seconds on a fresh outputs folder, the
+same seconds in every test whose jobs read the same programs. ``seed_store(..., results=True)``
+(and :func:`share_results`) makes the folder's ``cache/results`` a link to one folder that every
+test of this test run shares: an entry is keyed by its inputs and the source of the code that
+computes it, written atomically, and read back bit for bit, so a job computes what it would
+have computed; only the first test to need a value pays for it. Tests of the result cache
+itself, and of full disks, keep their own."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -25,10 +35,30 @@ def _created_once() -> Path:
     return _template
 
 
-def seed_store(outputs: Path) -> Path:
-    """``outputs`` (created) holding an empty, migrated MLflow store; returns ``outputs``."""
+def seed_store(outputs: Path, results: bool = False) -> Path:
+    """``outputs`` (created) holding an empty, migrated MLflow store, and with ``results`` the
+    test run's shared result cache (:func:`share_results`); returns ``outputs``."""
     outputs.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(_created_once(), outputs / STORE)
+    if results:
+        share_results(outputs)
+    return outputs
+
+
+def share_results(outputs: Path) -> Path:
+    """Make ``outputs/cache/results`` (the result cache of a job on the default ``cache.dir``)
+    a link to this test run's one results folder, shared by every test and both xdist workers
+    (``$PYTEST_XDIST_TESTRUNUID``); returns ``outputs``. Nothing else of the cache is shared:
+    generations and scores stay the test's own."""
+    from mcu_exp.result_cache import RESULTS_DIR
+
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())
+    shared = Path(tempfile.gettempdir()) / f"mcu-exp-test-results-{run}"
+    shared.mkdir(exist_ok=True)
+    link = outputs / "cache" / RESULTS_DIR
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not link.exists():
+        link.symlink_to(shared, target_is_directory=True)
     return outputs
 
 
