@@ -31,8 +31,9 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 
 def job(outputs: Path, *overrides: str) -> DictConfig:
     """The stand-in job's config, its outputs folder holding a ready MLflow store (a fresh one
-    costs MLflow's schema migrations, seconds per job)."""
-    seed_store(outputs)
+    costs MLflow's schema migrations, seconds per job) and the test run's shared result cache
+    (the humans' ceiling and the measure table's bootstraps, computed once per test run)."""
+    seed_store(outputs, results=True)
     register_configs()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose(
