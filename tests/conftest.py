@@ -48,7 +48,7 @@ def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cache is the test run's shared one (``support.mlflow_store.share_results``)."""
     from support.mlflow_store import seed_store
 
-    out = seed_store(tmp_path / "outputs", results=True)
+    out = seed_store(tmp_path / "outputs")
     monkeypatch.setenv("MCU_EXP_OUTPUTS", str(out))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     return out

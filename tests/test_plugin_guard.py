@@ -94,7 +94,7 @@ def job(
     """A ``debug=quick`` job (the stand-in proxy's by default) with the rogue plugin in ``mode``,
     in a process of its own (plugins load from entry points when the command starts); its
     outputs folder holds a ready MLflow store (a fresh one costs MLflow's schema migrations)."""
-    env = with_site(app_env(seed_store(outputs, results=True), MCU_ROGUE=mode), site)
+    env = with_site(app_env(seed_store(outputs), MCU_ROGUE=mode), site)
     args = [proxy, "reference=null", "debug=quick", "quiet=true", "evaluation.bootstrap_resamples=1000", *overrides]
     return subprocess.run(
         [sys.executable, "-m", "mcu_exp", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600

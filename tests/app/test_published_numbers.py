@@ -33,7 +33,7 @@ def job(outputs: Path, *overrides: str) -> DictConfig:
     """The stand-in job's config, its outputs folder holding a ready MLflow store (a fresh one
     costs MLflow's schema migrations, seconds per job) and the test run's shared result cache
     (the humans' ceiling and the measure table's bootstraps, computed once per test run)."""
-    seed_store(outputs, results=True)
+    seed_store(outputs)
     register_configs()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose(

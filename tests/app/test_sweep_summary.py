@@ -29,7 +29,7 @@ LINES_PER_JOB = 15
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     from support.mlflow_store import seed_store
 
-    outputs = seed_store(tmp_path_factory.mktemp("summary") / "outputs", results=True)
+    outputs = seed_store(tmp_path_factory.mktemp("summary") / "outputs")
     res = mcu_exp(
         "-m",
         STANDIN,

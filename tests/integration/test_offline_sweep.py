@@ -54,7 +54,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory, tiny_llama: Path) -> Swept:
     """The sweep over P1, P2, P3 and two ε values, run once for this file's tests, in this
     process through Hydra's own multirun and launcher (what is read is the sweep's runs and
     caches; the command's own sweeps run in tests/app and tests/tracking)."""
-    outputs = seed_store(tmp_path_factory.mktemp("sweep") / "outputs", results=True)
+    outputs = seed_store(tmp_path_factory.mktemp("sweep") / "outputs")
     multirun_in_process(outputs, "proxy=p1,p2,p3", "decision.epsilon=0.05,0.3", *tiny(tiny_llama))
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     assert client.get_experiment_by_name("mcu_exp") is None  # smoke runs (dataset.limit) never land there

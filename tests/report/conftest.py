@@ -31,7 +31,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
 
     from support.mlflow_store import seed_store
 
-    outputs = seed_store(tmp_path_factory.mktemp("sweep") / "outputs", results=True)
+    outputs = seed_store(tmp_path_factory.mktemp("sweep") / "outputs")
     sweep_in_process(outputs, "experiment=paper_grid", "model=gpt-4o,qwen3-14b", "decision.epsilon=0.05,0.2")
     uri = f"sqlite:///{outputs / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)

@@ -5,12 +5,13 @@ into a new outputs folder: the same schema a job would have created, at the cost
 
 A job's decision-independent results (the humans' ceiling, the measure table's bootstraps, the
 code-metric baselines: :mod:`mcu_exp.result_cache`) cost seconds on a fresh outputs folder, the
-same seconds in every test whose jobs read the same programs. ``seed_store(..., results=True)``
-(and :func:`share_results`) makes the folder's ``cache/results`` a link to one folder that every
-test of this test run shares: an entry is keyed by its inputs and the source of the code that
-computes it, written atomically, and read back bit for bit, so a job computes what it would
-have computed; only the first test to need a value pays for it. Tests of the result cache
-itself, and of full disks, keep their own."""
+same seconds in every test whose jobs read the same programs. :func:`seed_store` (and
+:func:`share_results`) makes the folder's ``cache/results`` a link to one folder that every test
+of this test run shares: an entry is keyed by its inputs and the source of the code that
+computes it, written atomically, and read back bit for bit, so a job gets what it would have
+computed; only the first test to need a value pays for it. Tests of the result cache itself
+use folders of their own; those of full disks pass ``results=False`` (their jobs must write
+there)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def _created_once() -> Path:
     return _template
 
 
-def seed_store(outputs: Path, results: bool = False) -> Path:
+def seed_store(outputs: Path, results: bool = True) -> Path:
     """``outputs`` (created) holding an empty, migrated MLflow store, and with ``results`` the
     test run's shared result cache (:func:`share_results`); returns ``outputs``."""
     outputs.mkdir(parents=True, exist_ok=True)

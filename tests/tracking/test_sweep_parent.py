@@ -46,7 +46,7 @@ def sweep(outputs: Path, *overrides: str, **extra_env: str) -> subprocess.Comple
 def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     from support.mlflow_store import seed_store
 
-    outputs = seed_store(tmp_path_factory.mktemp("sweep") / "outputs", results=True)
+    outputs = seed_store(tmp_path_factory.mktemp("sweep") / "outputs")
     # In this process: these tests read the sweep's runs, parent and summary (the command's exit
     # status on a failed job is the last test's, in a subprocess).
     res = multirun_in_process(outputs, *SWEEP, "decision.epsilon=0.05,0.2", "labels.group=all,professional")
@@ -236,7 +236,7 @@ def test_p3_and_p0_names_leave_out_epsilon() -> None:
 def test_a_job_stopped_by_bad_input_fails_the_sweep_in_one_line(tmp_path: Path) -> None:
     from support.mlflow_store import seed_store
 
-    outputs = seed_store(tmp_path / "outputs", results=True)
+    outputs = seed_store(tmp_path / "outputs")
     # The finished job also samples system metrics (tracking.system_metrics, every second here).
     res = sweep(
         outputs,

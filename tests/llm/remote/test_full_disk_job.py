@@ -23,7 +23,7 @@ def test_a_job_on_a_full_disk_is_one_line_and_its_run_ends_failed(
 ) -> None:
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     with small_disk(tmp_path / "disk") as disk:
-        outputs = seed_store(disk / "outputs")
+        outputs = seed_store(disk / "outputs", results=False)  # every write on the small disk
         fill(disk, leave=300_000)  # room to start, not to finish
         env = {**os.environ, "OPENAI_API_KEY": PLANTED_KEY, "MCU_EXP_OUTPUTS": str(outputs)}
         res = subprocess.run(
