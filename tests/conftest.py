@@ -42,6 +42,22 @@ def data_root() -> Path:
     return root
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shared_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of the result cache every seeded outputs folder links to
+    (``support.mlflow_store.share_results``): under this session's temporary folder, above
+    every xdist worker's own, so both workers share it and pytest removes it with old sessions."""
+    from support.mlflow_store import RESULTS_ENV
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # this session's folder, above every worker's own
+    folder = root / "shared-results"
+    folder.mkdir(exist_ok=True)
+    os.environ[RESULTS_ENV] = str(folder)
+    return folder
+
+
 @pytest.fixture
 def outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh outputs folder (run dirs, caches, the MLflow store) for one test; its result

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 STORE = "mlflow.db"
+RESULTS_ENV = "MCU_EXP_TEST_RESULTS"
 _template: Path | None = None
+_results: Path | None = None
 
 
 def _created_once() -> Path:
@@ -48,14 +50,18 @@ def seed_store(outputs: Path, results: bool = True) -> Path:
 
 def share_results(outputs: Path) -> Path:
     """Make ``outputs/cache/results`` (the result cache of a job on the default ``cache.dir``)
-    a link to this test run's one results folder, shared by every test and both xdist workers
-    (``$PYTEST_XDIST_TESTRUNUID``); returns ``outputs``. Nothing else of the cache is shared:
+    a link to this test run's one results folder, ``$MCU_EXP_TEST_RESULTS`` (set by
+    tests/conftest.py under the session's temporary folder, which both xdist workers share),
+    else one folder per test process; returns ``outputs``. Nothing else of the cache is shared:
     generations and scores stay the test's own."""
     from mcu_exp.result_cache import RESULTS_DIR
 
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())
-    shared = Path(tempfile.gettempdir()) / f"mcu-exp-test-results-{run}"
-    shared.mkdir(exist_ok=True)
+    global _results
+    if _results is None:
+        named = os.environ.get(RESULTS_ENV)
+        _results = Path(named) if named else Path(tempfile.mkdtemp(prefix="mcu-exp-test-results-"))
+    shared = _results
+    shared.mkdir(parents=True, exist_ok=True)
     link = outputs / "cache" / RESULTS_DIR
     link.parent.mkdir(parents=True, exist_ok=True)
     if not link.exists():

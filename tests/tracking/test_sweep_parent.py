@@ -237,12 +237,15 @@ def test_a_job_stopped_by_bad_input_fails_the_sweep_in_one_line(tmp_path: Path) 
     from support.mlflow_store import seed_store
 
     outputs = seed_store(tmp_path / "outputs")
-    # The finished job also samples system metrics (tracking.system_metrics, every second here).
+    # The finished job also samples system metrics (tracking.system_metrics, every 0.2 s here):
+    # MLflow logs a sample only once an interval has passed inside the run, and the stand-in stays
+    # in its run for 1 s (its shared result cache would otherwise end the run sooner than that).
     res = sweep(
         outputs,
         "evaluation.bootstrap_resamples=1000,200",
         "tracking.system_metrics=true",
-        MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL="1",
+        MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL="0.2",
+        MCU_STANDIN_SLEEP_S="1",
     )
     assert res.returncode == 1
     assert "Traceback" not in res.stdout + res.stderr
