@@ -64,7 +64,7 @@ def share_results(outputs: Path) -> Path:
     shared.mkdir(parents=True, exist_ok=True)
     link = outputs / "cache" / RESULTS_DIR
     link.parent.mkdir(parents=True, exist_ok=True)
-    if not link.exists():
+    if not (link.exists() or link.is_symlink()):  # a folder of its own, or already linked
         link.symlink_to(shared, target_is_directory=True)
     return outputs
 
