@@ -138,3 +138,30 @@ def test_the_defaults_list_is_built_once_per_group_choices_and_configs_stay_hydr
         fast.load_sweep_config(master, ["proxy=nope"])
     with pytest.raises(ConfigCompositionException, match="nope"):
         plain.load_sweep_config(master, ["proxy=nope"])
+
+
+def test_the_tests_shared_compose_is_hydras_own_and_sees_a_changed_config_store() -> None:
+    """``support.compose`` (one loader per config folder for the test process) composes what
+    ``initialize_config_dir`` and ``compose`` compose, for repeated and new group choices, and a
+    ConfigStore entry stored or replaced meanwhile is seen by the next composition."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.config_store import ConfigStore
+
+    from support.compose import compose
+
+    register_configs()
+    cases = [["decision.epsilon=0.2"], ["decision.epsilon=0.3", "quiet=true"], ["proxy=p0"], ["decision.epsilon=0.2"]]
+    for overrides in cases:
+        for hydra_node in (False, True):
+            with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+                own = hydra_compose("config", overrides=overrides, return_hydra_config=hydra_node)
+            shared = compose(*overrides, return_hydra_config=hydra_node)
+            assert OmegaConf.to_yaml(shared) == OmegaConf.to_yaml(own)
+    store = ConfigStore.instance()
+    try:
+        for epsilon in (0.42, 0.43):  # the same entry, its content replaced
+            store.store(group="decision", name="shared_compose_probe", node={"rule": "conformal", "epsilon": epsilon})
+            assert compose("decision=shared_compose_probe").decision.epsilon == epsilon
+    finally:
+        store.repo["decision"].pop("shared_compose_probe.yaml", None)

@@ -6,15 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from mcu_exp.config import Config, ExpertsConfig, ModelConfig, ScorerConfig, register_configs
+from mcu_exp.config import Config, ExpertsConfig, ModelConfig, ScorerConfig
 from mcu_exp.data import Dataset, Program
 from mcu_exp.data.types import evaluations_frame
 from mcu_exp.job.validate import config_problems
 from mcu_exp.pipeline import build_proxies, typed_config
 from mcu_exp.proxies.base import ProxyContext
+from support.compose import compose
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 GROUPS = ("dataset", "model", "proxy", "scorer", "experts", "decision", "tracking", "debug", "experiment", "probe")
@@ -23,9 +23,7 @@ NEEDS = {("dataset", "custom"): ["dataset.root=/tmp/some-folder"]}
 
 def compose_cfg(*overrides: str) -> DictConfig:
     """The job config the app builds from ``overrides`` (in-process; nothing loaded, nothing run)."""
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("config", overrides=list(overrides))
+    return compose(*overrides, folder=CONF)
 
 
 def options() -> list[tuple[str, str]]:
@@ -156,9 +154,7 @@ def test_composition_errors_are_one_line_with_a_suggestion(override: str, expect
 def test_three_studies_sweeps_p1_over_the_three_datasets_and_p0_output_on_atoms() -> None:
     """experiment=three_studies is one 4-job sweep (atoms first, the longest); each job pairs a
     dataset with its proxy and decodes in bfloat16, two jobs at a time on one thread each."""
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        sweep = compose("config", overrides=["experiment=three_studies"], return_hydra_config=True)
+    sweep = compose("experiment=three_studies", return_hydra_config=True, folder=CONF)
     jobs = str(sweep.hydra.sweeper.params["+three_studies"]).split(",")
     assert jobs == ["p1_atoms", "p1_scalabrino", "p1_stakelab", "p0_output_atoms"]
     assert sweep.hydra.launcher.n_jobs == 2 and "joblib" in sweep.hydra.launcher._target_

@@ -22,15 +22,12 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 def hydra_job(*overrides: str) -> Iterator[DictConfig]:
     """The job's config (without its ``hydra`` node) while ``HydraConfig`` is the job's; its
     run folder (``hydra.run.dir``) created."""
-    from hydra import compose, initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
 
     import mcu_exp.app  # noqa: F401 (registers ${mcu_uid:}, which hydra.run.dir names)
-    from mcu_exp.config import register_configs
+    from support.compose import compose
 
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        config = compose("config", overrides=list(overrides), return_hydra_config=True)
+    config = compose(*overrides, return_hydra_config=True, folder=CONF)
     before = HydraConfig.instance().cfg
     try:
         HydraConfig.instance().set_config(config)

@@ -7,10 +7,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from mcu_exp.config import register_configs
 from mcu_exp.config.schema import typed_config
 from mcu_exp.data import Dataset, Program, Question
 from mcu_exp.data.types import evaluations_frame
@@ -27,9 +25,9 @@ CONF = REPO / "conf"
 
 def compose_cfg(*overrides: str) -> DictConfig:
     """The job config the app would build from ``overrides`` (nothing loaded, nothing run)."""
-    register_configs()  # the `mcu_schema` node config.yaml names in its defaults
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("config", overrides=list(overrides))
+    from support.compose import compose
+
+    return compose(*overrides, folder=CONF)
 
 
 def context(
