@@ -7,13 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import compose
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 import mcu_exp
 from mcu_exp.config import register_configs
 from mcu_exp.pipeline import run_job
+from support.compose import config_folder
 from support.mlflow_store import seed_store
 from support.standin_proxy import TARGET
 
@@ -27,7 +28,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     """A local store holding one finished stand-in job: its URI and the run id."""
     outputs = seed_store(tmp_path_factory.mktemp("notebook") / "outputs")
     register_configs()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+    with config_folder(CONF):
         cfg = compose(
             "config",
             overrides=[

@@ -14,13 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import compose
 
 from mcu_exp.config import register_configs
 from mcu_exp.config.schema import typed_config
 from mcu_exp.job.paths import folder_problem
 from mcu_exp.job.validate import config_problems
 from mcu_exp.pipeline import run_job
+from support.compose import config_folder
 from support.sweeps import REPO, STANDIN, mcu_exp
 
 JOB = (STANDIN, "quiet=true", "evaluation.bootstrap_resamples=1000")
@@ -40,7 +41,7 @@ def refused_in_process(key: str, needle: str, *overrides: str) -> str:
     """The one-line error of the job ``JOB + overrides`` run in this process (what the command
     prints after ``mcu-exp: error:``), raised before the job makes anything."""
     register_configs()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+    with config_folder(REPO / "conf"):
         cfg = compose("config", overrides=[*JOB, *overrides])
     with pytest.raises(ValueError) as info:
         run_job(cfg)
@@ -116,7 +117,7 @@ def test_system_folders_only_when_forced(tmp_path: Path) -> None:
         assert folder_problem("paths.outputs", value) is None, value
     assert folder_problem("paths.outputs", "/etc/mcu", allow_system=True) is None
     register_configs()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+    with config_folder(REPO / "conf"):
         forced = typed_config(compose("config", overrides=["paths.outputs=/etc/mcu", "paths.allow_system=true"]))
         plain = typed_config(compose("config", overrides=["cache.dir=/etc/mcu-cache"]))
     assert [p for p in config_problems(forced) if "system folder" in p] == []

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import compose
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
@@ -21,6 +21,7 @@ from mcu_exp.calibration import Scores, get_rule
 from mcu_exp.config import DecisionConfig, register_configs
 from mcu_exp.evaluation import evaluate
 from mcu_exp.pipeline import run_job
+from support.compose import config_folder
 from support.mlflow_store import all_metrics, seed_store
 from support.standin_proxy import TARGET
 
@@ -35,7 +36,7 @@ def job(outputs: Path, *overrides: str) -> DictConfig:
     (the humans' ceiling and the measure table's bootstraps, computed once per test run)."""
     seed_store(outputs)
     register_configs()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+    with config_folder(CONF):
         return compose(
             "config",
             overrides=[

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import compose
 
 from mcu_exp.config import register_configs
 from mcu_exp.config.schema import typed_config
@@ -15,6 +15,7 @@ from mcu_exp.job.validate import config_problems
 from mcu_exp.llm.cache import GenerationCache, open_generation_cache
 from mcu_exp.scoring.score_cache import ScoreCache
 from mcu_exp.store.postgres import StoreError
+from support.compose import config_folder
 from support.postgres import free_port
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -22,7 +23,7 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 
 def problems(*overrides: str) -> list[str]:
     register_configs()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+    with config_folder(CONF):
         cfg = typed_config(compose("config", overrides=list(overrides)))
     return [p for p in config_problems(cfg) if p.startswith("cache.")]
 
@@ -30,7 +31,7 @@ def problems(*overrides: str) -> list[str]:
 def test_cache_url_defaults_to_the_environment_and_else_to_the_sqlite_files(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MCU_EXP_CACHE_URL", raising=False)
     register_configs()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+    with config_folder(CONF):
         assert typed_config(compose("config")).cache.url is None
         monkeypatch.setenv("MCU_EXP_CACHE_URL", "postgresql://me@db-host:5433/mcu")
         assert typed_config(compose("config")).cache.url == "postgresql://me@db-host:5433/mcu"

@@ -9,11 +9,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hydra import compose, initialize_config_dir
+from hydra import compose
 from omegaconf import DictConfig, OmegaConf
 
 from mcu_exp.config import Config, register_configs
 from mcu_exp.tracking import flatten_config, mlflow_run, run_name, run_tags
+from support.compose import config_folder
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
@@ -48,7 +49,7 @@ class Store:
 def compose_job(*overrides: str) -> tuple[DictConfig, Config]:
     """The composed config of ``mcu-exp OVERRIDES`` and its typed form (nothing run)."""
     register_configs()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+    with config_folder(CONF):
         raw = compose("config", overrides=list(overrides))
     return raw, OmegaConf.to_object(raw)  # type: ignore[return-value]
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hydra import compose, initialize_config_dir
+from hydra import compose
 from omegaconf import OmegaConf
 
 from mcu_exp.config import ScorerConfig, register_configs
+from support.compose import config_folder
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,7 +39,7 @@ def scorer_config(name: str = "minilm", **overrides: Any) -> ScorerConfig:
     """The typed scorer section a job gets from ``scorer=<name>`` plus ``scorer.<key>=<value>``
     overrides, composed by Hydra (so a scorer's composed ``fallback`` is there too)."""
     register_configs()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+    with config_folder(REPO / "conf"):
         cfg = compose(
             "config", overrides=[f"scorer={name}", *(f"scorer.{k}={_value(v)}" for k, v in overrides.items())]
         )

@@ -13,12 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import compose
 from mlflow.tracking import MlflowClient
 
 from mcu_exp.app import USER_ERRORS, one_line
 from mcu_exp.config import register_configs
 from mcu_exp.pipeline import run_job
+from support.compose import config_folder
 from support.fake_api import PLANTED_KEY, Action, FakeServer, error_body
 from support.mlflow_store import seed_store
 
@@ -66,7 +67,7 @@ def job_in_process(
     else:
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     register_configs()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+    with config_folder(REPO / "conf"):
         cfg = compose("config", overrides=["model=gpt-4o", f"model.base_url={server.url}/v1", *QUICK, *overrides])
     return run_job(cfg)
 

@@ -11,13 +11,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import compose
 from mlflow.tracking import MlflowClient
 
 from mcu_exp.bundle.replay import VOLATILE
 from mcu_exp.cli.bundle import main as bundle_main
 from mcu_exp.config import register_configs
 from mcu_exp.pipeline import run_job
+from support.compose import config_folder
 from support.fake_api import PLANTED_KEY, FakeServer
 from support.mlflow_store import seed_store
 from support.sweeps import multirun_in_process
@@ -40,7 +41,7 @@ QUICK = [
 def compose_job(outputs: Path, *overrides: str):  # type: ignore[no-untyped-def]
     """The config the app composes from ``overrides``, its outputs (and MLflow store) in ``outputs``."""
     register_configs()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+    with config_folder(REPO / "conf"):
         return compose("config", overrides=[*QUICK, f"paths.outputs={outputs}", *overrides])
 
 
