@@ -68,17 +68,23 @@ def config_folder(folder: Path | str = CONF, job_name: str = "app") -> Iterator[
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from hydra_plugins.mcu_exp_sweeper.compose_once import MergeOnceLoader
-
     with initialize_config_dir(config_dir=str(folder), job_name=job_name, version_base="1.3"):
         hydra = GlobalHydra.instance().hydra
         assert hydra is not None
-        key = (str(folder), _store_state())
-        loader = _LOADERS.get(key)
-        if loader is None:
-            loader = _LOADERS[key] = MergeOnceLoader.wrapping(hydra.config_loader)
-        hydra.config_loader = loader
+        hydra.config_loader = shared_loader(folder, hydra.config_loader)
         yield
+
+
+def shared_loader(folder: Path | str, loader: Any) -> Any:
+    """The process's loader for ``folder`` and the ConfigStore as it is now, made from ``loader``
+    (Hydra's own, for that folder) the first time."""
+    from hydra_plugins.mcu_exp_sweeper.compose_once import MergeOnceLoader
+
+    key = (str(folder), _store_state())
+    found = _LOADERS.get(key)
+    if found is None:
+        found = _LOADERS[key] = MergeOnceLoader.wrapping(loader)
+    return found
 
 
 def compose(*overrides: str, return_hydra_config: bool = False, folder: Path | str = CONF) -> DictConfig:

@@ -92,6 +92,7 @@ def multirun_in_process(outputs: Path, *args: str, **env: str) -> subprocess.Com
     from mcu_exp import console
     from mcu_exp.app import _hydra_verbose, _quiet_job, config_dir
     from mcu_exp.pipeline import run_job
+    from support.compose import shared_loader
 
     def job(cfg: Any) -> float:
         """The app's job function (``mcu_exp.app._job``) without what belongs to its process:
@@ -118,6 +119,7 @@ def multirun_in_process(outputs: Path, *args: str, **env: str) -> subprocess.Com
             hydra = Hydra.create_main_hydra2(
                 task_name="app", config_search_path=create_config_search_path(config_dir())
             )
+            hydra.config_loader = shared_loader(config_dir(), hydra.config_loader)  # files read once a process
             returns = hydra.multirun(config_name="config", task_function=job, overrides=overrides)
         finally:
             GlobalHydra.instance().clear()
