@@ -25,7 +25,7 @@ import pytest
 
 from support.browser import DevTools, check_screenshot, chromium, chromium_binary
 from support.mlflow_server import mlflow_server
-from support.mlflow_store import seed_store
+from support.mlflow_store import seed_store, share_results
 from support.sweeps import sweep_in_process
 
 pytestmark = pytest.mark.slow
@@ -60,7 +60,8 @@ def sweep(server: str, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
 
     from mcu_exp.tracking.ui_view import view_url
 
-    outputs = tmp_path_factory.mktemp("ui_sweep") / "outputs"
+    # No local store (the jobs log to the server); the test run's shared result cache.
+    outputs = share_results(tmp_path_factory.mktemp("ui_sweep") / "outputs")
     # Swept in this process: these tests read the runs (the command's own sweeps run in tests/app
     # and tests/tracking).
     res = sweep_in_process(outputs, "decision.epsilon=0.05,0.2", "evaluation.plots=true", MLFLOW_TRACKING_URI=server)
