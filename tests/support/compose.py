@@ -32,32 +32,35 @@ _LOADERS: dict[tuple[str, str], Any] = {}
 _NODE_DIGESTS: dict[int, tuple[Any, str]] = {}  # id(node) -> (node, digest of its content)
 
 
-def _digest(node: Any) -> str:
-    """A digest of a ConfigStore node's content (kept per node object: the schema is stored again,
-    with the same content, by every ``register_configs()``)."""
+def _digest(node: Any, seen: dict[int, tuple[Any, str]]) -> str:
+    """A digest of a ConfigStore node's content, remembered per node object in ``seen`` (the
+    schema is stored again, with the same content, by every ``register_configs()``)."""
     found = _NODE_DIGESTS.get(id(node))
-    if found is not None and found[0] is node:
-        return found[1]
-    text = OmegaConf.to_yaml(node) if isinstance(node, DictConfig) else repr(node)
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    _NODE_DIGESTS[id(node)] = (node, digest)
-    return digest
+    if found is None or found[0] is not node:
+        text = OmegaConf.to_yaml(node) if isinstance(node, DictConfig) else repr(node)
+        found = (node, hashlib.sha256(text.encode()).hexdigest())
+    seen[id(node)] = found
+    return found[1]
 
 
 def _store_state() -> str:
-    """What the ConfigStore holds: every entry's path, package, provider and content."""
+    """What the ConfigStore holds: every entry's path, package, provider and content. Only the
+    digests of the nodes it holds now are remembered."""
     from hydra.core.config_store import ConfigNode, ConfigStore
 
     entries: list[str] = []
+    seen: dict[int, tuple[Any, str]] = {}
 
     def walk(tree: dict[str, Any], path: str) -> None:
         for name, value in sorted(tree.items()):
             if isinstance(value, ConfigNode):
-                entries.append(f"{path}/{name}|{value.package}|{value.provider}|{_digest(value.node)}")
+                entries.append(f"{path}/{name}|{value.package}|{value.provider}|{_digest(value.node, seen)}")
             else:
                 walk(value, f"{path}/{name}")
 
     walk(ConfigStore.instance().repo, "")
+    _NODE_DIGESTS.clear()
+    _NODE_DIGESTS.update(seen)
     return hashlib.sha256("\n".join(entries).encode()).hexdigest()
 
 
