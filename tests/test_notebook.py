@@ -7,39 +7,30 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hydra import compose
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 import mcu_exp
-from mcu_exp.config import register_configs
 from mcu_exp.pipeline import run_job
-from support.compose import config_folder
+from support.compose import compose
 from support.mlflow_store import seed_store
 from support.standin_proxy import TARGET
 
 pytestmark = pytest.mark.slow  # a whole (decision-only) job
-
-CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     """A local store holding one finished stand-in job: its URI and the run id."""
     outputs = seed_store(tmp_path_factory.mktemp("notebook") / "outputs")
-    register_configs()
-    with config_folder(CONF):
-        cfg = compose(
-            "config",
-            overrides=[
-                TARGET,
-                "quiet=true",
-                "evaluation.plots=false",
-                f"paths.outputs={outputs}",
-                "evaluation.bootstrap_resamples=1000",
-                "decision.epsilon=0.2",
-            ],
-        )
+    cfg = compose(
+        TARGET,
+        "quiet=true",
+        "evaluation.plots=false",
+        f"paths.outputs={outputs}",
+        "evaluation.bootstrap_resamples=1000",
+        "decision.epsilon=0.2",
+    )
     run_job(cfg)
     uri = f"sqlite:///{outputs / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)

@@ -14,15 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hydra import compose
 
-from mcu_exp.config import register_configs
 from mcu_exp.config.schema import typed_config
 from mcu_exp.job.paths import folder_problem
 from mcu_exp.job.validate import config_problems
 from mcu_exp.pipeline import run_job
-from support.compose import config_folder
-from support.sweeps import REPO, STANDIN, mcu_exp
+from support.compose import compose
+from support.sweeps import STANDIN, mcu_exp
 
 JOB = (STANDIN, "quiet=true", "evaluation.bootstrap_resamples=1000")
 
@@ -40,9 +38,7 @@ def refused(done: subprocess.CompletedProcess[str], key: str, needle: str) -> st
 def refused_in_process(key: str, needle: str, *overrides: str) -> str:
     """The one-line error of the job ``JOB + overrides`` run in this process (what the command
     prints after ``mcu-exp: error:``), raised before the job makes anything."""
-    register_configs()
-    with config_folder(REPO / "conf"):
-        cfg = compose("config", overrides=[*JOB, *overrides])
+    cfg = compose(*JOB, *overrides)
     with pytest.raises(ValueError) as info:
         run_job(cfg)
     line = str(info.value)
@@ -116,9 +112,7 @@ def test_system_folders_only_when_forced(tmp_path: Path) -> None:
     for value in ("/tmp/mcu", str(tmp_path / "outputs"), "outputs", "/var/tmp/mcu", "/etcetera/mcu", "/usrdata/x"):
         assert folder_problem("paths.outputs", value) is None, value
     assert folder_problem("paths.outputs", "/etc/mcu", allow_system=True) is None
-    register_configs()
-    with config_folder(REPO / "conf"):
-        forced = typed_config(compose("config", overrides=["paths.outputs=/etc/mcu", "paths.allow_system=true"]))
-        plain = typed_config(compose("config", overrides=["cache.dir=/etc/mcu-cache"]))
+    forced = typed_config(compose("paths.outputs=/etc/mcu", "paths.allow_system=true"))
+    plain = typed_config(compose("cache.dir=/etc/mcu-cache"))
     assert [p for p in config_problems(forced) if "system folder" in p] == []
     assert [p for p in config_problems(plain) if p.startswith("cache.dir=/etc/mcu-cache: /etc is a system")]

@@ -12,22 +12,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hydra import compose
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
 from mcu_exp import names
 from mcu_exp.calibration import Scores, get_rule
-from mcu_exp.config import DecisionConfig, register_configs
+from mcu_exp.config import DecisionConfig
 from mcu_exp.evaluation import evaluate
 from mcu_exp.pipeline import run_job
-from support.compose import config_folder
+from support.compose import compose
 from support.mlflow_store import all_metrics, seed_store
 from support.standin_proxy import TARGET
 
 pytestmark = pytest.mark.slow  # whole jobs, stores or encoders: scheduled first under xdist
-
-CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
 def job(outputs: Path, *overrides: str) -> DictConfig:
@@ -35,19 +32,14 @@ def job(outputs: Path, *overrides: str) -> DictConfig:
     costs MLflow's schema migrations, seconds per job) and the test run's shared result cache
     (the humans' ceiling and the measure table's bootstraps, computed once per test run)."""
     seed_store(outputs)
-    register_configs()
-    with config_folder(CONF):
-        return compose(
-            "config",
-            overrides=[
-                TARGET,
-                "quiet=true",
-                "evaluation.plots=false",
-                f"paths.outputs={outputs}",
-                "evaluation.bootstrap_resamples=1000",
-                *overrides,
-            ],
-        )
+    return compose(
+        TARGET,
+        "quiet=true",
+        "evaluation.plots=false",
+        f"paths.outputs={outputs}",
+        "evaluation.bootstrap_resamples=1000",
+        *overrides,
+    )
 
 
 def only_run(outputs: Path):  # -> an mlflow Run

@@ -7,34 +7,26 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hydra import compose
 
-from mcu_exp.config import register_configs
 from mcu_exp.config.schema import typed_config
 from mcu_exp.job.validate import config_problems
 from mcu_exp.llm.cache import GenerationCache, open_generation_cache
 from mcu_exp.scoring.score_cache import ScoreCache
 from mcu_exp.store.postgres import StoreError
-from support.compose import config_folder
+from support.compose import compose
 from support.postgres import free_port
-
-CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
 def problems(*overrides: str) -> list[str]:
-    register_configs()
-    with config_folder(CONF):
-        cfg = typed_config(compose("config", overrides=list(overrides)))
+    cfg = typed_config(compose(*overrides))
     return [p for p in config_problems(cfg) if p.startswith("cache.")]
 
 
 def test_cache_url_defaults_to_the_environment_and_else_to_the_sqlite_files(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MCU_EXP_CACHE_URL", raising=False)
-    register_configs()
-    with config_folder(CONF):
-        assert typed_config(compose("config")).cache.url is None
-        monkeypatch.setenv("MCU_EXP_CACHE_URL", "postgresql://me@db-host:5433/mcu")
-        assert typed_config(compose("config")).cache.url == "postgresql://me@db-host:5433/mcu"
+    assert typed_config(compose()).cache.url is None
+    monkeypatch.setenv("MCU_EXP_CACHE_URL", "postgresql://me@db-host:5433/mcu")
+    assert typed_config(compose()).cache.url == "postgresql://me@db-host:5433/mcu"
     assert problems() == []
 
 

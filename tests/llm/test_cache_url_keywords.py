@@ -20,7 +20,7 @@ from mcu_exp import redact
 from mcu_exp.app import config_dir
 from mcu_exp.cli.commands import SUBCOMMANDS
 from mcu_exp.job.validate import config_problems
-from support.compose import config_folder
+from support.compose import compose
 from support.postgres import free_port
 
 SECRET = "Zq8-unique-SECRET-4711"
@@ -99,16 +99,11 @@ def test_a_password_in_the_url_variable_is_masked_too(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("form", [FORMS[0], FORMS[4]])
 def test_a_job_refuses_an_ssl_passphrase_in_cache_url_without_showing_it(form: str) -> None:
-    from hydra import compose
 
-    from mcu_exp.config import register_configs
     from mcu_exp.config.schema import typed_config
     from mcu_exp.redact import redact_text
 
-    register_configs()
-    conf = Path(__file__).resolve().parents[2] / "conf"
-    with config_folder(conf):
-        cfg = typed_config(compose("config", overrides=[f"cache.url='{form.format(port=1)}'"]))
+    cfg = typed_config(compose(f"cache.url='{form.format(port=1)}'"))
     found = [redact_text(p) for p in config_problems(cfg) if p.startswith("cache.")]
     assert len(found) == 1 and SECRET not in found[0], found
 

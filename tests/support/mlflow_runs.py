@@ -9,14 +9,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hydra import compose
 from omegaconf import DictConfig, OmegaConf
 
-from mcu_exp.config import Config, register_configs
+from mcu_exp.config import Config
 from mcu_exp.tracking import flatten_config, mlflow_run, run_name, run_tags
-from support.compose import config_folder
-
-CONF = Path(__file__).resolve().parents[2] / "conf"
+from support.compose import compose
 
 # Metrics of an ordinary run against all readers (values do not matter, their presence does).
 METRICS = {
@@ -48,9 +45,7 @@ class Store:
 
 def compose_job(*overrides: str) -> tuple[DictConfig, Config]:
     """The composed config of ``mcu-exp OVERRIDES`` and its typed form (nothing run)."""
-    register_configs()
-    with config_folder(CONF):
-        raw = compose("config", overrides=list(overrides))
+    raw = compose(*overrides)
     return raw, OmegaConf.to_object(raw)  # type: ignore[return-value]
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hydra import compose
 from omegaconf import OmegaConf
 
-from mcu_exp.config import ScorerConfig, register_configs
-from support.compose import config_folder
+from mcu_exp.config import ScorerConfig
+from support.compose import compose
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,9 +37,5 @@ def _value(value: Any) -> str:
 def scorer_config(name: str = "minilm", **overrides: Any) -> ScorerConfig:
     """The typed scorer section a job gets from ``scorer=<name>`` plus ``scorer.<key>=<value>``
     overrides, composed by Hydra (so a scorer's composed ``fallback`` is there too)."""
-    register_configs()
-    with config_folder(REPO / "conf"):
-        cfg = compose(
-            "config", overrides=[f"scorer={name}", *(f"scorer.{k}={_value(v)}" for k, v in overrides.items())]
-        )
+    cfg = compose(f"scorer={name}", *(f"scorer.{k}={_value(v)}" for k, v in overrides.items()))
     return OmegaConf.to_object(cfg.scorer)  # type: ignore[return-value]

@@ -13,13 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose
 from mlflow.tracking import MlflowClient
 
 from mcu_exp.app import USER_ERRORS, one_line
-from mcu_exp.config import register_configs
 from mcu_exp.pipeline import run_job
-from support.compose import config_folder
+from support.compose import compose
 from support.fake_api import PLANTED_KEY, Action, FakeServer, error_body
 from support.mlflow_store import seed_store
 
@@ -66,9 +64,7 @@ def job_in_process(
         monkeypatch.setenv("OPENAI_API_KEY", PLANTED_KEY)
     else:
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    register_configs()
-    with config_folder(REPO / "conf"):
-        cfg = compose("config", overrides=["model=gpt-4o", f"model.base_url={server.url}/v1", *QUICK, *overrides])
+    cfg = compose("model=gpt-4o", f"model.base_url={server.url}/v1", *QUICK, *overrides)
     return run_job(cfg)
 
 

@@ -11,20 +11,17 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from hydra import compose
 from mlflow.tracking import MlflowClient
 
 from mcu_exp.bundle.replay import VOLATILE
 from mcu_exp.cli.bundle import main as bundle_main
-from mcu_exp.config import register_configs
 from mcu_exp.pipeline import run_job
-from support.compose import config_folder
+from support.compose import compose
 from support.fake_api import PLANTED_KEY, FakeServer
 from support.mlflow_store import seed_store
 from support.sweeps import multirun_in_process
 from support.tiny_llama import model_overrides
 
-REPO = Path(__file__).resolve().parents[3]
 URL_PASSWORD = "pw-bundle-SECRET-5772156649"
 QUICK = [
     "debug=quick",
@@ -40,9 +37,7 @@ QUICK = [
 
 def compose_job(outputs: Path, *overrides: str):  # type: ignore[no-untyped-def]
     """The config the app composes from ``overrides``, its outputs (and MLflow store) in ``outputs``."""
-    register_configs()
-    with config_folder(REPO / "conf"):
-        return compose("config", overrides=[*QUICK, f"paths.outputs={outputs}", *overrides])
+    return compose(*QUICK, f"paths.outputs={outputs}", *overrides)
 
 
 def remote(server: FakeServer) -> list[str]:
