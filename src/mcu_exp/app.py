@@ -21,7 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 from mcu_exp import console, interrupts
 from mcu_exp.cli.commands import SUBCOMMAND_HELP, SUBCOMMANDS
 from mcu_exp.config import register_configs
-from mcu_exp.config.suggest import composition_message
+from mcu_exp.config.suggest import USER_FULL_ERROR, composition_message
 from mcu_exp.interrupts import exit_interrupted, interrupted_by
 from mcu_exp.llm.errors import BackendError
 from mcu_exp.plugin_guard import PluginFailure
@@ -255,7 +255,7 @@ def main() -> None:
 # job itself keep Hydra's reporting. The user's value travels in this variable so that jobs in
 # other processes (joblib, submitit) restore it too.
 _FULL_ERROR = "HYDRA_FULL_ERROR"
-_USER_FULL_ERROR = "MCU_EXP_USER_HYDRA_FULL_ERROR"
+_USER_FULL_ERROR = USER_FULL_ERROR
 _UNSET = "<unset>"
 
 

@@ -75,6 +75,7 @@ def test_misspelled_key_is_one_line_with_a_suggestion(tmp_path: Path, args: tupl
     both = res.stdout + res.stderr
     assert "+decision" not in both and "+proxy" not in both  # never Hydra's hint to add the key
     assert "Traceback" not in both and "HYDRA_FULL_ERROR" not in both
+    assert list(tmp_path.iterdir()) == []  # a sweep's too: no MLflow store, parent run or sweep folder
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,9 @@ from omegaconf import OmegaConf
 _OVERRIDE_FAILED = re.compile(r"Could not override '([^']+)'")
 _MERGING = re.compile(r"Error merging override (\S+)")
 _CONVERTED = re.compile(r"could not be converted to (\w+)")
+USER_FULL_ERROR = "MCU_EXP_USER_HYDRA_FULL_ERROR"
+"""The user's own ``HYDRA_FULL_ERROR`` while the command composes (it sets Hydra's to 1 to
+receive composition errors as exceptions): "1" when the user asked for Hydra's full reports."""
 EXPECTED = {"Float": "a number", "Integer": "a whole number", "Boolean": "true or false", "String": "a string"}
 
 

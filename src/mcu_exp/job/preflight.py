@@ -5,6 +5,8 @@ store is when that store is new.
 the sweep's parent run is opened) loads a sweep's dataset once when it starts: data that cannot
 be had (offline, no copy in ``$MCU_EXP_DATA``, ``dataset.root`` or the user cache) stops the
 sweep with one line, before any MLflow run exists, instead of failing every job the same way.
+Before that it composes the sweep's first job (:func:`compose_first_job`): a misspelled key is
+one line, and nothing is made under the outputs folder.
 
 The default outputs folder, ``outputs`` (MLflow store and generation cache), lies under the
 folder the command starts in, as Hydra's run folders do. So that a command started from another
@@ -99,14 +101,57 @@ def swept_keys(config: Any) -> list[str]:
     return [key for key, _ in swept(list(config.hydra.overrides.task))]
 
 
+# Sweepers that expand the command line into jobs as Hydra's basic sweeper does.
+BASIC_SWEEPERS = (
+    "hydra._internal.core_plugins.basic_sweeper.BasicSweeper",
+    "hydra_plugins.mcu_exp_sweeper.compose_once.ComposeOnceSweeper",
+)
+
+
+def compose_first_job(config: Any) -> None:
+    """Compose a sweep's first job as its sweeper will (``hydra.sweeper.params``, then the
+    command line's overrides, expanded by :class:`BasicSweeper`): a misspelled key or a value of
+    the wrong type raises Hydra's composition error here. Hydra calls the callbacks before the
+    sweeper composes any job, and the sweep's callback opens the MLflow store and its parent run,
+    so without this a misspelled key failed after the store, the run and the sweep's folder had
+    been made. Other sweepers (Optuna's search spaces) are left to report their own."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    sweeper = config.hydra.sweeper
+    if sweeper.get("_target_") not in BASIC_SWEEPERS:
+        return
+    lines = [f"{key}={value}" for key, value in (sweeper.get("params") or {}).items()]
+    lines += list(config.hydra.overrides.task)
+    try:
+        batches = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(lines), None)
+    except HydraException:
+        return  # a sweep the basic sweeper cannot expand: it says so itself
+    GlobalHydra.instance().config_loader().load_sweep_config(config, batches[0][0])
+
+
 class Preflight(Callback):
     """Hydra callback: the store's note (:func:`store_notice`) for a run or a sweep; a sweep's
-    dataset loaded once before its parent run (:func:`data_problem`)."""
+    first job composed (:func:`compose_first_job`) and its dataset loaded once
+    (:func:`data_problem`) before its parent run."""
 
     def on_run_start(self, config: Any, **kwargs: Any) -> None:
         _note(config)
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+        from hydra.errors import CompactHydraException
+
+        from mcu_exp.config.suggest import USER_FULL_ERROR, composition_message
+
+        try:
+            compose_first_job(config)
+        except CompactHydraException as exc:  # Hydra would only warn of a callback's exception
+            message = composition_message(exc)
+            if message is not None and os.environ.get(USER_FULL_ERROR) != "1":
+                raise SystemExit(f"mcu-exp: error: {message}") from None
+            # Any other error, or the user's full report: the sweeper composes the job and raises it.
         varies_data = any(key in DATASET_KEYS for key in swept_keys(config))
         problem = None if varies_data else data_problem(config)
         if problem is not None:
