@@ -31,6 +31,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("settings", 0),
     ("console", 0),
     ("interrupts", 0),
+    ("collector", 0),
     ("recent", 0),
     ("yaml_limits", 0),
     ("config", 0),

@@ -18,7 +18,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from mcu_exp import console, interrupts
+from mcu_exp import collector, console, interrupts
 from mcu_exp.cli.commands import SUBCOMMAND_HELP, SUBCOMMANDS
 from mcu_exp.config import register_configs
 from mcu_exp.config.suggest import USER_FULL_ERROR, composition_message
@@ -65,6 +65,7 @@ register_configs()
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="config")
 def _job(cfg: DictConfig) -> float:
     _restore_full_error()
+    collector.tune()  # a launcher's worker (joblib, submitit) never ran the entry point
     from mcu_exp.pipeline import run_job
     from mcu_exp.plugins import freeze_registries, start_plugins
 

@@ -4,11 +4,12 @@ are still importing (MLflow, Hydra, pandas take a second or two) is one line and
 
 from __future__ import annotations
 
-from mcu_exp import interrupts
+from mcu_exp import collector, interrupts
 
 
 def main() -> None:
     """Import the application, then run it."""
+    collector.tune()
     interrupts.watch()
     try:
         from mcu_exp.app import main as app_main
