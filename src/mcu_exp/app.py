@@ -256,7 +256,6 @@ def main() -> None:
 # job itself keep Hydra's reporting. The user's value travels in this variable so that jobs in
 # other processes (joblib, submitit) restore it too.
 _FULL_ERROR = "HYDRA_FULL_ERROR"
-_USER_FULL_ERROR = USER_FULL_ERROR
 _UNSET = "<unset>"
 
 
@@ -266,7 +265,7 @@ def _compose_and_run() -> None:
     from hydra.errors import CompactHydraException
 
     user = os.environ.get(_FULL_ERROR)
-    os.environ[_USER_FULL_ERROR] = _UNSET if user is None else user
+    os.environ[USER_FULL_ERROR] = _UNSET if user is None else user
     os.environ[_FULL_ERROR] = "1"
     try:
         from mcu_exp.plugins import start_plugins
@@ -349,7 +348,7 @@ def check_config_dirs(argv: list[str]) -> None:
 
 def _restore_full_error() -> None:
     """Put the user's ``HYDRA_FULL_ERROR`` back (see :func:`_compose_and_run`)."""
-    saved = os.environ.pop(_USER_FULL_ERROR, None)
+    saved = os.environ.pop(USER_FULL_ERROR, None)
     if saved is None:
         return
     if saved == _UNSET:

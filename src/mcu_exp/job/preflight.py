@@ -147,11 +147,10 @@ class Preflight(Callback):
 
         try:
             compose_first_job(config)
-        except CompactHydraException as exc:  # Hydra would only warn of a callback's exception
-            message = composition_message(exc)
+        except Exception as exc:  # noqa: BLE001 (Hydra would only warn of it: the sweeper composes the job again and reports it)
+            message = composition_message(exc) if isinstance(exc, CompactHydraException) else None
             if message is not None and os.environ.get(USER_FULL_ERROR) != "1":
                 raise SystemExit(f"mcu-exp: error: {message}") from None
-            # Any other error, or the user's full report: the sweeper composes the job and raises it.
         varies_data = any(key in DATASET_KEYS for key in swept_keys(config))
         problem = None if varies_data else data_problem(config)
         if problem is not None:
