@@ -164,3 +164,30 @@ def test_three_studies_sweeps_p1_over_the_three_datasets_and_p0_output_on_atoms(
         cfg = typed_config(compose_cfg("experiment=three_studies", f"+three_studies={job}"))
         assert (cfg.dataset.name, cfg.proxy["name"]) == (dataset, proxy)
         assert (cfg.model.dtype, cfg.model.num_threads) == ("bfloat16", 1)
+
+
+def test_the_schema_is_stored_once_and_again_when_removed_or_replaced() -> None:
+    """``register_configs()`` keeps its ConfigStore entry (building it costs ~20 ms a call, and
+    every composition calls it), and stores the schema again when a plugin or test removed or
+    replaced the entry, so a composition always finds the schema."""
+    from hydra.core.config_store import ConfigNode, ConfigStore
+    from omegaconf import OmegaConf
+
+    from mcu_exp.config import register_configs, schema
+
+    repo = ConfigStore.instance().repo
+    register_configs()
+    first = repo[schema.SCHEMA_ENTRY]
+    register_configs()
+    assert repo[schema.SCHEMA_ENTRY] is first
+    del repo[schema.SCHEMA_ENTRY]
+    register_configs()
+    again = repo[schema.SCHEMA_ENTRY]
+    assert again is not first and OmegaConf.to_yaml(again.node) == OmegaConf.to_yaml(first.node)
+    other = OmegaConf.create({"other": 1})
+    repo[schema.SCHEMA_ENTRY] = ConfigNode(
+        name=schema.SCHEMA_ENTRY, node=other, group=None, package=None, provider=None
+    )
+    register_configs()
+    assert OmegaConf.to_yaml(repo[schema.SCHEMA_ENTRY].node) == OmegaConf.to_yaml(first.node)
+    assert typed_config(compose_cfg()).decision.epsilon == 0.1
