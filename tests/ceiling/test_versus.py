@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -132,3 +133,39 @@ def test_ceiling_headline_keys_fill_only_the_room_left() -> None:
     one = headline(metrics, groups, series=MAX_HEADLINE - base - 1)
     assert "ceiling.auc_score" in one and "vs_ceiling.upper" not in one
     assert not bounds & set(headline(metrics, groups, series=MAX_HEADLINE - base))
+
+
+def same(a: object, b: object) -> bool:
+    """Equal bit for bit: dataclasses field by field, arrays with their dtype (NaN equal to NaN)."""
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        fields = [f.name for f in dataclasses.fields(a)]
+        return type(a) is type(b) and all(same(getattr(a, n), getattr(b, n)) for n in fields)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+    if isinstance(a, float):
+        return isinstance(b, float) and np.float64(a).tobytes() == np.float64(b).tobytes()
+    return a == b
+
+
+def test_the_humans_side_is_computed_once_per_set_of_scored_programs(tmp_path: Path) -> None:
+    """With a cache folder, a second score on the same programs reuses the humans' side of the
+    comparison (no new cache entry) and every figure is the one computed without a cache, bit
+    for bit; a score that leaves a program out is another set of programs, another entry."""
+    ds, score = case()
+    other = pd.Series(np.random.default_rng(9).random(score.size), index=score.index)
+    fewer = other.copy()
+    fewer.iloc[0] = np.nan
+
+    def compare(proxy: pd.Series, cache_dir: Path | None = None) -> object:
+        return compare_to_bounds(ds, proxy, resamples=200, splits=100, seed=0, inner_splits=10, cache_dir=cache_dir)
+
+    def entries() -> int:
+        return len(list((tmp_path / "results").rglob("*.pkl")))
+
+    for proxy, stored in ((score, 1), (other, 1), (fewer, 2), (other, 2)):
+        assert same(compare(proxy, tmp_path), compare(proxy))
+        assert entries() == stored
+    found = ceilings(ds, other, LabelsConfig(), EV, [], cache_dir=tmp_path)["all"]
+    assert same(found, ceilings(ds, other, LabelsConfig(), EV, [])["all"]) and entries() == 2

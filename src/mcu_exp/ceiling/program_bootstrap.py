@@ -40,6 +40,8 @@ import dataclasses
 import math
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -302,6 +304,20 @@ def _check(resamples: int, splits: int, inner_splits: int) -> None:
         )
 
 
+HUMAN_SIDE_CODE = (
+    "mcu_exp.ceiling.program_bootstrap",
+    "mcu_exp.ceiling.bounds",
+    "mcu_exp.ceiling.split_half",
+    "mcu_exp.data.labels",
+    "mcu_exp.evaluation.bootstrap",
+)  # what the humans' side of :func:`compare_to_bounds` computes with
+
+
+def _is_bootstrap(value: Any) -> bool:
+    """A cached humans' side: (ceiling, resample indices, stacked replicates)."""
+    return isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], CeilingBootstrap)
+
+
 def _bootstrap(
     panel: _Panel, resamples: int, seed: int, confidence: float, inner_splits: int, rule: str
 ) -> tuple[CeilingBootstrap, np.ndarray, np.ndarray]:
@@ -389,6 +405,7 @@ def compare_to_bounds(
     seed: int = 0,
     confidence: float = 0.95,
     inner_splits: int = INNER_SPLITS,
+    cache_dir: str | Path | None = None,
 ) -> BoundComparison:
     """A proxy's per-program ``score`` (indexed by program id; continuous or 0/1, higher = the
     model understands more) against the ceiling, **on the same programs**: those with a finite
@@ -397,20 +414,37 @@ def compare_to_bounds(
     On them: the proxy's AUC against the full-panel label and its Spearman ρ against the
     full-panel mean correctness, the paired differences AUC_proxy − AUC_bound for each bound of
     :data:`BOUNDS`, and ρ_proxy / √reliability, all from the same program resamples (module
-    docstring). Undefined parts are NaN."""
+    docstring). Undefined parts are NaN.
+
+    The humans' side (the ceiling's replicates on the scored programs and the resamples drawn)
+    depends on which programs are scored, not on the scores: with ``cache_dir`` it is computed
+    once per set of programs and reused by every proxy and model scored on them
+    (:func:`mcu_exp.result_cache.cached_result`), the same bits as computed afresh."""
+    from mcu_exp.result_cache import cached_result
+
     _check(resamples, splits, inner_splits)
     finite = score[np.isfinite(score.astype(float))]
     counts = reader_counts(dataset, rule, min_fraction, group, readers)
     scored = counts[counts.index.isin(finite.index)]
     keep = [pid for pid in scored.index if scored.at[pid, "readers"] >= 2]
     left_out = len(scored) - len(keep)
-    panel = _panel(dataset.subset(keep), rule, min_fraction, group, readers, splits, seed)
+    kept = dataset.subset(keep)
+    panel = _panel(kept, rule, min_fraction, group, readers, splits, seed)
     if panel.splittable.sum() < MIN_PROGRAMS or panel.counts["label"].nunique() < 2:
         ceiling = dataclasses.replace(
             _undefined(panel, resamples, splits, seed, confidence), programs_left_out=left_out
         )
         return _undefined_comparison(ceiling)
-    ceiling, idx, _ = _bootstrap(panel, resamples, seed, confidence, inner_splits, rule)
+    key = [kept.evaluations, kept.program_ids, rule, float(min_fraction), group, readers, splits, seed]
+    key += [resamples, float(confidence), inner_splits]
+    ceiling, idx, _ = cached_result(
+        cache_dir,
+        "ceiling_on_scored_programs",
+        key,
+        lambda: _bootstrap(panel, resamples, seed, confidence, inner_splits, rule),
+        code=HUMAN_SIDE_CODE,
+        kind=_is_bootstrap,
+    )
     ceiling = dataclasses.replace(ceiling, programs_left_out=left_out)
     values = finite.reindex(panel.counts.index).to_numpy(dtype=float)
     ones = np.ones(idx.shape)

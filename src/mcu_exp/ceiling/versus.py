@@ -40,6 +40,8 @@ from mcu_exp.evaluation.ceiling_lines import BOUND_KEYS, CEILING, CONCORDANCE, D
 from mcu_exp.names import ALL_READERS
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pandas as pd
 
     from mcu_exp.ceiling.program_bootstrap import BoundComparison, CeilingBootstrap
@@ -85,11 +87,17 @@ def comparison_figures(found: BoundComparison, alpha: float) -> dict[str, float]
 
 
 def label_set_ceiling(
-    dataset: Dataset, score: pd.Series | None, labels: LabelsConfig, ev: EvaluationConfig, group: str
+    dataset: Dataset,
+    score: pd.Series | None,
+    labels: LabelsConfig,
+    ev: EvaluationConfig,
+    group: str,
+    cache_dir: str | Path | None = None,
 ) -> dict[str, float]:
     """The flat figures of one label set (module docstring): the ceiling, and with a ``score``
     (per program, higher = more understandable; none finite: the ceiling alone) the proxy against
-    it on the same programs."""
+    it on the same programs; ``cache_dir``: where the humans' side is kept for other scores on
+    the same programs (:func:`~mcu_exp.ceiling.program_bootstrap.compare_to_bounds`)."""
     from mcu_exp.ceiling.program_bootstrap import ceiling_bootstrap, compare_to_bounds
     from mcu_exp.ceiling.split_half import krippendorff_alpha
     from mcu_exp.data.labels import label_evaluations
@@ -103,7 +111,7 @@ def label_set_ceiling(
         )
         return ceiling_figures(alone, alpha)
     found = compare_to_bounds(
-        dataset, score, rule, fraction, group, readers, resamples, splits, ev.seed, ev.confidence, inner
+        dataset, score, rule, fraction, group, readers, resamples, splits, ev.seed, ev.confidence, inner, cache_dir
     )
     return comparison_figures(found, alpha)
 
@@ -123,12 +131,17 @@ def concordance_figures(
 
 
 def ceilings(
-    dataset: Dataset, score: pd.Series | None, labels: LabelsConfig, ev: EvaluationConfig, groups: list[str]
+    dataset: Dataset,
+    score: pd.Series | None,
+    labels: LabelsConfig,
+    ev: EvaluationConfig,
+    groups: list[str],
+    cache_dir: str | Path | None = None,
 ) -> dict[str, dict[str, float]]:
     """:func:`label_set_ceiling` of ``all`` (the ``labels`` config's own group) and each subgroup;
     with a score, ``all`` also carries :func:`concordance_figures`."""
     found = {
-        name: label_set_ceiling(dataset, score, labels, ev, labels.group if name == ALL_READERS else name)
+        name: label_set_ceiling(dataset, score, labels, ev, labels.group if name == ALL_READERS else name, cache_dir)
         for name in [ALL_READERS, *groups]
     }
     if score is not None and np.isfinite(score.to_numpy(dtype=float)).any():

@@ -177,7 +177,7 @@ def attach_ceilings(
         cache_dir,
         "ceiling_bounds",
         key,
-        lambda: ceilings(dataset, score, labels, ev, groups),
+        lambda: ceilings(dataset, score, labels, ev, groups, cache_dir),
         code=CEILING_CODE,
         kind=mapping_of(dict),
     )
