@@ -76,8 +76,9 @@ from omegaconf import OmegaConf
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import GenerationRequest, LocalBackend, Sample, SampleJob, request_for
-from mcu_exp.llm.converted import CACHE_ENV, CONVERT_ENV
+from mcu_exp.llm.converted import CONVERT_ENV
 from mcu_exp.proxies.prompts import summary_messages
+from mcu_exp.user_cache import CACHE_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 COLD_TARGET_S = 5.0

@@ -32,6 +32,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("console", 0),
     ("interrupts", 0),
     ("collector", 0),
+    ("user_cache", 0),
     ("recent", 0),
     ("yaml_limits", 0),
     ("config", 0),

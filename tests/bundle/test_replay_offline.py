@@ -14,6 +14,7 @@ from mcu_exp.bundle.replay import replay
 from mcu_exp.data import DatasetError, load_dataset
 from mcu_exp.data import download as dl
 from mcu_exp.pipeline import run_job
+from mcu_exp.user_cache import CACHE_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "docs" / "bundles" / "default-run.zip"
@@ -24,7 +25,7 @@ OFFLINE = "http://127.0.0.1:9/"  # nothing listens there: a download fails at on
 def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty user cache; every dataset's download pointed at a closed port."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv(dl.CACHE_ENV, raising=False)
+    monkeypatch.delenv(CACHE_ENV, raising=False)
     for variable in ("MCU_EXP_SCALABRINO_URL", "MCU_EXP_STAKELAB_URL", "MCU_EXP_ATOMS_URL"):
         monkeypatch.setenv(variable, OFFLINE)
     return tmp_path / "xdg" / "mcu_exp" / "data"

@@ -13,6 +13,7 @@ import pytest
 
 from mcu_exp.data import DatasetError, load_dataset
 from mcu_exp.data import download as dl
+from mcu_exp.user_cache import CACHE_ENV
 
 DATASETS = ("scalabrino", "stakelab", "atoms")
 
@@ -21,7 +22,7 @@ DATASETS = ("scalabrino", "stakelab", "atoms")
 def user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty user cache under ``$XDG_CACHE_HOME``; downloads pointed at a closed port."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv(dl.CACHE_ENV, raising=False)
+    monkeypatch.delenv(CACHE_ENV, raising=False)
     for variable in ("MCU_EXP_SCALABRINO_URL", "MCU_EXP_STAKELAB_URL", "MCU_EXP_ATOMS_URL"):
         monkeypatch.setenv(variable, "http://127.0.0.1:9/")
     return tmp_path / "xdg" / "mcu_exp" / "data"
@@ -64,7 +65,7 @@ def test_a_copy_that_fails_its_checksums_is_not_kept(
 def test_mcu_exp_cache_moves_the_user_cache(
     user_cache: Path, data_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dataset_cfg: Any
 ) -> None:
-    monkeypatch.setenv(dl.CACHE_ENV, str(tmp_path / "mine"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "mine"))
     monkeypatch.setenv("MCU_EXP_DATA", str(data_root))
     load_dataset(dataset_cfg(format="atoms", name="atoms", download=False))
     assert sorted(os.listdir(tmp_path / "mine" / "data" / "atoms")) == [

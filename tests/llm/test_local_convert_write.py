@@ -19,8 +19,9 @@ import pytest
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import LocalBackend, converted
-from mcu_exp.llm.converted import CACHE_ENV, CONVERT_ENV, CONVERTED_DIR, HASH_MEMO_DIR, MANIFEST, TMP_PREFIX
+from mcu_exp.llm.converted import CONVERT_ENV, CONVERTED_DIR, HASH_MEMO_DIR, MANIFEST, TMP_PREFIX
 from mcu_exp.llm.weights import Weights
+from mcu_exp.user_cache import CACHE_ENV
 from support.local_llm import worker_env
 
 

@@ -24,9 +24,10 @@ import pytest
 
 from mcu_exp.config import ModelConfig
 from mcu_exp.llm import GenerationRequest, LocalBackend, SampleJob, converted, request_for, sample_key
-from mcu_exp.llm.converted import CACHE_ENV, CONVERT_ENV, CONVERTED_DIR, MANIFEST, TMP_PREFIX, WEIGHTS_FILE
+from mcu_exp.llm.converted import CONVERT_ENV, CONVERTED_DIR, MANIFEST, TMP_PREFIX, WEIGHTS_FILE
 from mcu_exp.llm.weights import locate_weights
 from mcu_exp.proxies.prompts import summary_messages
+from mcu_exp.user_cache import CACHE_ENV
 from support.local_llm import REPO, worker_env
 
 pytestmark = pytest.mark.llm

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mcu_exp.llm import converted
+from mcu_exp.user_cache import CACHE_ENV
 
 if TYPE_CHECKING:
     from mcu_exp.config import ModelConfig
@@ -37,7 +38,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
             "config, tokenizer, chat template) that transformers loads as it is (vLLM's layout too); local\n"
             "loads of the model then use it. Prints the folder's path (an existing folder is reused).\n\n"
             f"Folders live in {root}/<GGUF name>-<sha256>-<dtype>/\n"
-            f"(${converted.CACHE_ENV}, else $XDG_CACHE_HOME/mcu_exp, else ~/.cache/mcu_exp; then converted/).\n"
+            f"(${CACHE_ENV}, else $XDG_CACHE_HOME/mcu_exp, else ~/.cache/mcu_exp; then converted/).\n"
             f"Deleting them is safe (rm -r {root}): the next load converts again.\n"
             f"{converted.CONVERT_ENV}=0 makes model loads use the GGUF without writing anything."
         ),

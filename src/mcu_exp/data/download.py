@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mcu_exp.data.types import DatasetError
+from mcu_exp.user_cache import user_cache
 
 log = logging.getLogger(__name__)
 
@@ -96,19 +97,6 @@ def base_url(override: str | None = None) -> str:
     """The repository root URL: ``override``, else ``$MCU_EXP_SCALABRINO_URL``, else GitHub."""
     url = override or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
     return url if url.endswith("/") else url + "/"
-
-
-CACHE_ENV = "MCU_EXP_CACHE"
-"""Environment variable naming the project's user cache (the converted models' too)."""
-
-
-def user_cache() -> Path:
-    """The project's user cache: ``$MCU_EXP_CACHE``, else ``$XDG_CACHE_HOME/mcu_exp``, else
-    ``~/.cache/mcu_exp`` (the same place whatever the working directory)."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mcu_exp"
 
 
 def cache_root(name: str = "scalabrino") -> Path:

@@ -163,7 +163,7 @@ def _note(config: Any) -> None:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from mcu_exp.data.download import user_cache
+    from mcu_exp.user_cache import user_cache
 
     try:
         outputs = str(OmegaConf.select(config, "paths.outputs"))

@@ -37,12 +37,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcu_exp.user_cache import user_cache
+
 if TYPE_CHECKING:
     from mcu_exp.llm.weights import Weights
 
 log = logging.getLogger(__name__)
 
-CACHE_ENV = "MCU_EXP_CACHE"
 CONVERT_ENV = "MCU_EXP_CONVERT"
 CONVERTED_DIR = "converted"
 MANIFEST = "mcu_exp_conversion.json"
@@ -55,18 +56,9 @@ FAST_CONVERTER = "mcu_exp.gguf_convert"  # the manifest's converter for mcu_exp.
 _BLOCK = 1 << 22
 
 
-def cache_root() -> Path:
-    """The project's user cache: ``$MCU_EXP_CACHE``, else ``$XDG_CACHE_HOME/mcu_exp``, else
-    ``~/.cache/mcu_exp``."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mcu_exp"
-
-
 def converted_root() -> Path:
     """The folder holding every converted model (safe to delete)."""
-    return cache_root() / CONVERTED_DIR
+    return user_cache() / CONVERTED_DIR
 
 
 def enabled() -> bool:
