@@ -249,6 +249,10 @@ def main() -> None:
         _compose_and_run()
     except KeyboardInterrupt as exc:  # a Ctrl-C outside a job (composing, a subcommand): one line, 130
         exit_interrupted(console.interrupted_line(exc))
+    except Exception as exc:  # a library's clean-up that failed under a Ctrl-C (see interrupted_by)
+        if not interrupted_by(exc):
+            raise
+        exit_interrupted(console.interrupted_line(KeyboardInterrupt()))
 
 
 # Composition errors reach _compose_and_run as exceptions (not as Hydra's printed report) while
@@ -272,6 +276,8 @@ def _compose_and_run() -> None:
 
         start_plugins(config_dir())  # before composing: decision=<rule> and proxy=<name> of plugins compose
     except ImportError as exc:  # a plugin that fails to load: one line naming it
+        if interrupted_by(exc):
+            raise KeyboardInterrupt from None
         print(f"mcu-exp: error: {one_line(exc)}", file=sys.stderr)
         raise SystemExit(1) from None
     try:

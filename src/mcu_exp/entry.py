@@ -17,4 +17,8 @@ def main() -> None:
         interrupts.check()
     except KeyboardInterrupt:
         interrupts.exit_interrupted("interrupted while starting; nothing ran")
+    except Exception as exc:  # Hydra's or OmegaConf's import interrupted halfway fails in its clean-up
+        if not interrupts.interrupted_by(exc):
+            raise
+        interrupts.exit_interrupted("interrupted while starting; nothing ran")
     app_main()

@@ -160,9 +160,14 @@ def exit_interrupted(line: str, then: Callable[[], None] | None = None) -> NoRet
 
 
 def interrupted_by(exc: BaseException) -> bool:
-    """Whether a Ctrl-C is what caused ``exc``: a KeyboardInterrupt anywhere in its chain of
-    causes and contexts (OmegaConf or Hydra interrupted halfway can fail in their own clean-up
-    and report that failure instead)."""
+    """Whether a Ctrl-C (or stop signal) is what caused ``exc``: a signal recorded since
+    :func:`watch`, or a KeyboardInterrupt anywhere in its chain of causes and contexts.
+
+    OmegaConf interrupted halfway fails in its own clean-up (a ListConfig left holding None)
+    and reports that failure with no trace of the KeyboardInterrupt in the chain, so the record
+    of the signal is what tells; the chain serves where nothing called :func:`watch`."""
+    if _requested:
+        return True
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]
     while todo:
@@ -174,3 +179,11 @@ def interrupted_by(exc: BaseException) -> bool:
         seen.add(id(current))
         todo += [current.__cause__, current.__context__]
     return False
+
+
+def raise_if_interrupted(exc: BaseException) -> None:
+    """Raise KeyboardInterrupt in place of ``exc`` when a signal caused it (:func:`interrupted_by`).
+    A command's handler of user errors calls it first, so that a Ctrl-C that made Hydra or
+    OmegaConf fail halfway ends as an interrupt (one line, 130), never as a bad-input error."""
+    if interrupted_by(exc):
+        raise KeyboardInterrupt from None

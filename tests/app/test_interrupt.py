@@ -216,3 +216,37 @@ def test_ctrl_c_while_starting_is_one_line_and_130(outputs: Path) -> None:
     assert job.returncode == 130, err[-2000:]
     assert "Traceback" not in err
     assert lines[-1].startswith("mcu-exp: interrupted") and sum(line.startswith("mcu-exp:") for line in lines) == 1
+
+
+@pytest.mark.parametrize(
+    ("phase", "nth", "args"),
+    [
+        ("import", 2, [STANDIN, "quiet=true"]),
+        ("import", 5, [STANDIN, "quiet=true"]),
+        ("compose", 3, [STANDIN, "quiet=true"]),
+        ("compose", 2, ["reliability"]),
+    ],
+    ids=["importing", "importing-later", "composing", "subcommand-composing"],
+)
+def test_ctrl_c_inside_omegaconf_is_one_line_and_130(outputs: Path, phase: str, nth: int, args: list[str]) -> None:
+    """A real SIGINT delivered while OmegaConf adds an item to a list (Hydra's modules building
+    their configs as they import, Hydra composing the job or a subcommand's config): OmegaConf
+    then fails in its own clean-up with an error that carries no KeyboardInterrupt. Still one
+    line, exit 130, no traceback, never a bad-input error (CI once saw exit 1 and a traceback
+    for a Ctrl-C sent 0.3 s in)."""
+    script = REPO / "tests" / "support" / "signal_in_omegaconf.py"
+    done = subprocess.run(
+        [sys.executable, str(script), phase, str(nth), *args],
+        cwd=REPO,
+        env=app_env(outputs),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 130, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert [line for line in lines if line.startswith("mcu-exp:")] == lines[-1:]
+    starting = "mcu-exp: interrupted while starting; nothing ran"
+    assert (lines[-1] == starting) == (phase == "import"), lines[-1]
+    assert lines[-1].startswith("mcu-exp: interrupted before the job generated anything") or phase == "import"

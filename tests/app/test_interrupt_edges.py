@@ -59,6 +59,19 @@ def test_an_error_raised_while_a_ctrl_c_unwound_counts_as_the_ctrl_c() -> None:
     assert not interrupted_by(plain.value)
 
 
+def test_an_error_with_no_trace_of_the_ctrl_c_counts_once_a_signal_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OmegaConf's errors drop the KeyboardInterrupt from their chain (``from None``); the
+    signal's record is what tells, and without one the same error is an ordinary error."""
+    cut = RuntimeError("ListConfig construction failed")
+    cut.__suppress_context__ = True
+    monkeypatch.setattr(interrupts, "_requested", False)
+    assert not interrupted_by(cut)
+    monkeypatch.setattr(interrupts, "_requested", True)
+    assert interrupted_by(cut)
+    with pytest.raises(KeyboardInterrupt):
+        interrupts.raise_if_interrupted(cut)
+
+
 def test_a_swallowed_ctrl_c_is_raised_again_at_the_next_check(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(interrupts, "_requested", False)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)

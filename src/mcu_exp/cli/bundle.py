@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from mcu_exp.interrupts import raise_if_interrupted
+
 PROG = "mcu-exp bundle"
 
 
@@ -264,6 +266,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             _replay(args.file, args.keep)
     except (ValueError, OSError, ImportError) as exc:
+        raise_if_interrupted(exc)
         from mcu_exp.bundle.safety import shown
 
         message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__

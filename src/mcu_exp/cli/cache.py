@@ -20,6 +20,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from mcu_exp.interrupts import raise_if_interrupted
 from mcu_exp.store.table_copy import TABLE_LABELS, Cache, copy_tables
 
 PROG = "mcu-exp cache"
@@ -131,6 +132,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.folder, args.url, export=args.action == "export", progress=not args.quiet and sys.stderr.isatty()
         )
     except (ValueError, OSError) as exc:
+        raise_if_interrupted(exc)
         message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
         if (
             isinstance(exc, StoreFault) and exc.advice and not is_disk_full(exc)

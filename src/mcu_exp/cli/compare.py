@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from mcu_exp.compare.sides import CompareError, Source
+from mcu_exp.interrupts import raise_if_interrupted
 from mcu_exp.names import (
     CONFIG_FILE,
     METRICS_FILE,
@@ -300,5 +301,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         run(args)
     except ValueError as exc:  # CompareError, PairingError and bad values are ValueErrors
+        raise_if_interrupted(exc)
         print(f"mcu-exp compare: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

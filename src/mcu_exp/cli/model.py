@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mcu_exp.interrupts import raise_if_interrupted
 from mcu_exp.llm import converted
 from mcu_exp.user_cache import CACHE_ENV
 
@@ -113,6 +114,7 @@ def main(argv: Sequence[str] | None = None, config_dir: str | None = None) -> No
 
         folder = convert(model_config(config_dir, args.overrides))
     except (BackendError, OmegaConfBaseException, hydra.errors.HydraException, OSError) as exc:
+        raise_if_interrupted(exc)
         message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
         print(f"{PROG} {args.action}: error: {message}", file=sys.stderr)
         raise SystemExit(1) from None

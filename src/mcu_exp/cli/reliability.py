@@ -15,6 +15,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from mcu_exp.interrupts import raise_if_interrupted
+
 if TYPE_CHECKING:
     from mcu_exp.config import Config
 
@@ -107,6 +109,7 @@ def main(argv: Sequence[str] | None = None, config_dir: str | None = None) -> No
     try:
         print(report(config_dir, args.overrides), end="")
     except (ValueError, FileNotFoundError, OmegaConfBaseException, hydra.errors.HydraException) as exc:
+        raise_if_interrupted(exc)
         message = " | ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
         print(f"{PROG}: error: {message}", file=sys.stderr)
         raise SystemExit(1) from None

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from mcu_exp.interrupts import raise_if_interrupted
 from mcu_exp.registry import load_plugins
 from mcu_exp.report.build import ReportError, default_tracking_uri, make_report
 
@@ -77,6 +78,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             echo=True,
         )
     except ReportError as exc:
+        raise_if_interrupted(exc)
         print(f"mcu-exp report: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     print(f"Report: {out / 'report.html'}")

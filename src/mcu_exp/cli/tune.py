@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mcu_exp.calibration.threshold import QUANTILE_RULES
+from mcu_exp.interrupts import raise_if_interrupted
 from mcu_exp.registry import load_plugins
 
 
@@ -268,5 +269,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         run(args)
     except (ValueError, FileNotFoundError) as exc:  # TuneError is a ValueError
+        raise_if_interrupted(exc)
         print(f"mcu-exp tune: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
