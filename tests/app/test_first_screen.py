@@ -95,6 +95,34 @@ def test_a_missing_option_or_a_wrong_type_is_one_line(tmp_path: Path, args: tupl
     assert "Traceback" not in res.stderr and "HYDRA_FULL_ERROR" not in res.stderr
 
 
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (
+            ("-m", "decision.epsilon=0.1,0.2,1.5", "evaluation.confidence=0.9,0.95"),
+            "decision.epsilon=1.5: expected a value in (0, 1) "
+            "(found in the sweep's job decision.epsilon=1.5 evaluation.confidence=0.9; no job was started)",
+        ),
+        (
+            ("-m", "decision.epsilon=0.1,0.2", "evaluation.confidence=1.5"),
+            "evaluation.confidence=1.5: expected a value in (0, 1) "
+            "(found in the sweep's job decision.epsilon=0.1; no job was started)",
+        ),
+    ],
+    ids=["in-a-later-job", "in-every-job"],
+)
+def test_a_value_out_of_range_in_any_job_of_a_sweep_stops_it_before_the_store(
+    tmp_path: Path, args: tuple[str, ...], expected: str
+) -> None:
+    """Each swept value is checked before the sweep's MLflow store, parent run or first job:
+    a value out of range in the third job no longer fails after two jobs have run."""
+    res = mcu_exp(*args, outputs=tmp_path)
+    assert res.returncode == 1
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert lines == [f"mcu-exp: error: {expected}"], res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_other_composition_errors_keep_hydras_report(tmp_path: Path) -> None:
     res = mcu_exp("decision.epsilon=0.1=2", outputs=tmp_path)  # not an override Hydra can parse
     assert res.returncode == 1

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mcu_exp.job.preflight import store_notice
+from mcu_exp.job.preflight import covering_jobs, store_notice
 from mcu_exp.job.screen import cache_line
 
 
@@ -66,3 +66,15 @@ def test_an_explicit_store_is_neither_announced_nor_recorded(
 def test_the_cache_line_counts_the_samples_it_served(hits: int, misses: int, expected: str | None) -> None:
     stats = {"generation_cache_hits": float(hits), "generation_cache_misses": float(misses), "model_loaded": 0.0}
     assert cache_line(stats) == expected
+
+
+def test_the_covering_jobs_hold_every_swept_value_in_few_jobs() -> None:
+    """A product of 3 and 2 values takes 3 jobs, the first job first; every override appears."""
+    jobs = [[f"a={a}", f"b={b}", "c=1"] for a in (1, 2, 3) for b in (1, 2)]
+    chosen = covering_jobs(jobs)
+    assert chosen[0] == jobs[0] and len(chosen) == 3
+    assert {line for job in chosen for line in job} == {line for job in jobs for line in job}
+    assert all(job in jobs for job in chosen)
+    single = [["x=1"], ["x=2"], ["x=3"]]
+    assert covering_jobs(single) == single
+    assert covering_jobs([]) == []

@@ -5,8 +5,9 @@ store is when that store is new.
 the sweep's parent run is opened) loads a sweep's dataset once when it starts: data that cannot
 be had (offline, no copy in ``$MCU_EXP_DATA``, ``dataset.root`` or the user cache) stops the
 sweep with one line, before any MLflow run exists, instead of failing every job the same way.
-Before that it composes the sweep's first job (:func:`compose_first_job`): a misspelled key is
-one line, and nothing is made under the outputs folder.
+Before that it composes the sweep's first job and a few more that between them hold every swept
+value (:func:`compose_jobs`): a misspelled key, or a value out of range in any of them, is one
+line, and nothing is made under the outputs folder.
 
 The default outputs folder, ``outputs`` (MLflow store and generation cache), lies under the
 folder the command starts in, as Hydra's run folders do. So that a command started from another
@@ -108,33 +109,89 @@ BASIC_SWEEPERS = (
 )
 
 
-def compose_first_job(config: Any) -> None:
-    """Compose a sweep's first job as its sweeper will (``hydra.sweeper.params``, then the
-    command line's overrides, expanded by :class:`BasicSweeper`): a misspelled key or a value of
-    the wrong type raises Hydra's composition error here. Hydra calls the callbacks before the
-    sweeper composes any job, and the sweep's callback opens the MLflow store and its parent run,
-    so without this a misspelled key failed after the store, the run and the sweep's folder had
-    been made. Other sweepers (Optuna's search spaces) are left to report their own."""
+def sweep_jobs(config: Any) -> list[list[str]]:
+    """Every job of a sweep as its sweeper will run them, each as its overrides
+    (``hydra.sweeper.params``, then the command line's, expanded by :class:`BasicSweeper`); none
+    for other sweepers (Optuna's search spaces) or a sweep the basic sweeper cannot expand (it
+    says so itself)."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
     sweeper = config.hydra.sweeper
     if sweeper.get("_target_") not in BASIC_SWEEPERS:
-        return
+        return []
     lines = [f"{key}={value}" for key, value in (sweeper.get("params") or {}).items()]
     lines += list(config.hydra.overrides.task)
     try:
         batches = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(lines), None)
     except HydraException:
-        return  # a sweep the basic sweeper cannot expand: it says so itself
-    GlobalHydra.instance().config_loader().load_sweep_config(config, batches[0][0])
+        return []
+    return [list(job) for batch in batches for job in batch]
+
+
+def covering_jobs(jobs: list[list[str]]) -> list[list[str]]:
+    """The first job, then as few more as it takes for every override of any job (each value
+    of each swept key) to appear in one of them: each next job is the one that adds the most
+    overrides not yet seen (the earliest on a tie). A sweep of k values of one key and m of
+    another takes max(k, m) jobs, not k × m."""
+    if not jobs:
+        return []
+    chosen = [jobs[0]]
+    missing = {line for job in jobs for line in job} - set(jobs[0])
+    while missing:
+        best = max(jobs, key=lambda job: len(missing.intersection(job)))
+        chosen.append(best)
+        missing -= set(best)
+    return chosen
+
+
+def compose_jobs(config: Any) -> str | None:
+    """Compose a sweep's first job, and a few more that between them hold every swept value
+    (:func:`covering_jobs`), as its sweeper will, and check each one's values as its job will
+    (:func:`mcu_exp.job.validate.config_problems`). A misspelled key or a value of the wrong
+    type raises Hydra's composition error; a value out of range is returned as one line naming
+    the job by its swept values. Hydra calls the callbacks before the sweeper composes any job, and the
+    sweep's callback opens the MLflow store and its parent run, so without this a misspelled key
+    failed after the store, the run and the sweep's folder had been made, and a value out of
+    range in a later job failed that job after the earlier ones had run."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    from hydra_plugins.mcu_exp_sweeper.compose_once import MergeOnceLoader
+
+    loader = MergeOnceLoader.wrapping(GlobalHydra.instance().config_loader())  # files read once, lists merged once
+    jobs = sweep_jobs(config)
+    shared = set(jobs[0]).intersection(*jobs[1:]) if jobs else set()
+    for job in covering_jobs(jobs):
+        problem = job_problem(loader.load_sweep_config(config, job))
+        if problem is not None:
+            swept = " ".join(line for line in job if line not in shared)
+            where = f"found in the sweep's job {swept}; " if swept else ""
+            return f"{problem} ({where}no job was started)"
+    return None
+
+
+def job_problem(composed: Any) -> str | None:
+    """The first out-of-range value of one composed job (``hydra`` node included), or None:
+    its values pass, or the job's config is left to its own checks (a value that does not
+    resolve until the job runs)."""
+    from omegaconf import open_dict, read_write
+    from omegaconf.errors import OmegaConfBaseException
+
+    from mcu_exp.config.schema import typed_config
+    from mcu_exp.job.validate import config_problems
+
+    try:
+        with read_write(composed), open_dict(composed):
+            composed.pop("hydra", None)
+        return next(config_problems(typed_config(composed)), None)
+    except (OmegaConfBaseException, ValueError, TypeError, AttributeError, ImportError):
+        return None
 
 
 class Preflight(Callback):
     """Hydra callback: the store's note (:func:`store_notice`) for a run or a sweep; a sweep's
-    first job composed (:func:`compose_first_job`) and its dataset loaded once
+    jobs composed and checked (:func:`compose_jobs`) and its dataset loaded once
     (:func:`data_problem`) before its parent run."""
 
     def on_run_start(self, config: Any, **kwargs: Any) -> None:
@@ -146,11 +203,14 @@ class Preflight(Callback):
         from mcu_exp.config.suggest import USER_FULL_ERROR, composition_message
 
         try:
-            compose_first_job(config)
+            problem = compose_jobs(config)
         except Exception as exc:  # noqa: BLE001 (Hydra would only warn of it: the sweeper composes the job again and reports it)
             message = composition_message(exc) if isinstance(exc, CompactHydraException) else None
             if message is not None and os.environ.get(USER_FULL_ERROR) != "1":
                 raise SystemExit(f"mcu-exp: error: {message}") from None
+            problem = None
+        if problem is not None:
+            raise SystemExit(f"mcu-exp: error: {problem}")
         varies_data = any(key in DATASET_KEYS for key in swept_keys(config))
         problem = None if varies_data else data_problem(config)
         if problem is not None:
