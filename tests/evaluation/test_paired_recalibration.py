@@ -21,6 +21,8 @@ from mcu_exp.evaluation.paired_recalibration import (
     RunCalibration,
     arm,
     decision_from,
+    paired_arms,
+    prepare,
 )
 
 N = 50
@@ -124,3 +126,46 @@ def test_decision_settings_from_params_or_a_config_section() -> None:
     assert decision_from({"decision.rule": "conformal"}) is None
     assert decision_from({"rule": "conformal", "epsilon": "abc", "quantile": "empirical"}) is None
     assert not math.isnan(DecisionConfig().theta)
+
+
+def unlabelled(frame: pd.DataFrame, calibration: RunCalibration, count: int) -> tuple[pd.DataFrame, RunCalibration]:
+    """The run with its first ``count`` programs' human labels removed (a reader group that did
+    not read them): they still calibrate τ, but no pair can share them."""
+    frame, scores = frame.copy(), calibration.scores.copy()
+    frame.iloc[:count, frame.columns.get_loc("human_label")] = np.nan
+    scores.iloc[:count, scores.columns.get_loc("human_label")] = np.nan
+    return frame, RunCalibration(scores, calibration.decision)
+
+
+def test_a_run_compared_with_itself_differs_by_exactly_zero_with_unlabelled_programs(two_runs: dict) -> None:
+    """Programs both runs calibrated on but without a human label are drawn jointly: each
+    resample gives both arms the same calibration set, so the run against itself is 0 in every
+    resample (they were drawn apart: ΔF1 in [-0.11, 0.11] with 35 of 50 unlabelled)."""
+    for count in (10, 35):
+        fa, ca = unlabelled(two_runs["fa"], two_runs["ca"], count)
+        got = compare_runs(fa, fa, resamples=1000, seed=4, calibration_a=ca, calibration_b=ca)
+        assert (got.labels_a, got.labels_b) == (RECALIBRATED, RECALIBRATED)
+        assert (got.delta_f1.low, got.delta_f1.high) == (0.0, 0.0)
+        assert (got.delta_accuracy.low, got.delta_accuracy.high) == (0.0, 0.0)
+        table = compare_many({"x": fa, "y": fa}, resamples=1000, seed=4, calibrations={"x": ca, "y": ca})
+        assert (table.iloc[0]["delta_f1_ci_low"], table.iloc[0]["delta_f1_ci_high"]) == (0.0, 0.0)
+
+
+def test_two_settings_on_one_calibration_set_recalibrate_on_the_same_draws(two_runs: dict) -> None:
+    """ε = 0.2 and ε = 0.4 on the same scores: on one calibration multiset the larger ε gives
+    a lower τ, so its labels are never 1 where the smaller ε's are 0. That holds in every
+    resample row only if both arms drew the same unlabelled programs."""
+    fa, ca = unlabelled(two_runs["fa"], two_runs["ca"], 35)
+    loose = RunCalibration(ca.scores, DecisionConfig(epsilon=0.4, quantile="empirical"))
+    ids = [str(i) for i in fa.index[35:]]
+    alpha_test = ca.scores["alpha_test"].to_numpy()[35:]
+    tau_loose = empirical_tau(ca.scores["alpha_cal"].to_numpy(), 0.4)
+    strict_arm, loose_arm = paired_arms(
+        prepare(ca, ids, fa["label"].to_numpy()[35:]),
+        prepare(loose, ids, (alpha_test <= tau_loose).astype(int)),
+        seed=4,
+    )
+    assert (strict_arm.labels, loose_arm.labels) == (RECALIBRATED, RECALIBRATED)
+    idx = stratified_indices(two_runs["truth"][35:], 400, np.random.default_rng(1))
+    strict, lax = strict_arm.relabel(idx), loose_arm.relabel(idx)
+    assert (lax <= strict).all() and (lax < strict).any()

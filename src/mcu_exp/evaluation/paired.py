@@ -36,7 +36,15 @@ import pandas as pd
 
 from mcu_exp.evaluation.bootstrap import MIN_RESAMPLES, Relabel, percentile_interval
 from mcu_exp.evaluation.metrics import ArrayLike, as_binary, as_score
-from mcu_exp.evaluation.paired_recalibration import LABELS_FIXED, Arm, RunCalibration, arm, arm_builder, fixed
+from mcu_exp.evaluation.paired_recalibration import (
+    LABELS_FIXED,
+    Arm,
+    Calibrated,
+    RunCalibration,
+    fixed,
+    paired_arms,
+    prepare,
+)
 from mcu_exp.evaluation.paired_scores import resample_rows, score_point, score_resamples
 from mcu_exp.evaluation.paired_tests import (
     CHI2_CC,
@@ -343,9 +351,10 @@ def arms(
     """Both runs' arms on the paired programs (each run's extra-program draws seeded apart);
     ``missing``: why a run without a calibration has none."""
     why = [text or "no calibration scores" for text in missing]
-    return (
-        arm(calibration_a, data.program_ids, data.label_a, seed * 2 + 1, why[0]),
-        arm(calibration_b, data.program_ids, data.label_b, seed * 2 + 2, why[1]),
+    return paired_arms(
+        prepare(calibration_a, data.program_ids, data.label_a, why[0]),
+        prepare(calibration_b, data.program_ids, data.label_b, why[1]),
+        seed,
     )
 
 
@@ -386,18 +395,18 @@ def compare_many(
     found = calibrations or {}
     if pairings is None or not pairings.serves(frames):
         pairings = Pairings(frames)
-    builders: dict[tuple[str, tuple[object, ...], bytes], Callable[[int], Arm]] = {}
+    prepared: dict[tuple[str, tuple[object, ...], bytes], Calibrated | Arm] = {}
 
-    def side(name: str, data: Paired, labels: np.ndarray, arm_seed: int) -> Arm:
+    def side(name: str, data: Paired, labels: np.ndarray) -> Calibrated | Arm:
         key = (name, tuple(data.program_ids.tolist()), labels.tobytes())
-        if key not in builders:
-            builders[key] = arm_builder(found.get(name), data.program_ids, labels, "no calibration scores")
-        return builders[key](arm_seed)
+        if key not in prepared:
+            prepared[key] = prepare(found.get(name), data.program_ids, labels, "no calibration scores")
+        return prepared[key]
 
     rows = []
     for name_a, name_b in itertools.combinations(frames, 2):
         data = pairings(name_a, name_b)
-        arm_a, arm_b = side(name_a, data, data.label_a, seed * 2 + 1), side(name_b, data, data.label_b, seed * 2 + 2)
+        arm_a, arm_b = paired_arms(side(name_a, data, data.label_a), side(name_b, data, data.label_b), seed)
         cmp = compare_paired(data, resamples, seed, confidence, arm_a, arm_b)
         rows.append({"run_a": name_a, "run_b": name_b, **cmp.row()})
     table = pd.DataFrame(rows, columns=None if rows else ["run_a", "run_b", "delong_p", "mcnemar_p"])
