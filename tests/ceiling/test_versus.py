@@ -32,6 +32,31 @@ def case(seed: int = 5, programs: int = 60) -> tuple[Dataset, pd.Series]:
     return ds, pd.Series(pi + 0.3 * rng.normal(size=pi.size), index=[f"p{i}" for i in range(pi.size)])
 
 
+def test_krippendorffs_alpha_is_on_the_scored_programs_like_every_other_figure() -> None:
+    """A proxy that leaves half the programs unscored: α beside its figures is the readers'
+    agreement on the scored half (it was on every program), computed here with the
+    ``krippendorff`` package on those programs' ABU50; with every program scored it is the
+    dataset's α, bit for bit."""
+    import krippendorff
+
+    ds, score = case()
+    half = score.where(np.arange(score.size) % 2 == 0)
+    scored = set(half.dropna().index)
+    rows = ds.evaluations[ds.evaluations["program_id"].isin(scored)]
+    understood = (rows["correct"] / rows["total"] >= 0.5).astype(float)
+    matrix = (
+        pd.DataFrame({"p": rows["participant_id"].astype(str), "q": rows["program_id"], "v": understood})
+        .pivot_table(index="p", columns="q", values="v", aggfunc="first")
+        .to_numpy(dtype=float)
+    )
+    expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal")
+    on_half = ceilings(ds, half, LabelsConfig(), EV, [])["all"]["ceiling.krippendorff_alpha"]
+    assert on_half == pytest.approx(expected, abs=1e-12)
+    everything = ceilings(ds, score, LabelsConfig(), EV, [])["all"]["ceiling.krippendorff_alpha"]
+    alone = ceilings(ds, None, LabelsConfig(), EV, [])["all"]["ceiling.krippendorff_alpha"]
+    assert everything == alone and abs(everything - on_half) > 1e-6
+
+
 def report_of(ds: Dataset, score: pd.Series):  # -> an AlignmentReport
     labels = human_labels(ds, LabelsConfig()).labels
     truth = labels.to_numpy()

@@ -22,8 +22,9 @@ is ``Σ_j A_j ln(a + j) + B_j ln(b + j) − C_j ln(a + b + j)`` with ``A_j = #{p
 ``B_j = #{p: n_p − k_p > j}``, ``C_j = #{p: n_p > j}``: the data enter only through three short
 histograms, so many fits (one per bootstrap resample) run at once as one matrix product over a
 (μ, ρ_ICC) grid followed by vectorised Newton steps in (ln a, ln b). A fit whose maximum lies at
-ρ_ICC → 0 (no between-program variation: the binomial model) stays at the grid's smallest ρ_ICC,
-where every bound is ≈ chance, which is the limit.
+ρ_ICC → 0 (no between-program variation: the binomial model) starts from the grid's smallest
+ρ_ICC and the Newton steps carry it further towards 0 (still the maximum of the likelihood);
+every bound there is ≈ chance, which is the limit.
 
 From the fitted model, with the label rule ``L_p = [k_p / n_p ≥ min_fraction]`` (the tolerance of
 :data:`mcu_exp.data.labels.TOLERANCE`), three population figures (programs → ∞, panel sizes drawn

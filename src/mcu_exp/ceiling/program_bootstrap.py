@@ -28,8 +28,10 @@ upper end is then not bounded by the data). Never a ratio to the ceiling ("share
 its noisy denominator makes the ratio's interval meaningless.
 
 Edge cases follow :mod:`mcu_exp.ceiling.split_half`: a program with one reader cannot be split
-and is left out of the half-panel figures (and counted), but stays in the model fit and the
-proxy's AUC; a replicate with fewer than ``MIN_PROGRAMS`` splittable programs, or a split whose
+and is left out of the half-panel figures (and counted); it stays in the ceiling's own model fit
+(:func:`ceiling_bootstrap`), but against a proxy (:func:`compare_to_bounds`) every figure, the
+model fit and the proxy's AUC included, is on the same programs: the scored ones with two or
+more readers; a replicate with fewer than ``MIN_PROGRAMS`` splittable programs, or a split whose
 half labels have one class, is undefined (NaN) and left out of means and intervals; the
 undefined share is reported.
 """

@@ -15,7 +15,8 @@ The figures come back flat, under the key prefixes of :mod:`mcu_exp.evaluation.c
   ``upper_auc_score``, ``second_panel_auc_score``, ``upper_spearman``, ``model_icc``: the
   reader model), each with ``_ci_low``/``_ci_high`` (percentile interval over programs) and, for
   the split averages, ``_mc`` (Monte Carlo error); ``ceiling.krippendorff_alpha`` (of the
-  per-evaluation ABU50), ``ceiling.programs``, ``ceiling.programs_left_out``,
+  per-evaluation ABU50; with a score, of the scored programs), ``ceiling.programs``,
+  ``ceiling.programs_left_out`` (scored programs with one reader),
   ``ceiling.resamples``, ``ceiling.splits``, ``ceiling.inner_splits``;
 * ``vs_ceiling.auc_score`` (the proxy's AUC on these programs) and ``vs_ceiling.<bound>``
   (``lower``, ``second_panel``, ``upper``: AUC_proxy − AUC_bound, paired), each with its
@@ -102,14 +103,17 @@ def label_set_ceiling(
     from mcu_exp.ceiling.split_half import krippendorff_alpha
     from mcu_exp.data.labels import label_evaluations
 
-    alpha = krippendorff_alpha(label_evaluations(dataset, group, labels.readers))
     rule, fraction, readers = labels.rule, float(labels.min_fraction), labels.readers
     resamples, splits, inner = ev.ceiling_resamples, ev.ceiling_splits, ev.ceiling_inner_splits
     if score is None or not np.isfinite(score.to_numpy(dtype=float)).any():
         alone = ceiling_bootstrap(
             dataset, rule, fraction, group, readers, resamples, splits, ev.seed, ev.confidence, inner
         )
-        return ceiling_figures(alone, alpha)
+        return ceiling_figures(alone, krippendorff_alpha(label_evaluations(dataset, group, readers)))
+    # α on the programs every other figure uses: the scored ones (one reader adds nothing to α)
+    scored = set(score.index[np.isfinite(score.to_numpy(dtype=float))])
+    on_scored = dataset.subset(pid for pid in dataset.program_ids if pid in scored)
+    alpha = krippendorff_alpha(label_evaluations(on_scored, group, readers))
     found = compare_to_bounds(
         dataset, score, rule, fraction, group, readers, resamples, splits, ev.seed, ev.confidence, inner, cache_dir
     )
