@@ -117,6 +117,16 @@ def test_an_undefined_rho_is_excluded_and_named() -> None:
     assert frame.loc[frame["name"] == "b", "note"].item().startswith("excluded: ")
 
 
+def test_numpy_floats_pool_like_python_floats() -> None:
+    """A ρ read from a NumPy array (float32 or float64) is a number: it was excluded as NaN."""
+    data = [("a", 0.3, 50), ("b", 0.45, 60), ("e", 0.4, 70)]
+    plain = pool_correlations(data)
+    for kind in (np.float32, np.float64):
+        pooled = pool_correlations([(name, kind(rho), n) for name, rho, n in data])
+        assert not pooled.excluded and len(pooled.datasets) == 3
+        assert pooled.rho == pytest.approx(plain.rho, abs=1e-7)
+
+
 def test_two_datasets_pool_but_have_no_prediction_interval() -> None:
     pooled = pool_correlations([("a", 0.3, 50), ("b", 0.5, 80)])
     ref = combine_effects(

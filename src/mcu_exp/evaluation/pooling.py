@@ -40,6 +40,7 @@ dataset i) the same way; see its docstring for the variance used.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -187,7 +188,7 @@ def _as_input(item: DatasetCorrelation | Sequence[Any]) -> DatasetCorrelation:
 
 def _undefined_reason(rho: float, n: float) -> str | None:
     """Why a dataset's z cannot enter the pool, or None."""
-    if not (isinstance(rho, (int, float)) and math.isfinite(rho)):
+    if not (isinstance(rho, numbers.Real) and math.isfinite(rho)):  # NumPy's floats too
         return "rho is undefined (NaN)"
     if not math.isfinite(n) or n < 4:
         return f"n = {n} < 4 (var(z) = 1.06/(n-3) needs n > 3)"
