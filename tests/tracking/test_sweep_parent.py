@@ -233,25 +233,28 @@ def test_p3_and_p0_names_leave_out_epsilon() -> None:
     assert run_name(cfg, calibrated=True) == "gpt-4o · p3 · ε=0.2"  # type: ignore[arg-type]
 
 
-def test_a_job_stopped_by_bad_input_fails_the_sweep_in_one_line(tmp_path: Path) -> None:
+def test_a_job_stopped_by_bad_input_fails_the_sweep_in_one_line(tmp_path: Path, data_root: Path) -> None:
+    """Bad input that only the job can see (its own data folder, empty; a value out of range is
+    refused before the sweep starts) fails that job in one line; the others still run."""
     from support.mlflow_store import seed_store
 
     outputs = seed_store(tmp_path / "outputs")
+    empty = tmp_path / "empty"
+    empty.mkdir()
     # The finished job also samples system metrics (tracking.system_metrics, every 0.2 s here):
     # MLflow logs a sample only once an interval has passed inside the run, and the stand-in stays
     # in its run for 1 s (its shared result cache would otherwise end the run sooner than that).
     res = sweep(
         outputs,
-        "evaluation.bootstrap_resamples=1000,200",
+        f"dataset.root={data_root / 'scalabrino'},{empty}",
         "tracking.system_metrics=true",
         MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL="0.2",
         MCU_STANDIN_SLEEP_S="1",
     )
     assert res.returncode == 1
     assert "Traceback" not in res.stdout + res.stderr
-    assert (
-        "mcu-exp: error: 1 job of the sweep failed (job 1: evaluation.bootstrap_resamples=200: expected at least 1000)"
-    ) in res.stderr
+    missing = f"{empty / 'evaluations.csv'}: missing (expected the Scalabrino data in {empty})"
+    assert f"mcu-exp: error: 1 job of the sweep failed (job 1: {missing})" in res.stderr
     client, found = runs(outputs)
     (parent,) = [r for r in found if r.data.tags.get(TAG_KIND) == KIND_SWEEP]
     assert parent.info.status == "FAILED" and parent.data.tags["mcu.error"] == "1 of 2 jobs did not finish"
@@ -259,8 +262,8 @@ def test_a_job_stopped_by_bad_input_fails_the_sweep_in_one_line(tmp_path: Path) 
         RunArtifacts(client, parent.info.run_id, parent.info.artifact_uri).get("sweep_summary.csv", tmp_path)
     )
     failed = summary[summary["status"] == "FAILED"]
-    assert failed["run"].tolist() == ["evaluation.bootstrap_resamples=200"]
-    assert "expected at least 1000" in failed["verdict"].item()
+    assert failed["run"].tolist() == [f"dataset.root={empty}"]
+    assert missing in failed["verdict"].item()
     assert (summary["status"] == "FINISHED").sum() == 1
     (finished,) = [r for r in found if r.info.status == "FINISHED" and PARENT_TAG in r.data.tags]
     assert any(k.startswith("system/cpu_utilization") for k in finished.data.metrics)
