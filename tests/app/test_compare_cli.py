@@ -223,6 +223,7 @@ def test_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
     a = run_folder(tmp_path / "A", per_program(seed=1, noise=1.0))
     uri = f"sqlite:///{seed_store(tmp_path / 'outputs') / 'mlflow.db'}"
+    capsys.readouterr()  # MLflow's own lines while seeding (its first import in this process logs to the capture)
     assert "unknown run 'abc123'" in fails([str(a), "abc123", "--tracking-uri", uri], capsys)
     assert "no MLflow store at" in fails([str(a), "abc123", "--tracking-uri", f"sqlite:///{tmp_path}/none.db"], capsys)
     (tmp_path / "empty").mkdir()

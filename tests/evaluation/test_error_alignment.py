@@ -135,3 +135,37 @@ def test_too_few_programs_leave_the_null_undefined() -> None:
     assert none.lines()[0].startswith("Error alignment: 0 programs") and len(none.lines()) == 1
     with pytest.raises(ValueError, match=r"^resamples=0, permutations=10: expected at least 1 each$"):
         error_alignment({}, {}, resamples=0, permutations=10)
+
+
+def test_with_few_programs_the_p_is_exact_over_every_pairing() -> None:
+    """Two programs whose wrong answers match: of the two pairings one is as aligned as the
+    observed one (itself), so p = 1/2 (derangements alone gave 1/2001). Three programs: the
+    p is the share of the 3! pairings at least as aligned, counted here by brute force."""
+    two = program_errors(2, seed=9)
+    m = error_alignment(two, two, resamples=50, permutations=2000, seed=1).metrics
+    assert m["errors.top_match_p"] == 0.5 and m["errors.js_p"] == 0.5
+    model = {"a": MODEL["a"], "b": MODEL["b"], "c": MODEL["c"]}
+    m = error_alignment(model, HUMANS, resamples=50, permutations=2000, seed=1).metrics
+    ids = list(model)
+    for name, figure, better in (("top_match", brute_top, np.greater_equal), ("js", brute_js, np.less_equal)):
+        observed = np.mean([figure(model[p], HUMANS[p]) for p in ids])
+        means = [
+            np.mean([figure(model[x], HUMANS[y]) for x, y in zip(ids, perm)]) for perm in itertools.permutations(ids)
+        ]
+        assert m[f"errors.{name}_p"] == pytest.approx(np.mean(better(np.round(means, 12), round(observed, 12))))
+
+
+def test_unrelated_errors_on_few_programs_are_significant_no_more_often_than_the_level() -> None:
+    """Models blind to the program on 4 and 8 programs (exact, then sampled pairings): p ≤ 0.05
+    at most about 5 % of the time (derangements alone: 30 % on 3 programs)."""
+    for k in (4, 8):
+        humans = program_errors(k, seed=10 + k)
+        shared = [a for c in humans.values() for a in c]
+        rng = np.random.default_rng(k)
+        ps = []
+        for seed in range(200):
+            unrelated = {pid: Counter(rng.choice(shared, size=4).tolist()) for pid in humans}
+            ps.append(
+                error_alignment(unrelated, humans, resamples=10, permutations=199, seed=seed).metrics["errors.js_p"]
+            )
+        assert np.mean(np.array(ps) <= 0.05) <= 0.08

@@ -17,16 +17,20 @@ answer are compared (``K`` of them). Per program:
 Each is averaged over the ``K`` programs, with a percentile interval from resampling the
 programs with replacement (seeded ``numpy`` generator), and set beside a **shuffled-programs
 null**: the model's wrong answers of each program paired with the humans' wrong answers of
-another of the ``K`` programs (a random derangement, seeded), averaged the same way. The null
-mean is the mean over the permutations; the one-sided p is ``(1 + #{null ≥ observed}) /
-(1 + permutations)`` for the top match (higher = more alike) and ``(1 + #{null ≤ observed}) /
-(1 + permutations)`` for the divergence (lower = more alike). With ``K`` < 2 there is no other
-program to pair with: the null and p are NaN; with ``K`` 0 everything is.
+another of the ``K`` programs (a random derangement, seeded), averaged the same way; the null
+mean is the mean over those derangements. The one-sided permutation p is over permutations of
+the pairing that may leave programs in place (the observed pairing is one of them): exact over
+all ``K!`` when there are at most ``permutations`` of them, ``#{π: null ≥ observed} / K!``;
+else ``(1 + #{null ≥ observed}) / (1 + permutations)`` over uniform random permutations; ≥ for
+the top match (higher = more alike), ≤ for the divergence (lower = more alike). With ``K`` < 2
+there is no other program to pair with: the null and p are NaN; with ``K`` 0 everything is.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -170,15 +174,29 @@ def error_alignment(
     }
     draws = rng.integers(k, size=(resamples, k)) if k else None
     shuffles = derangements(k, permutations, rng) if k >= 2 else None
+    tested = reference_permutations(k, permutations, rng) if k >= 2 else None
     for name, (matrix, direction) in pairs.items():
         observed = np.diag(matrix)
         mean = float(observed.mean()) if k else float("nan")
         low, high = percentile_interval(observed[draws].mean(axis=1), confidence) if draws is not None else (mean, mean)
         metrics.update({f"{PREFIX}{name}": mean, f"{PREFIX}{name}_ci_low": low, f"{PREFIX}{name}_ci_high": high})
         null_mean, p = float("nan"), float("nan")
-        if shuffles is not None:
-            null = matrix[np.arange(k), shuffles].mean(axis=1)
-            as_extreme = null >= mean - 1e-12 if direction > 0 else null <= mean + 1e-12
-            null_mean, p = float(null.mean()), float((1 + as_extreme.sum()) / (1 + permutations))
+        if shuffles is not None and tested is not None:
+            null_mean = float(matrix[np.arange(k), shuffles].mean())
+            perms, exact = tested
+            null = matrix[np.arange(k), perms].mean(axis=1)
+            as_extreme = (null >= mean - 1e-12 if direction > 0 else null <= mean + 1e-12).sum()
+            p = float(as_extreme / len(perms) if exact else (1 + as_extreme) / (1 + permutations))
         metrics.update({f"{PREFIX}{name}_null": null_mean, f"{PREFIX}{name}_p": p})
     return ErrorAlignment(table=table, metrics=metrics)
+
+
+def reference_permutations(k: int, count: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    """The permutations the p-value is taken over, and whether they are all of them: every
+    permutation of ``range(k)`` when there are at most ``count`` (the exact p, the observed
+    pairing among them), else ``count`` uniform random ones (identity and fixed points
+    allowed, as the ``(1 + b) / (1 + B)`` p needs). Derangements alone leave the observed
+    pairing out of the reference set: with two programs the p was 0.0005 where it is 0.5."""
+    if math.factorial(k) <= count:
+        return np.array(list(itertools.permutations(range(k))), dtype=int), True
+    return rng.permuted(np.tile(np.arange(k), (count, 1)), axis=1), False
