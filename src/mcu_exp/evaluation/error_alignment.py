@@ -182,7 +182,7 @@ def error_alignment(
         metrics.update({f"{PREFIX}{name}": mean, f"{PREFIX}{name}_ci_low": low, f"{PREFIX}{name}_ci_high": high})
         null_mean, p = float("nan"), float("nan")
         if shuffles is not None and tested is not None:
-            null_mean = float(matrix[np.arange(k), shuffles].mean())
+            null_mean = float(matrix[np.arange(k), shuffles].mean(axis=1).mean())
             perms, exact = tested
             null = matrix[np.arange(k), perms].mean(axis=1)
             as_extreme = (null >= mean - 1e-12 if direction > 0 else null <= mean + 1e-12).sum()
