@@ -85,6 +85,37 @@ def test_run_id_reads_the_runs_artifact_and_decision_params(
     assert threshold_row == []  # --search epsilon only
 
 
+@pytest.mark.parametrize("rule", ["theta", "p1_and_theta", "conformal"])
+def test_a_run_labelled_by_another_rule_is_told_that_no_column_is_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, rule: str
+) -> None:
+    """Tune searches the conformal rule: for a θ run the ε column is not the run's F1, and the
+    command says so (a note on stderr, the caption); for a conformal run it says nothing."""
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.setenv("MCU_EXP_OUTPUTS", str(tmp_path / "outputs"))
+    uri = f"sqlite:///{seed_store(tmp_path) / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("mcu_exp", artifact_location=(tmp_path / "artifacts").as_uri())
+    run = client.create_run(exp, run_name="p2")
+    client.log_param(run.info.run_id, "decision.rule", rule)
+    client.log_artifact(run.info.run_id, str(write_per_program(tmp_path / "scores.csv", seed=2)))
+    client.set_terminated(run.info.run_id)
+    capsys.readouterr()
+    main(["--run-id", run.info.run_id, "--tracking-uri", uri, "--search", "epsilon", "--trials", "4", "--folds", "3"])
+    res = capsys.readouterr()
+    notes = [line for line in res.err.splitlines() if line.startswith("mcu-exp tune: note:")]
+    caption = " ".join(res.out.split())
+    if rule == "conformal":
+        assert notes == [] and "not the run's own rule" not in caption
+    else:
+        assert notes == [
+            f"mcu-exp tune: note: the run labels programs by the rule {rule}; tune searches the conformal "
+            "rule's ε and τ on its α_cal/α_test, so no column is the run's own F1"
+        ]
+        assert f"not the run's own rule {rule}: the ε=0.1 column is not the run's F1." in caption
+
+
 @pytest.mark.parametrize(
     "content,message",
     [

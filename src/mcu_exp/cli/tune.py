@@ -160,8 +160,9 @@ def storage_url(value: str | None) -> str | None:
     return f"sqlite:///{path.resolve()}"
 
 
-def render(results: Sequence[Any], folds: int, trials: int, seed: int, source: str) -> str:
-    """The results as a text table (rich, no colour) with a one-line caption."""
+def render(results: Sequence[Any], folds: int, trials: int, seed: int, source: str, rule: str | None = None) -> str:
+    """The results as a text table (rich, no colour) with a one-line caption; ``rule``: the
+    run's decision rule when it is not the conformal one that tune searches (said in the caption)."""
     import io
 
     from rich.console import Console
@@ -177,6 +178,12 @@ def render(results: Sequence[Any], folds: int, trials: int, seed: int, source: s
         caption=(
             f"n = {first.n} programs, prevalence {100 * first.prevalence:.1f}%; {folds} stratified outer folds, "
             f"{trials} TPE trials per study, seed {seed}. Held-out {name} pools the folds' held-out labels."
+            + (
+                f" Every column is the conformal rule's (α_test ≤ τ), not the run's own rule {rule}: "
+                f"the ε={first.reference_epsilon:g} column is not the run's {name}."
+                if rule
+                else ""
+            )
         ),
     )
     for header in (
@@ -235,6 +242,14 @@ def run(args: argparse.Namespace) -> list[Any]:
     )
     if scores.dropped:
         print(f"{scores.dropped} programs without scores or a human label left out")
+    rule = params.get("decision.rule")
+    other_rule = rule if rule not in (None, "", "conformal") else None
+    if other_rule:
+        print(
+            f"mcu-exp tune: note: the run labels programs by the rule {other_rule}; tune searches the conformal "
+            "rule's ε and τ on its α_cal/α_test, so no column is the run's own F1",
+            file=sys.stderr,
+        )
     check_folds(scores.labels, args.folds)
     searches = ("epsilon", "threshold") if args.search == "both" else (args.search,)
     storage = storage_url(args.storage)
@@ -252,7 +267,7 @@ def run(args: argparse.Namespace) -> list[Any]:
         )
         for search in searches
     ]
-    print(render(results, args.folds, args.trials, args.seed, source))
+    print(render(results, args.folds, args.trials, args.seed, source, other_rule))
     if storage:
         print(f"Optuna studies in {storage}")
     if args.out:
