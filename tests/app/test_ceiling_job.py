@@ -61,7 +61,7 @@ def test_job_prints_logs_and_saves_the_humans_ceiling(tmp_path: Path, capsys: py
     assert max(len(line) for line in printed.split("Humans' ceiling")[1].split("Verdict")[0].splitlines()) <= 100
     assert "50 programs with two or more readers, 0 with one left out" in flat
     assert f"AUC (score) {expected.ceiling.figures['auc_score'].point:.3f}" in flat
-    assert "against the humans' bounds it lies" in flat
+    assert "against the humans' bounds its point estimate lies" in flat
     assert "against the humans' ceiling, per reader group" in printed and "AUC − upper" in printed
     assert "humans' bounds on AUC (score)" in printed  # under the measure table
     phd = next(line for line in printed.splitlines() if line.startswith("│ phd") and "(7)" in line)

@@ -98,7 +98,7 @@ def test_table_verdict_and_mlflow_carry_the_bounds() -> None:
     assert "Krippendorff's α of the readers' ABU50" in text
     assert f"proxy {flat['concordance.proxy']:.3f}" in text and "reader-pair ceiling" in text
     where = position(flat["vs_ceiling.auc_score"], flat["ceiling.auc_score"], flat["ceiling.upper_auc_score"])
-    assert f"against the humans' bounds it lies {where}" in attached.verdict
+    assert f"against the humans' bounds its point estimate lies {where}" in attached.verdict
     assert "share" not in text and "humans' own" not in rep.verdict
 
 

@@ -127,7 +127,7 @@ def verdict_clause(found: Mapping[str, float]) -> str:
     where = position(value(found, VS + "auc_score"), value(found, CEILING + LOWER), value(found, CEILING + UPPER))
     lower_point = metric("auc_score").format(value(found, CEILING + LOWER))
     clause = (
-        f"against the humans' bounds it lies {where}: {auc} − lower bound ({lower_point}, half panel) = "
+        f"against the humans' bounds its point estimate lies {where}: {auc} − lower bound ({lower_point}, half panel) = "
         f"{estimate(found, VS + 'lower', 'auc_score', signed=True)}"
     )
     if math.isfinite(value(found, CEILING + UPPER)):
