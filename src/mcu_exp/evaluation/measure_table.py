@@ -74,7 +74,10 @@ VALUES = (
 )
 SAME_AS = "same_ranking_as"  # an earlier row whose column ranks these programs exactly alike ("" when none)
 COLUMNS = ("n", *VALUES, "spearman_vs", DIRECTION, SAME_AS)
-ECC_NOTE = "measure.ecc is in effect √(number of Laplacian eigenvalues below 0.9 − 1), a step count (docs/measures.md)"
+ECC_NOTE = (
+    "measure.ecc is in effect √(number of Laplacian eigenvalues below 0.9 − 1), a step count, plus a small part "
+    "(how unequal the responses' degrees are) that ranks programs on the same step (docs/measures.md)"
+)
 
 
 def direction(column: str, declared: dict[str, int] | None = None) -> str:

@@ -27,8 +27,10 @@ m = k is the number of responses.
   0, all m vectors kept): √(m − 1), its maximum. In effect a count: with r kept vectors,
   U_Ecc² = r − Σ_i (1ᵀu_i)²/m, and when the degrees are equal the first kept vector is
   constant and the others sum to 0, so U_Ecc = √(r − 1) exactly; on BERTScore-like matrices
-  (near-equal degrees) it stays within rounding of that, so it steps (√2 → 1 → 0 …) as an
-  eigenvalue crosses 0.9 rather than moving smoothly with the similarities.
+  (near-equal degrees) it lies a little above that (0.003–0.009 on Scalabrino's summaries),
+  so it steps (√2 → 1 → 0 …) as an eigenvalue crosses 0.9, and between steps only that small
+  part, how unequal the degrees are, moves. With one kept vector (similar responses: all
+  programs at r = 1) that part alone ranks the programs.
 
 ``eigv``, ``deg`` and ``ecc`` also have vectorised versions over a stack of matrices
 (``*_many``), which :mod:`mcu_exp.measures.sizing` uses to average them over many subsets.
