@@ -95,7 +95,8 @@ def test_render(data: tuple[pd.DataFrame, pd.Series, pd.Series]) -> None:
     assert "measure.eigv" in text and "code.loc" in text and "AUC (score)" in text and "Spearman ρ" in text
     constant = next(line for line in text.splitlines() if "code.constant" in line)
     assert constant.count("undefined") == 7 and "0.500" not in constant  # AUC, ρ, PRR and their CIs, p
-    assert "1000 stratified bootstrap resamples" in text and "500 permutations" in text
+    flat = " ".join(text.split())  # the caption wraps where its words fall
+    assert "1000 stratified bootstrap resamples" in flat and "500 permutations" in flat
     low, high = table.loc["measure.eigv", ["prr_ci_low", "prr_ci_high"]]
     eigv = next(line for line in text.splitlines() if "measure.eigv" in line)
     assert f"[{low:.3f}, {high:.3f}]" in eigv and f"{table.loc['measure.eigv', 'prr_perm_p']:.4f}" in eigv
