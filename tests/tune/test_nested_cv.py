@@ -89,6 +89,19 @@ def test_stored_studies_resume_with_more_trials(tmp_path) -> None:
     assert len(optuna.get_all_study_summaries(storage)) == 6  # other scores: other studies
 
 
+def test_a_resumed_study_draws_new_values_not_its_first_ones_again(tmp_path) -> None:
+    """Resumed inside its random start-up trials, a study seeded as at the start drew the same
+    values again (5 distinct of 10); seeded apart it draws 10 distinct ones."""
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    scores = random_scores(8)
+    nested_cv(scores, "epsilon", folds=2, trials=5, seed=0, storage=storage)
+    nested_cv(scores, "epsilon", folds=2, trials=10, seed=0, storage=storage)
+    for summary in optuna.get_all_study_summaries(storage):
+        study = optuna.load_study(study_name=summary.study_name, storage=storage)
+        values = [t.params["epsilon"] for t in study.trials]
+        assert len(values) == 10 and len(set(values)) == 10
+
+
 def test_folds_need_enough_programs_of_each_class() -> None:
     scores = random_scores(0, n=20, positives=3)
     expected = "5 stratified folds need at least 5 programs of each class; the smaller class has 3"

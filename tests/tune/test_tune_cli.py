@@ -158,6 +158,22 @@ def test_storage_defaults_to_the_outputs_folder(tmp_path: Path, monkeypatch: pyt
     assert storage_url(str(tmp_path / "s.db")) == f"sqlite:///{tmp_path / 's.db'}"
 
 
+def test_a_stored_study_with_more_trials_than_asked_says_how_many_it_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resumed with fewer --trials than the stored study holds, every stored trial counts: the
+    caption says so instead of the smaller number alone."""
+    monkeypatch.setenv("MCU_EXP_OUTPUTS", str(tmp_path / "outputs"))
+    csv = write_per_program(tmp_path / "per_program.csv", seed=3)
+    common = ["--per-program", str(csv), "--search", "threshold", "--folds", "3", "--storage", str(tmp_path / "s.db")]
+    main([*common, "--trials", "6"])
+    first = " ".join(capsys.readouterr().out.split())
+    assert "6 TPE trials per study, seed 0." in first and "hold up to" not in first
+    main([*common, "--trials", "3"])
+    again = " ".join(capsys.readouterr().out.split())
+    assert "3 TPE trials per study, seed 0 (the stored in-sample studies hold up to 6 trials, all used)." in again
+
+
 def test_unknown_run_and_missing_store_fail_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["--run-id", "abc", "--tracking-uri", f"sqlite:///{tmp_path / 'none.db'}"])

@@ -177,7 +177,13 @@ def render(results: Sequence[Any], folds: int, trials: int, seed: int, source: s
         title=f"Tuning for {name} on {source}",
         caption=(
             f"n = {first.n} programs, prevalence {100 * first.prevalence:.1f}%; {folds} stratified outer folds, "
-            f"{trials} TPE trials per study, seed {seed}. Held-out {name} pools the folds' held-out labels."
+            f"{trials} TPE trials per study, seed {seed}"
+            + (
+                f" (the stored in-sample studies hold up to {held} trials, all used)"
+                if (held := max(r.in_sample.trials for r in results)) > trials
+                else ""
+            )
+            + f". Held-out {name} pools the folds' held-out labels."
             + (
                 f" Every column is the conformal rule's (α_test ≤ τ), not the run's own rule {rule}: "
                 f"the ε={first.reference_epsilon:g} column is not the run's {name}."

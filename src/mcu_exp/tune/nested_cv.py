@@ -156,7 +156,9 @@ def tune(
     """Maximise F1 on ``scores`` over ε or τ with a seeded TPE study.
 
     With ``storage`` (an Optuna RDB URL) the study is resumed by ``study_name``: only the
-    trials still missing are run.
+    trials still missing are run, by a sampler seeded apart from the first run's (seeded as
+    at the start, it drew the first run's random start-up trials again); a stored study that
+    holds more trials than asked keeps them all (``Tuned.trials`` says how many).
     """
     import optuna
 
@@ -179,6 +181,8 @@ def tune(
         return 0.0 if math.isnan(achieved) else achieved  # undefined (nothing present or predicted): no credit
 
     done = len([t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE])
+    if done:  # a resumed study: a sampler seeded as at the start would draw its first trials again
+        study.sampler = optuna.samplers.TPESampler(seed=seed + 7919 * done)
     if trials > done:
         study.optimize(objective, n_trials=trials - done)
     best = study.best_trial
