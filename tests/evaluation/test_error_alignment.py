@@ -130,6 +130,12 @@ def test_a_model_whose_errors_ignore_the_program_has_a_high_p() -> None:
 def test_too_few_programs_leave_the_null_undefined() -> None:
     one = error_alignment({"a": Counter({"1": 1})}, {"a": Counter({"1": 2})}, resamples=10, permutations=10)
     assert one.metrics["errors.top_match"] == 1.0 and np.isnan(one.metrics["errors.top_match_p"])
+    assert np.isnan(one.metrics["errors.top_match_ci_low"]) and np.isnan(one.metrics["errors.js_ci_high"])
+    top = one.lines()[1]  # one program resampled is itself: no interval, no null, said in words
+    assert (
+        top
+        == "  same most frequent wrong answer: 1.000 (no interval from one program); shuffled programs undefined, p = undefined"
+    )
     none = error_alignment({"a": Counter()}, {"a": Counter({"1": 2})}, resamples=10, permutations=10)
     assert none.metrics["errors.programs"] == 0 and np.isnan(none.metrics["errors.js"]) and len(none.table) == 0
     assert none.lines()[0].startswith("Error alignment: 0 programs") and len(none.lines()) == 1

@@ -23,7 +23,8 @@ the pairing that may leave programs in place (the observed pairing is one of the
 all ``K!`` when there are at most ``permutations`` of them, ``#{π: null ≥ observed} / K!``;
 else ``(1 + #{null ≥ observed}) / (1 + permutations)`` over uniform random permutations; ≥ for
 the top match (higher = more alike), ≤ for the divergence (lower = more alike). With ``K`` < 2
-there is no other program to pair with: the null and p are NaN; with ``K`` 0 everything is.
+there is no other program to pair with: the null, p and the interval are NaN (printed
+"undefined"); with ``K`` 0 everything is.
 """
 
 from __future__ import annotations
@@ -117,14 +118,22 @@ class ErrorAlignment:
         if k == 0:
             return [head]
         pct = f"{confidence:.0%}"
+
+        def shown(key: str, spec: str = ".3f") -> str:
+            value = m[f"{PREFIX}{key}"]
+            return format(value, spec) if math.isfinite(value) else "undefined"
+
+        def interval(name: str) -> str:
+            if not math.isfinite(m[f"{PREFIX}{name}_ci_low"]):
+                return "(no interval from one program)"
+            return f"[{pct}: {shown(name + '_ci_low')}, {shown(name + '_ci_high')}]"
+
         return [
             head,
-            f"  same most frequent wrong answer: {m['errors.top_match']:.3f} [{pct}: "
-            f"{m['errors.top_match_ci_low']:.3f}, {m['errors.top_match_ci_high']:.3f}]; "
-            f"shuffled programs {m['errors.top_match_null']:.3f}, p = {m['errors.top_match_p']:.3g}",
-            f"  JS divergence of wrong answers: {m['errors.js']:.3f} [{pct}: "
-            f"{m['errors.js_ci_low']:.3f}, {m['errors.js_ci_high']:.3f}]; "
-            f"shuffled programs {m['errors.js_null']:.3f}, p = {m['errors.js_p']:.3g} (lower = more alike)",
+            f"  same most frequent wrong answer: {shown('top_match')} {interval('top_match')}; "
+            f"shuffled programs {shown('top_match_null')}, p = {shown('top_match_p', '.3g')}",
+            f"  JS divergence of wrong answers: {shown('js')} {interval('js')}; "
+            f"shuffled programs {shown('js_null')}, p = {shown('js_p', '.3g')} (lower = more alike)",
         ]
 
 
@@ -172,13 +181,17 @@ def error_alignment(
         "top_match": (np.array([[top_match(m, h) for h in humans] for m in models]).reshape(k, k), 1),
         "js": (np.array([[js_divergence(m, h) for h in humans] for m in models]).reshape(k, k), -1),
     }
-    draws = rng.integers(k, size=(resamples, k)) if k else None
+    draws = (
+        rng.integers(k, size=(resamples, k)) if k else None
+    )  # drawn for k = 1 too: the streams after stay as they were
     shuffles = derangements(k, permutations, rng) if k >= 2 else None
     tested = reference_permutations(k, permutations, rng) if k >= 2 else None
     for name, (matrix, direction) in pairs.items():
         observed = np.diag(matrix)
         mean = float(observed.mean()) if k else float("nan")
-        low, high = percentile_interval(observed[draws].mean(axis=1), confidence) if draws is not None else (mean, mean)
+        low, high = (  # one program: resampling it gives itself, no interval
+            percentile_interval(observed[draws].mean(axis=1), confidence) if k >= 2 else (float("nan"), float("nan"))
+        )
         metrics.update({f"{PREFIX}{name}": mean, f"{PREFIX}{name}_ci_low": low, f"{PREFIX}{name}_ci_high": high})
         null_mean, p = float("nan"), float("nan")
         if shuffles is not None and tested is not None:
