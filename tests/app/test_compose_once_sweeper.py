@@ -14,8 +14,9 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from hydra_plugins.mcu_exp_sweeper.compose_once import ComposeOnceSweeper, MergeOnceLoader
+from hydra_plugins.mcu_exp_sweeper.compose_once import ComposeOnceSweeper
 from mcu_exp.config import register_configs
+from mcu_exp.job.merge_once import MergeOnceLoader
 from mcu_exp.redact import redact_text
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -110,7 +111,7 @@ def test_the_defaults_list_is_built_once_per_group_choices_and_configs_stay_hydr
     import pytest
     from hydra.errors import ConfigCompositionException
 
-    from hydra_plugins.mcu_exp_sweeper import compose_once
+    from mcu_exp.job import merge_once
 
     register_configs()
     plain = ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF)))
@@ -132,7 +133,7 @@ def test_the_defaults_list_is_built_once_per_group_choices_and_configs_stay_hydr
         assert OmegaConf.to_yaml(composed) == OmegaConf.to_yaml(own)
         assert composed.hydra.runtime.choices == own.hydra.runtime.choices
         assert composed.hydra.overrides.task == own.hydra.overrides.task
-    (built,) = [v for k, v in compose_once._DEFAULTS_LISTS.items() if k in fast.repos.values()]
+    (built,) = [v for k, v in merge_once._DEFAULTS_LISTS.items() if k in fast.repos.values()]
     assert len(built) == 3  # no group override, proxy=p0, experiment=paper_p0
     with pytest.raises(ConfigCompositionException, match="nope"):
         fast.load_sweep_config(master, ["proxy=nope"])

@@ -6,7 +6,7 @@ full price every time (reading and parsing every YAML file the defaults list nam
 the list, merging), about a quarter of a second, and the suite composes it hundreds of times,
 mostly with the default groups and a few values changed. :func:`config_folder` is
 ``initialize_config_dir`` whose Hydra composes with the sweeper's
-:class:`~hydra_plugins.mcu_exp_sweeper.compose_once.MergeOnceLoader`, kept for the process:
+:class:`~mcu_exp.job.merge_once.MergeOnceLoader`, kept for the process:
 the files are read once, each distinct defaults list is built and merged once, and every
 composition gets a copy with Hydra's own overrides, ``hydra.*`` fields and checks applied (the
 sweeper's tests show the configs are Hydra's own, and ``tests/app/test_compose_once_sweeper.py``
@@ -81,7 +81,7 @@ def config_folder(folder: Path | str = CONF, job_name: str = "app") -> Iterator[
 def shared_loader(folder: Path | str, loader: Any) -> Any:
     """The process's loader for ``folder`` and the ConfigStore as it is now, made from ``loader``
     (Hydra's own, for that folder) the first time."""
-    from hydra_plugins.mcu_exp_sweeper.compose_once import MergeOnceLoader
+    from mcu_exp.job.merge_once import MergeOnceLoader
 
     key = (str(folder), _store_state())
     found = _LOADERS.get(key)

@@ -157,7 +157,7 @@ def compose_jobs(config: Any) -> str | None:
     range in a later job failed that job after the earlier ones had run."""
     from hydra.core.global_hydra import GlobalHydra
 
-    from hydra_plugins.mcu_exp_sweeper.compose_once import MergeOnceLoader
+    from mcu_exp.job.merge_once import MergeOnceLoader
 
     loader = MergeOnceLoader.wrapping(GlobalHydra.instance().config_loader())  # files read once, lists merged once
     jobs = sweep_jobs(config)
